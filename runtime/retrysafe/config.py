@@ -1,0 +1,103 @@
+"""Runtime settings: execution modes and the values the constructs pass through the environment.
+
+Environment variables (set by :mod:`retrysafe_cdk`, or by hand):
+
+``RETRYSAFE_TABLE``
+    Name of the idempotency table. Required unless a store is passed explicitly.
+``RETRYSAFE_RETRY_HORIZON_SECONDS``
+    How long a record is kept: the business retry horizon (client retries,
+    queue redelivery incl. DLQ redrive, webhook and operator replay,
+    settlement). Default 7 days; values under 24 hours are refused.
+``RETRYSAFE_LEASE_SECONDS``
+    Lease of a claim when the Lambda context gives no remaining time. Default 60.
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from .errors import ConfigurationError
+
+TABLE_ENV = "RETRYSAFE_TABLE"
+HORIZON_ENV = "RETRYSAFE_RETRY_HORIZON_SECONDS"
+LEASE_ENV = "RETRYSAFE_LEASE_SECONDS"
+
+DAY = 86_400
+DEFAULT_HORIZON_SECONDS = 7 * DAY
+MIN_HORIZON_SECONDS = DAY
+DEFAULT_LEASE_SECONDS = 60.0
+#: Extra lease beyond the Lambda's remaining time, so a claim never lapses
+#: while its invocation can still be alive (clock skew, freeze/thaw).
+LEASE_MARGIN_SECONDS = 2.0
+
+
+class Mode(str, enum.Enum):
+    """How an operation's side effects are made safe."""
+
+    #: Local effects only: handler writes, completed record and outbox events
+    #: commit in ONE TransactWriteItems (first request and replay: 1 round trip).
+    ATOMIC = "atomic"
+    #: Foreign effects (payment providers, e-mail): claim with a fenced lease
+    #: first, run, then complete in one transaction (first request: 2 round trips).
+    CLAIM_FIRST = "claim_first"
+
+
+@dataclass(frozen=True)
+class Retention:
+    """How long records live and how long a claim is leased."""
+
+    horizon_seconds: int = DEFAULT_HORIZON_SECONDS
+    default_lease_seconds: float = DEFAULT_LEASE_SECONDS
+
+    def __post_init__(self) -> None:
+        if self.horizon_seconds < MIN_HORIZON_SECONDS:
+            raise ConfigurationError(
+                f"retry horizon {self.horizon_seconds}s is shorter than 24 hours; records must outlive "
+                "client retries, queue redelivery incl. DLQ redrive and operator replay. "
+                f"Set {HORIZON_ENV} (or horizon_seconds=) to at least {MIN_HORIZON_SECONDS}."
+            )
+        if self.default_lease_seconds <= 0:
+            raise ConfigurationError(f"lease must be positive, got {self.default_lease_seconds}")
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None, horizon_seconds: int | None = None) -> Retention:
+        """Read the horizon and lease from the environment; an explicit horizon wins."""
+        env = os.environ if environ is None else environ
+        horizon = horizon_seconds if horizon_seconds is not None else _int(env, HORIZON_ENV, DEFAULT_HORIZON_SECONDS)
+        lease = _float(env, LEASE_ENV, DEFAULT_LEASE_SECONDS)
+        return cls(horizon_seconds=horizon, default_lease_seconds=lease)
+
+
+def table_name_from_env(environ: Mapping[str, str] | None = None) -> str:
+    """The idempotency table's name, or a :class:`ConfigurationError` that says how to set it."""
+    env = os.environ if environ is None else environ
+    name = env.get(TABLE_ENV, "").strip()
+    if not name:
+        raise ConfigurationError(
+            f"{TABLE_ENV} is not set: pass store=DynamoStore('my-table') or set {TABLE_ENV} "
+            "(the retrysafe_cdk constructs set it for you)."
+        )
+    return name
+
+
+def _int(env: Mapping[str, str], name: str, default: int) -> int:
+    raw = env.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise ConfigurationError(f"{name}={raw!r} is not a whole number of seconds") from None
+
+
+def _float(env: Mapping[str, str], name: str, default: float) -> float:
+    raw = env.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        return float(raw)
+    except ValueError:
+        raise ConfigurationError(f"{name}={raw!r} is not a number of seconds") from None

@@ -1,0 +1,237 @@
+"""The claim/commit engine: one state machine for HTTP, SQS, webhook and workflow paths.
+
+Atomic mode
+    run the work -> ONE ``TransactWriteItems`` (completed record conditioned
+    ``attribute_not_exists(pk) OR exp < now`` + the work's writes + events).
+    If the record exists, DynamoDB returns it (ALL_OLD) and the engine replays,
+    refuses a mismatch or reports the duplicate in flight: 1 round trip either way.
+Claim first
+    conditional claim (lease + owner token) -> run -> ONE ``TransactWriteItems``
+    completing the record conditioned on the owner token. A failed or
+    uncacheable run releases the claim, also conditioned on the owner token.
+
+The adapters translate :class:`Outcome` and the errors into their transport.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import secrets
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from .cache import RecordCache
+from .config import LEASE_MARGIN_SECONDS, Mode, Retention
+from .errors import FencingError, KeyReuseMismatchError, RequestInFlightError
+from .keys import Scope
+from .observability import (
+    EXECUTED, FENCING_REJECTED, IN_FLIGHT, KEY_MISMATCH, NOT_STORED, RELEASED, REPLAYED, TAKEOVER, telemetry,
+)
+from .record import COMPLETED, PENDING, Record
+from .store import DynamoStore, RecordConflict, TransactionRaced
+from .transaction import Transaction
+
+#: How often a raced atomic transaction is retried before answering "in flight".
+RACE_RETRIES = 3
+#: Poll interval while waiting for an in-flight duplicate to complete.
+POLL_SECONDS = 0.1
+
+
+@dataclass(frozen=True)
+class Intent:
+    """What to execute at most once."""
+
+    scope: Scope
+    fingerprint: str
+    mode: Mode = Mode.ATOMIC
+    retention: Retention = Retention()
+    #: Lease of a claim, in seconds (default: the Lambda's remaining time, or the retention's default lease).
+    lease_seconds: float | None = None
+    #: Wait up to this long for an in-flight duplicate to complete, then replay it.
+    wait_seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class Completion:
+    """What the work produced. ``store=False`` (a 5xx, a transient failure) commits nothing and frees the key."""
+
+    result: Any
+    store: bool = True
+    resource: str | None = None
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """The result to answer with, and whether it was replayed from a stored record."""
+
+    result: Any
+    replayed: bool
+    stored: bool
+
+
+Work = Callable[[Transaction], Completion]
+
+
+class Engine:
+    """Executes intents against a :class:`DynamoStore`, optionally with a warm-container cache."""
+
+    def __init__(self, store: DynamoStore, *, cache: RecordCache | None = None,
+                 clock: Callable[[], float] = time.time) -> None:
+        self.store = store
+        self.cache = cache
+        self.clock = clock
+
+    def execute(self, intent: Intent, work: Work, remaining_ms: Callable[[], int] | None = None) -> Outcome:
+        """Run ``work`` at most once for ``intent`` and return what to answer.
+
+        Raises :class:`KeyReuseMismatchError`, :class:`RequestInFlightError`,
+        :class:`FencingError`, or whatever ``work`` raised (after releasing its claim).
+        """
+        now = self.clock()
+        record_id = intent.scope.record_id
+        if self.cache is not None:
+            cached = self.cache.get(record_id, now)
+            if cached is not None:
+                return self._resolve(intent, cached, now)
+        if intent.mode is Mode.ATOMIC:
+            return self._atomic(intent, work, now)
+        return self._claim_first(intent, work, now, remaining_ms)
+
+    def execute_unkeyed(self, scope: Scope, work: Work, retention: Retention = Retention()) -> Outcome:
+        """Run ``work`` without deduplication (an operation whose key is optional and absent).
+
+        The work's writes and events still commit together in one transaction.
+        """
+        txn = Transaction(scope, self.store.table_name, int(self.clock()) + retention.horizon_seconds)
+        completion = work(txn)
+        if completion.store:
+            self.store.transact(txn.actions())
+        return Outcome(completion.result, replayed=False, stored=False)
+
+    # -- atomic ------------------------------------------------------------
+    def _atomic(self, intent: Intent, work: Work, now: float) -> Outcome:
+        expires_at = int(now) + intent.retention.horizon_seconds
+        txn = Transaction(intent.scope, self.store.table_name, expires_at)
+        completion = work(txn)
+        if not completion.store:
+            self._count(NOT_STORED, intent)
+            return Outcome(completion.result, replayed=False, stored=False)
+        record = self._completed(intent, completion, now, expires_at)
+        actions = txn.actions()
+        for attempt in range(RACE_RETRIES + 1):
+            try:
+                self.store.commit(record, actions, self.clock())
+                break
+            except RecordConflict as conflict:
+                return self._resolve(intent, conflict.current, self.clock())
+            except TransactionRaced:
+                if attempt == RACE_RETRIES:
+                    self._count(IN_FLIGHT, intent)
+                    raise RequestInFlightError(1) from None
+                time.sleep(random.uniform(0.01, 0.05) * (attempt + 1))
+        return self._executed(intent, record, completion)
+
+    # -- claim first -------------------------------------------------------
+    def _claim_first(self, intent: Intent, work: Work, now: float,
+                     remaining_ms: Callable[[], int] | None) -> Outcome:
+        owner = secrets.token_urlsafe(16)
+        expires_at = int(now) + intent.retention.horizon_seconds
+        lease = self._lease_seconds(intent, remaining_ms)
+        claim = Record(record_id=intent.scope.record_id, state=PENDING, fingerprint=intent.fingerprint,
+                       expires_at=expires_at, created_at_ms=int(now * 1000), operation=intent.scope.operation,
+                       owner=owner, lease_until_ms=int((now + lease) * 1000))
+        try:
+            claimed = self.store.claim(claim, now)
+        except RecordConflict as conflict:
+            return self._resolve(intent, conflict.current, now)
+        except TransactionRaced:
+            self._count(IN_FLIGHT, intent)
+            raise RequestInFlightError(1) from None
+        previous = claimed.previous
+        checkpoints: dict[str, Any] = {}
+        if previous is not None and previous.state == PENDING and not previous.is_expired(now):
+            self._count(TAKEOVER, intent)
+            if previous.fingerprint == intent.fingerprint:
+                checkpoints = previous.checkpoints
+        txn = Transaction(intent.scope, self.store.table_name, expires_at, checkpoints)
+        try:
+            completion = work(txn)
+        except BaseException:
+            self._release(intent, owner)
+            raise
+        if not completion.store:
+            self._release(intent, owner)
+            self._count(NOT_STORED, intent)
+            return Outcome(completion.result, replayed=False, stored=False)
+        record = self._completed(intent, completion, now, expires_at)
+        try:
+            self.store.commit(record, txn.actions(), self.clock(), owner=owner)
+        except RecordConflict as conflict:
+            self._count(FENCING_REJECTED, intent)
+            current = conflict.current
+            if current is not None and current.state == COMPLETED and current.fingerprint == intent.fingerprint:
+                return self._replay(intent, current)
+            raise FencingError("this invocation's claim was taken over; its writes were discarded") from None
+        except BaseException:
+            self._release(intent, owner)
+            raise
+        return self._executed(intent, record, completion)
+
+    def _lease_seconds(self, intent: Intent, remaining_ms: Callable[[], int] | None) -> float:
+        if intent.lease_seconds is not None:
+            return intent.lease_seconds
+        if remaining_ms is not None:
+            return max(remaining_ms(), 0) / 1000.0 + LEASE_MARGIN_SECONDS
+        return intent.retention.default_lease_seconds
+
+    def _release(self, intent: Intent, owner: str) -> None:
+        if self.store.release(intent.scope.record_id, owner):
+            self._count(RELEASED, intent)
+        else:
+            self._count(FENCING_REJECTED, intent, step="release")
+
+    # -- shared outcomes -----------------------------------------------------
+    def _resolve(self, intent: Intent, current: Record | None, now: float) -> Outcome:
+        """Answer for a key that is already taken: replay, mismatch, or in flight (optionally waiting)."""
+        if current is None:  # removed between our write and DynamoDB's answer: treat as in flight
+            self._count(IN_FLIGHT, intent)
+            raise RequestInFlightError(1)
+        if current.fingerprint != intent.fingerprint:
+            self._count(KEY_MISMATCH, intent)
+            raise KeyReuseMismatchError("this idempotency key was already used with a different request")
+        if current.state == COMPLETED:
+            return self._replay(intent, current)
+        deadline = now + intent.wait_seconds
+        while self.clock() < deadline:
+            time.sleep(POLL_SECONDS)
+            latest = self.store.get(intent.scope.record_id)
+            if latest is None or latest.is_expired(self.clock()):
+                break
+            if latest.state == COMPLETED:
+                return self._resolve(intent, latest, self.clock())
+            current = latest
+        self._count(IN_FLIGHT, intent)
+        raise RequestInFlightError(max(1, math.ceil(current.lease_remaining(self.clock()))))
+
+    def _replay(self, intent: Intent, record: Record) -> Outcome:
+        if self.cache is not None:
+            self.cache.put(record)
+        self._count(REPLAYED, intent)
+        return Outcome(record.result, replayed=True, stored=True)
+
+    def _completed(self, intent: Intent, completion: Completion, now: float, expires_at: int) -> Record:
+        return Record(record_id=intent.scope.record_id, state=COMPLETED, fingerprint=intent.fingerprint,
+                      expires_at=expires_at, created_at_ms=int(now * 1000), operation=intent.scope.operation,
+                      result=completion.result, resource=completion.resource)
+
+    def _executed(self, intent: Intent, record: Record, completion: Completion) -> Outcome:
+        if self.cache is not None:
+            self.cache.put(record)
+        self._count(EXECUTED, intent)
+        return Outcome(completion.result, replayed=False, stored=True)
+
+    def _count(self, name: str, intent: Intent, **fields: Any) -> None:
+        telemetry.count(name, intent.scope.operation, intent.scope.record_id, **fields)

@@ -1,0 +1,155 @@
+"""The HTTP half of the contract, shared by the Lambda decorator and the Powertools middleware.
+
+Both adapters reduce a handler's answer to a :class:`StoredResponse` and let
+:class:`HttpIdempotency` decide: run, replay, or refuse with problem+json.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..config import Mode, Retention
+from ..engine import Completion, Engine, Intent
+from ..errors import ConfigurationError, RetrysafeError, TenantRequiredError
+from ..keys import Scope, parse_key
+from ..observability import telemetry
+from ..store import DynamoStore
+from ..transaction import Transaction
+from .problem import MalformedRequestError, Problem, problem_for
+from .request import HttpRequest, parse_event
+from .tenant import TenantExtractor, default_tenant
+
+REPLAYED_HEADER = "Idempotent-Replayed"
+DEFAULT_REPLAY_HEADERS = ("content-type", "location", "content-location", "etag", "last-modified")
+NO_TENANT = "-"
+
+
+@dataclass(frozen=True)
+class StoredResponse:
+    """The part of a response that is stored and replayed."""
+
+    status: int
+    headers: dict[str, str] = field(default_factory=dict)
+    body: str = ""
+    is_base64: bool = False
+
+    def to_result(self) -> dict[str, Any]:
+        """The compact JSON form kept in the record."""
+        result: dict[str, Any] = {"s": self.status, "h": self.headers, "b": self.body}
+        if self.is_base64:
+            result["b64"] = True
+        return result
+
+    @classmethod
+    def from_result(cls, result: Mapping[str, Any]) -> StoredResponse:
+        """Rebuild from :meth:`to_result`."""
+        return cls(int(result["s"]), dict(result.get("h") or {}), str(result.get("b") or ""), bool(result.get("b64")))
+
+
+@dataclass(frozen=True)
+class HttpAnswer:
+    """What an adapter sends back: a handler response (first or replayed) or a problem."""
+
+    response: StoredResponse
+    replayed: bool = False
+    #: The handler's own response object on a first execution (returned untouched: all headers, cookies).
+    original: Any = None
+
+    def headers(self) -> dict[str, str]:
+        """Response headers, with ``Idempotent-Replayed: true`` on replays."""
+        if self.replayed:
+            return {**self.response.headers, REPLAYED_HEADER: "true"}
+        return dict(self.response.headers)
+
+
+def problem_answer(problem: Problem) -> HttpAnswer:
+    """A problem+json answer."""
+    return HttpAnswer(StoredResponse(problem.status, problem.all_headers(), problem.body()))
+
+
+class HttpIdempotency:
+    """Configuration and engine of one idempotent HTTP operation.
+
+    ``operation``: a stable name; default the route (``POST /orders``).
+    ``mode``: :attr:`Mode.ATOMIC` (local writes only) or :attr:`Mode.CLAIM_FIRST` (foreign effects).
+    ``header``: the key header (``Idempotency-Key``). ``key_required``: refuse requests without one (400).
+    ``tenant``: extractor of the authenticated tenant, or ``None`` when the API has no tenants.
+    ``fingerprint_query``: query parameters that are part of the request's identity (``None`` = all).
+    ``replay_headers``: response headers stored and replayed besides status and body.
+    ``horizon_seconds``: record lifetime (default ``RETRYSAFE_RETRY_HORIZON_SECONDS``, else 7 days).
+    ``wait_for_in_flight``: seconds to wait for an in-flight duplicate before answering 409.
+    ``store``/``engine``: where records live (default ``DynamoStore.from_env()``).
+    """
+
+    def __init__(self, *, operation: str | None = None, mode: Mode | str = Mode.ATOMIC,
+                 header: str = "Idempotency-Key", key_required: bool = True,
+                 tenant: TenantExtractor | None = default_tenant,
+                 fingerprint_query: Collection[str] | None = None,
+                 replay_headers: Collection[str] = DEFAULT_REPLAY_HEADERS,
+                 horizon_seconds: int | None = None, wait_for_in_flight: float = 0.0,
+                 store: DynamoStore | None = None, engine: Engine | None = None) -> None:
+        try:
+            self.mode = Mode(mode)
+        except ValueError:
+            raise ConfigurationError(f"mode must be 'atomic' or 'claim_first', not {mode!r}") from None
+        self.operation = operation
+        self.header = header
+        self.key_required = key_required
+        self.tenant = tenant
+        self.fingerprint_query = fingerprint_query
+        self.replay_headers = frozenset(h.lower() for h in replay_headers)
+        self.retention = Retention.from_env(horizon_seconds=horizon_seconds)
+        self.wait_for_in_flight = wait_for_in_flight
+        if engine is None:
+            engine = Engine(store or DynamoStore.from_env())
+        self.engine = engine
+
+    def select_headers(self, headers: Mapping[str, Any] | None) -> dict[str, str]:
+        """The response headers worth storing."""
+        return {k: str(v) for k, v in (headers or {}).items() if k.lower() in self.replay_headers}
+
+    def handle(self, event: Any, call: Callable[[Transaction], tuple[StoredResponse, Any]],
+               remaining_ms: Callable[[], int] | None = None, operation: str | None = None) -> HttpAnswer:
+        """Run ``call`` at most once for this request's intent; refusals come back as problem answers.
+
+        ``call`` returns the response to store and the handler's original response object.
+        """
+        try:
+            return self._handle(parse_event(event), call, remaining_ms, operation)
+        except (RetrysafeError, MalformedRequestError) as error:
+            problem = problem_for(error)
+            if problem is None:
+                raise
+            return problem_answer(problem)
+        finally:
+            telemetry.flush()
+
+    def _handle(self, request: HttpRequest, call: Callable[[Transaction], tuple[StoredResponse, Any]],
+                remaining_ms: Callable[[], int] | None, operation: str | None) -> HttpAnswer:
+        tenant = NO_TENANT
+        if self.tenant is not None:
+            found = self.tenant(request)
+            if not found:
+                raise TenantRequiredError("this operation needs an authenticated caller; no tenant was found "
+                                          "in the authorizer context")
+            tenant = found
+        op = self.operation or operation or request.route
+        key = parse_key(request.header(self.header), required=self.key_required)
+
+        originals: list[Any] = []
+
+        def work(txn: Transaction) -> Completion:
+            response, original = call(txn)
+            originals.append(original)
+            return Completion(response.to_result(), store=response.status < 500)
+
+        if key is None:
+            outcome = self.engine.execute_unkeyed(Scope(tenant, op, ""), work, self.retention)
+        else:
+            intent = Intent(Scope(tenant, op, key), request.fingerprint(self.fingerprint_query), self.mode,
+                            self.retention, wait_seconds=self.wait_for_in_flight)
+            outcome = self.engine.execute(intent, work, remaining_ms)
+        original = originals[-1] if originals and not outcome.replayed else None
+        return HttpAnswer(StoredResponse.from_result(outcome.result), replayed=outcome.replayed, original=original)

@@ -1,0 +1,76 @@
+"""``@idempotent_http``: the HTTP contract for plain Lambda handlers behind API Gateway (REST v1, HTTP API v2)."""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Callable
+from typing import Any
+
+from ..transaction import Transaction
+from .core import HttpAnswer, HttpIdempotency, StoredResponse
+
+Handler = Callable[[Any, Any, Transaction], Any]
+LambdaHandler = Callable[[Any, Any], dict[str, Any]]
+
+
+def idempotent_http(func: Handler | None = None, **options: Any) -> Any:
+    """Make an API Gateway Lambda handler idempotent.
+
+    The handler receives a third argument, the :class:`~retrysafe.Transaction`
+    in which it buffers its DynamoDB writes and outbox events; they commit
+    with the completed record in one transaction. Options are those of
+    :class:`~retrysafe.http.core.HttpIdempotency` (``operation``, ``mode``,
+    ``tenant``, ``horizon_seconds``...). Configuration errors are raised here,
+    at cold start.
+
+    Example::
+
+        @idempotent_http(operation="CreateOrder")
+        def handler(event, context, txn):
+            order_id = txn.derive_key("order")
+            txn.put({"pk": f"order#{order_id}", "total": 42}, table="orders")
+            return {"statusCode": 201, "body": json.dumps({"id": order_id})}
+    """
+    if func is None:
+        return lambda f: idempotent_http(f, **options)
+    idempotency = HttpIdempotency(**options)
+
+    @functools.wraps(func)
+    def wrapper(event: Any, context: Any) -> dict[str, Any]:
+        def call(txn: Transaction) -> tuple[StoredResponse, Any]:
+            original = func(event, context, txn)
+            return to_stored(original, idempotency), original
+
+        remaining = getattr(context, "get_remaining_time_in_millis", None)
+        answer = idempotency.handle(event, call, remaining)
+        return to_proxy(answer)
+
+    wrapper.idempotency = idempotency  # type: ignore[attr-defined]
+    return wrapper
+
+
+def to_stored(response: Any, idempotency: HttpIdempotency) -> StoredResponse:
+    """Reduce a proxy-integration response (or an HTTP API v2 plain value) to what is stored."""
+    if isinstance(response, dict) and "statusCode" in response:
+        headers = dict(response.get("headers") or {})
+        for name, values in (response.get("multiValueHeaders") or {}).items():
+            if values and name not in headers:
+                headers[name] = values[0]
+        body = response.get("body")
+        if body is not None and not isinstance(body, str):
+            body = json.dumps(body)
+        return StoredResponse(int(response["statusCode"]), idempotency.select_headers(headers), body or "",
+                              bool(response.get("isBase64Encoded")))
+    # HTTP API v2 semantics: any other value is a 200 JSON body.
+    body = response if isinstance(response, str) else json.dumps(response)
+    return StoredResponse(200, {"Content-Type": "application/json"}, body)
+
+
+def to_proxy(answer: HttpAnswer) -> dict[str, Any]:
+    """The Lambda proxy response for an answer (the handler's own object on a first execution)."""
+    if isinstance(answer.original, dict) and "statusCode" in answer.original:
+        return answer.original
+    response = answer.response
+    return {"statusCode": response.status, "headers": answer.headers(), "body": response.body,
+            "isBase64Encoded": response.is_base64}

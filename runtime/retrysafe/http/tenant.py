@@ -1,0 +1,65 @@
+"""Who the caller is: the tenant comes from the authenticated request, never from a client-chosen field.
+
+The default extractor reads, in order: a Lambda authorizer's context
+(``tenantId``/``tenant_id``/``tenant``), JWT or Cognito claims
+(``custom:tenant_id``, ``tenant_id``, then ``sub``), a Lambda authorizer's
+``principalId``, and the IAM caller (user ARN or account). Pass your own
+callable to use something else, e.g. ``tenant=lambda request: ...``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from .request import HttpRequest
+
+TenantExtractor = Callable[[HttpRequest], "str | None"]
+
+CONTEXT_KEYS = ("tenantId", "tenant_id", "tenant")
+CLAIM_KEYS = ("custom:tenant_id", "tenant_id", "sub")
+
+
+def authorizer_tenant(claims: Sequence[str] = CLAIM_KEYS, context_keys: Sequence[str] = CONTEXT_KEYS) -> TenantExtractor:
+    """An extractor reading the given claim and authorizer-context names (first match wins)."""
+
+    def extract(request: HttpRequest) -> str | None:
+        rc = request.event.get("requestContext") or {}
+        auth = rc.get("authorizer") or {}
+        if not isinstance(auth, Mapping):
+            return None
+        # HTTP API v2 nests by authorizer kind; REST v1 puts the context at the top level.
+        lambda_ctx = auth.get("lambda") if isinstance(auth.get("lambda"), Mapping) else auth
+        found = _first(lambda_ctx, context_keys)
+        if found:
+            return found
+        jwt = auth.get("jwt")
+        claim_map = jwt.get("claims") if isinstance(jwt, Mapping) else auth.get("claims")
+        if isinstance(claim_map, Mapping):
+            found = _first(claim_map, claims)
+            if found:
+                return found
+        if auth.get("principalId"):
+            return str(auth["principalId"])
+        iam = auth.get("iam") if isinstance(auth.get("iam"), Mapping) else rc.get("identity")
+        if isinstance(iam, Mapping):
+            return _first(iam, ("userArn", "accountId"))
+        return None
+
+    return extract
+
+
+def _first(source: Mapping[str, Any], names: Sequence[str]) -> str | None:
+    for name in names:
+        value = source.get(name)
+        if value not in (None, ""):
+            return str(value)
+    return None
+
+
+default_tenant: TenantExtractor = authorizer_tenant()
+
+
+def header_tenant(name: str) -> TenantExtractor:
+    """Read the tenant from a request header. Only safe when a gateway or authorizer sets that header."""
+    return lambda request: request.header(name)

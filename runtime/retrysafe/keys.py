@@ -1,0 +1,93 @@
+"""Idempotency keys: parsing, validation, scoping and derived downstream keys.
+
+A key stands for a business intent. It is always scoped by tenant and
+operation, so the same client-chosen key from two tenants, or for two
+operations, names two independent intents. The DynamoDB partition key is a
+hash of the length-prefixed scope, which keeps it short, fixed-size, free of
+delimiter-injection collisions and free of raw keys (nothing to leak in logs).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+from dataclasses import dataclass
+
+from .errors import InvalidKeyError
+
+MAX_KEY_LENGTH = 255
+_ALLOWED = frozenset(chr(c) for c in range(0x21, 0x7F))  # visible ASCII, no spaces or controls
+
+
+def parse_key(raw: str | None, *, required: bool) -> str | None:
+    """Validate an ``Idempotency-Key`` value and return the key.
+
+    Accepts the IETF draft's Structured Field string form (``"abc"``) and the
+    bare form (``abc``). Returns ``None`` when the key is absent and not required.
+    """
+    if raw is None:
+        if required:
+            raise InvalidKeyError("the Idempotency-Key header is required for this operation", missing=True)
+        return None
+    value = raw.strip()
+    if len(value) >= 2 and value[0] == '"' and value[-1] == '"':
+        value = _unquote_sf_string(value[1:-1])
+    if not value:
+        raise InvalidKeyError("the idempotency key is empty")
+    if len(value) > MAX_KEY_LENGTH:
+        raise InvalidKeyError(f"the idempotency key is {len(value)} characters long; the limit is {MAX_KEY_LENGTH}")
+    if not _ALLOWED.issuperset(value):
+        raise InvalidKeyError("the idempotency key may only contain visible ASCII characters (0x21-0x7E)")
+    return value
+
+
+def _unquote_sf_string(inner: str) -> str:
+    out: list[str] = []
+    escaped = False
+    for ch in inner:
+        if escaped:
+            if ch not in '"\\':
+                raise InvalidKeyError("invalid escape in quoted idempotency key")
+            out.append(ch)
+            escaped = False
+        elif ch == "\\":
+            escaped = True
+        elif ch == '"':
+            raise InvalidKeyError("unescaped quote inside quoted idempotency key")
+        else:
+            out.append(ch)
+    if escaped:
+        raise InvalidKeyError("quoted idempotency key ends with a lone backslash")
+    return "".join(out)
+
+
+def _digest(*parts: str) -> str:
+    h = hashlib.sha256()
+    for part in parts:
+        data = part.encode("utf-8")
+        h.update(len(data).to_bytes(4, "big"))
+        h.update(data)
+    return base64.urlsafe_b64encode(h.digest()).rstrip(b"=").decode("ascii")
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Who asked (tenant), for what (operation) and which intent (key)."""
+
+    tenant: str
+    operation: str
+    key: str
+
+    @property
+    def record_id(self) -> str:
+        """The record's partition key: ``idem#`` + a hash of the scope (the raw key never reaches DynamoDB)."""
+        return "idem#" + _digest("scope/v1", self.tenant, self.operation, self.key)
+
+    def derive_key(self, purpose: str) -> str:
+        """A stable downstream idempotency key for ``purpose`` (e.g. ``"charge"``).
+
+        The same for every retry and every takeover of this intent, different
+        for every tenant, operation, key and purpose; 43 URL-safe characters,
+        accepted by payment providers' Idempotency-Key headers.
+        """
+        return _digest("derived/v1", self.tenant, self.operation, self.key, purpose)

@@ -1,0 +1,166 @@
+"""The idempotency record: one DynamoDB item per scoped key, and its codec.
+
+Attribute names are short on purpose: a record with a 4 KiB JSON response
+must fit one write unit (1 KB) after compression.
+
+=========  ==================================================================
+attribute  meaning
+=========  ==================================================================
+``pk``     partition key, :attr:`retrysafe.keys.Scope.record_id`
+``st``     state: ``pending`` or ``completed``
+``fp``     request fingerprint (hash only)
+``exp``    expiry, epoch seconds: the table's TTL attribute, compared in every condition
+``ca``     created at, epoch milliseconds
+``op``     operation name
+``ow``     owner token of the claim (pending only): the fencing token
+``le``     lease end, epoch milliseconds (pending only)
+``r``      stored result, JSON text (small results)
+``rz``     stored result, zlib-compressed JSON (larger results)
+``rs``     resource pointer, e.g. ``order/123`` (optional)
+``cp``     named checkpoints of a multi-step task (pending only)
+=========  ==================================================================
+"""
+
+from __future__ import annotations
+
+import json
+import zlib
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import ResponseTooLargeError
+
+PENDING = "pending"
+COMPLETED = "completed"
+
+TTL_ATTRIBUTE = "exp"
+#: Results larger than this (bytes of JSON) are stored zlib-compressed when that is smaller.
+COMPRESS_THRESHOLD = 256
+#: DynamoDB's item limit is 400 KB; keep headroom for the other attributes.
+MAX_RESULT_BYTES = 390 * 1024
+
+AttributeMap = dict[str, dict[str, Any]]
+
+
+@dataclass
+class Record:
+    """A decoded idempotency record."""
+
+    record_id: str
+    state: str
+    fingerprint: str
+    expires_at: int
+    created_at_ms: int = 0
+    operation: str = ""
+    owner: str | None = None
+    lease_until_ms: int | None = None
+    result: Any = None
+    resource: str | None = None
+    checkpoints: dict[str, Any] = field(default_factory=dict)
+
+    def is_expired(self, now: float) -> bool:
+        """True once the horizon has passed, whether or not TTL has deleted the item yet."""
+        return self.expires_at < now
+
+    def lease_remaining(self, now: float) -> float:
+        """Seconds left on a pending record's lease (0 when lapsed or completed)."""
+        if self.state != PENDING or self.lease_until_ms is None:
+            return 0.0
+        return max(0.0, self.lease_until_ms / 1000.0 - now)
+
+
+def encode_result(result: Any) -> tuple[str, dict[str, Any]]:
+    """The attribute (name, value) that stores ``result``; compressed when that pays."""
+    text = json.dumps(result, separators=(",", ":"), ensure_ascii=False)
+    raw = text.encode("utf-8")
+    if len(raw) > COMPRESS_THRESHOLD:
+        packed = zlib.compress(raw, 6)
+        if len(packed) < len(raw):
+            _check_size(len(packed))
+            return "rz", {"B": packed}
+    _check_size(len(raw))
+    return "r", {"S": text}
+
+
+def _check_size(size: int) -> None:
+    if size > MAX_RESULT_BYTES:
+        raise ResponseTooLargeError(
+            f"the result is {size} bytes after compression; a DynamoDB item holds at most 400 KB. "
+            "Return a smaller response (for example a resource pointer) for this operation."
+        )
+
+
+def to_item(record: Record) -> AttributeMap:
+    """Encode ``record`` as a DynamoDB attribute map."""
+    item: AttributeMap = {
+        "pk": {"S": record.record_id},
+        "st": {"S": record.state},
+        "fp": {"S": record.fingerprint},
+        "exp": {"N": str(record.expires_at)},
+        "ca": {"N": str(record.created_at_ms)},
+        "op": {"S": record.operation},
+    }
+    if record.owner is not None:
+        item["ow"] = {"S": record.owner}
+    if record.lease_until_ms is not None:
+        item["le"] = {"N": str(record.lease_until_ms)}
+    if record.state == COMPLETED:
+        name, value = encode_result(record.result)
+        item[name] = value
+    if record.resource is not None:
+        item["rs"] = {"S": record.resource}
+    if record.checkpoints:
+        item["cp"] = {"M": {k: {"S": json.dumps(v, separators=(",", ":"))} for k, v in record.checkpoints.items()}}
+    return item
+
+
+def from_item(item: AttributeMap) -> Record:
+    """Decode a DynamoDB attribute map into a :class:`Record`."""
+    result: Any = None
+    if "rz" in item:
+        result = json.loads(zlib.decompress(bytes(item["rz"]["B"])))
+    elif "r" in item:
+        result = json.loads(item["r"]["S"])
+    checkpoints = {k: json.loads(v["S"]) for k, v in item.get("cp", {}).get("M", {}).items()}
+    return Record(
+        record_id=item["pk"]["S"],
+        state=item.get("st", {}).get("S", PENDING),
+        fingerprint=item.get("fp", {}).get("S", ""),
+        expires_at=int(item.get("exp", {}).get("N", "0")),
+        created_at_ms=int(item.get("ca", {}).get("N", "0")),
+        operation=item.get("op", {}).get("S", ""),
+        owner=item.get("ow", {}).get("S"),
+        lease_until_ms=int(item["le"]["N"]) if "le" in item else None,
+        result=result,
+        resource=item.get("rs", {}).get("S"),
+        checkpoints=checkpoints,
+    )
+
+
+def item_size(item: AttributeMap) -> int:
+    """DynamoDB's size of an item in bytes (names plus values), as used for the 400 KB and WCU limits."""
+    return sum(len(name.encode("utf-8")) + _value_size(value) for name, value in item.items())
+
+
+def _value_size(value: dict[str, Any]) -> int:
+    (kind, v), = value.items()
+    if kind == "S":
+        return len(v.encode("utf-8"))
+    if kind == "B":
+        return len(v)
+    if kind == "N":
+        digits = len(v.lstrip("-").replace(".", "").lstrip("0")) or 1
+        return (digits + 1) // 2 + 1
+    if kind in ("BOOL", "NULL"):
+        return 1
+    if kind == "M":
+        return 3 + sum(1 + len(k.encode("utf-8")) + _value_size(x) for k, x in v.items())
+    if kind == "L":
+        return 3 + sum(1 + _value_size(x) for x in v)
+    if kind == "SS":
+        return sum(len(s.encode("utf-8")) for s in v)
+    if kind == "NS":
+        return sum(_value_size({"N": n}) for n in v)
+    if kind == "BS":
+        return sum(len(b) for b in v)
+    raise ValueError(f"unknown DynamoDB attribute type {kind!r}")

@@ -1,0 +1,175 @@
+"""The transaction a handler fills: its own DynamoDB writes and its outbox events.
+
+Nothing is sent while the handler runs. When it returns, the engine commits
+these actions, the completed record and the events in ONE ``TransactWriteItems``
+(the dedup decision is made inside the same transaction as the business
+mutation). Values are plain Python (``str``, ``int``, ``float``, ``Decimal``,
+``bytes``, ``bool``, ``None``, lists, dicts, sets).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime, timezone
+from decimal import Decimal
+from typing import Any
+
+from .errors import TransactionTooLargeError
+from .keys import Scope
+from .outbox import OutboxEvent, event_id
+from .record import item_size
+
+MAX_ACTIONS = 100
+MAX_TRANSACTION_BYTES = 4 * 1024 * 1024
+MAX_ITEM_BYTES = 400 * 1024
+
+_serializer: Any = None
+
+
+def serialize(value: Any) -> dict[str, Any]:
+    """Encode a Python value as a DynamoDB attribute value (floats become ``Decimal``)."""
+    global _serializer
+    if _serializer is None:
+        from boto3.dynamodb.types import TypeSerializer
+
+        _serializer = TypeSerializer()
+    result: dict[str, Any] = _serializer.serialize(_decimalize(value))
+    return result
+
+
+def _decimalize(value: Any) -> Any:
+    if isinstance(value, float):
+        return Decimal(repr(value))
+    if isinstance(value, Mapping):
+        return {k: _decimalize(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_decimalize(v) for v in value]
+    return value
+
+
+class Transaction:
+    """Buffered writes and events of one idempotent execution.
+
+    Handlers receive it as their extra argument. ``table=None`` in any method
+    means the idempotency table itself (single-table designs).
+    """
+
+    def __init__(self, scope: Scope, table_name: str, expires_at: int, checkpoints: Mapping[str, Any] | None = None):
+        self.scope = scope
+        self._table = table_name
+        self._expires_at = expires_at
+        self._actions: list[dict[str, Any]] = []
+        self._events: list[OutboxEvent] = []
+        self.checkpoints: dict[str, Any] = dict(checkpoints or {})
+
+    # -- identity ---------------------------------------------------------
+    @property
+    def key(self) -> str:
+        """The client's idempotency key (do not log it)."""
+        return self.scope.key
+
+    @property
+    def tenant(self) -> str:
+        """The authenticated tenant this intent belongs to."""
+        return self.scope.tenant
+
+    @property
+    def operation(self) -> str:
+        """The operation name."""
+        return self.scope.operation
+
+    def derive_key(self, purpose: str) -> str:
+        """A downstream idempotency key stable across retries and takeovers (see :meth:`Scope.derive_key`)."""
+        return self.scope.derive_key(purpose)
+
+    # -- writes -----------------------------------------------------------
+    def put(self, item: Mapping[str, Any], *, table: str | None = None, condition: str | None = None,
+            names: Mapping[str, str] | None = None, values: Mapping[str, Any] | None = None) -> None:
+        """Put ``item`` (optionally conditioned) when the transaction commits."""
+        body: dict[str, Any] = {"TableName": table or self._table, "Item": {k: serialize(v) for k, v in item.items()}}
+        self._add("Put", body, condition, names, values)
+
+    def update(self, key: Mapping[str, Any], update_expression: str, *, table: str | None = None,
+               condition: str | None = None, names: Mapping[str, str] | None = None,
+               values: Mapping[str, Any] | None = None) -> None:
+        """Apply ``update_expression`` to the item at ``key`` when the transaction commits."""
+        body: dict[str, Any] = {"TableName": table or self._table, "Key": _key(key), "UpdateExpression": update_expression}
+        self._add("Update", body, condition, names, values)
+
+    def delete(self, key: Mapping[str, Any], *, table: str | None = None, condition: str | None = None,
+               names: Mapping[str, str] | None = None, values: Mapping[str, Any] | None = None) -> None:
+        """Delete the item at ``key`` when the transaction commits."""
+        self._add("Delete", {"TableName": table or self._table, "Key": _key(key)}, condition, names, values)
+
+    def condition_check(self, key: Mapping[str, Any], condition: str, *, table: str | None = None,
+                        names: Mapping[str, str] | None = None, values: Mapping[str, Any] | None = None) -> None:
+        """Require ``condition`` on the item at ``key``; the whole transaction fails otherwise."""
+        self._add("ConditionCheck", {"TableName": table or self._table, "Key": _key(key)}, condition, names, values)
+
+    def append_event(self, event_type: str, payload: Any, *, aggregate_type: str, aggregate_id: str,
+                     sequence: int | None = None, occurred_at: datetime | None = None) -> str:
+        """Append an outbox event; returns its deterministic id.
+
+        Pass the aggregate's new version as ``sequence`` so consumers can order
+        and guard per aggregate.
+        """
+        eid = event_id(self.scope.record_id, len(self._events))
+        self._events.append(OutboxEvent(
+            event_id=eid, event_type=event_type, aggregate_type=aggregate_type, aggregate_id=str(aggregate_id),
+            payload=payload, occurred_at=occurred_at or datetime.now(timezone.utc), sequence=sequence,
+        ))
+        return eid
+
+    def _add(self, kind: str, body: dict[str, Any], condition: str | None,
+             names: Mapping[str, str] | None, values: Mapping[str, Any] | None) -> None:
+        if condition is not None:
+            body["ConditionExpression"] = condition
+            body["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"
+        if names:
+            body["ExpressionAttributeNames"] = dict(names)
+        if values:
+            body["ExpressionAttributeValues"] = {k: serialize(v) for k, v in values.items()}
+        self._actions.append({kind: body})
+
+    # -- what the engine sends ---------------------------------------------
+    @property
+    def events(self) -> list[OutboxEvent]:
+        """Events appended so far, in order."""
+        return list(self._events)
+
+    @property
+    def business_action_count(self) -> int:
+        """Number of the handler's own actions (events excluded)."""
+        return len(self._actions)
+
+    def actions(self) -> list[dict[str, Any]]:
+        """The handler's actions followed by one ``Put`` per outbox event, in TransactItems form."""
+        events = [
+            {"Put": {"TableName": self._table, "Item": e.to_item(self._expires_at),
+                     "ConditionExpression": "attribute_not_exists(pk)"}}
+            for e in self._events
+        ]
+        return self._actions + events
+
+
+def check_limits(items: list[dict[str, Any]]) -> None:
+    """Refuse a transaction DynamoDB would refuse, before anything is sent."""
+    if len(items) > MAX_ACTIONS:
+        raise TransactionTooLargeError(
+            f"the transaction has {len(items)} actions (record + writes + events); DynamoDB allows {MAX_ACTIONS}. "
+            "Split the operation or move bulk work behind the outbox."
+        )
+    total = 0
+    for position, action in enumerate(items):
+        (_, body), = action.items()
+        size = item_size(body.get("Item") or body.get("Key") or {})
+        size += sum(item_size({k: v}) for k, v in (body.get("ExpressionAttributeValues") or {}).items())
+        if size > MAX_ITEM_BYTES:
+            raise TransactionTooLargeError(f"transaction action #{position} is {size} bytes; an item holds 400 KB")
+        total += size
+    if total > MAX_TRANSACTION_BYTES:
+        raise TransactionTooLargeError(f"the transaction is about {total} bytes; DynamoDB allows 4 MB")
+
+
+def _key(key: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: serialize(v) for k, v in key.items()}

@@ -1,0 +1,120 @@
+"""Shared fixtures: moto-backed DynamoDB, the idempotency table, and a DynamoDB call counter."""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+os.environ.setdefault("AWS_DEFAULT_REGION", "eu-west-1")
+os.environ.setdefault("AWS_REGION", "eu-west-1")
+os.environ["AWS_ACCESS_KEY_ID"] = "testing"
+os.environ["AWS_SECRET_ACCESS_KEY"] = "testing"
+os.environ.pop("AWS_PROFILE", None)
+os.environ["RETRYSAFE_TABLE"] = "idempotency"
+os.environ["JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION"] = "20"
+os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "retrysafe-tests")
+
+TABLE = "idempotency"
+ORDERS = "orders"
+
+
+def create_idempotency_table(client: Any, name: str = TABLE) -> None:
+    """The table layout the constructs deploy: ``pk`` partition key, ``exp`` TTL, outbox index."""
+    client.create_table(
+        TableName=name,
+        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"},
+                              {"AttributeName": "obq", "AttributeType": "S"},
+                              {"AttributeName": "at", "AttributeType": "S"}],
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+        GlobalSecondaryIndexes=[{
+            "IndexName": "outbox-unpublished",
+            "KeySchema": [{"AttributeName": "obq", "KeyType": "HASH"}, {"AttributeName": "at", "KeyType": "RANGE"}],
+            "Projection": {"ProjectionType": "ALL"},
+        }],
+        BillingMode="PAY_PER_REQUEST",
+        StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_IMAGE"},
+    )
+    client.update_time_to_live(TableName=name, TimeToLiveSpecification={"Enabled": True, "AttributeName": "exp"})
+
+
+@pytest.fixture
+def aws() -> Iterator[None]:
+    """In-process moto for every AWS call made inside the test."""
+    from moto import mock_aws
+
+    with mock_aws():
+        yield
+
+
+@pytest.fixture
+def ddb(aws: None) -> Any:
+    """A DynamoDB client with the idempotency table and an ``orders`` business table."""
+    import boto3
+
+    client = boto3.client("dynamodb", region_name="eu-west-1")
+    create_idempotency_table(client)
+    client.create_table(TableName=ORDERS, AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+                        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}], BillingMode="PAY_PER_REQUEST")
+    return client
+
+
+class CallCounter:
+    """Counts DynamoDB API calls made through a client, via botocore's ``before-call`` event."""
+
+    def __init__(self, client: Any) -> None:
+        self.calls: Counter[str] = Counter()
+        client.meta.events.register("before-call.dynamodb", self._on_call)
+
+    def _on_call(self, model: Any, **_: Any) -> None:
+        self.calls[model.name] += 1
+
+    @property
+    def total(self) -> int:
+        """Calls since the last reset."""
+        return sum(self.calls.values())
+
+    def reset(self) -> None:
+        """Start counting from zero."""
+        self.calls.clear()
+
+
+@pytest.fixture
+def store(ddb: Any) -> Any:
+    """A DynamoStore on the moto table, with its own client."""
+    import boto3
+
+    from retrysafe.store import DynamoStore
+
+    return DynamoStore(TABLE, client=boto3.client("dynamodb", region_name="eu-west-1"))
+
+
+@pytest.fixture
+def calls(store: Any) -> CallCounter:
+    """Counter of the DynamoDB calls the store makes."""
+    return CallCounter(store.client)
+
+
+class Clock:
+    """A controllable clock for leases and expiry."""
+
+    def __init__(self, start: float = 1_800_000_000.0) -> None:
+        self.now = start
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        """Move time forward."""
+        self.now += seconds
+
+
+@pytest.fixture
+def clock() -> Clock:
+    """A clock starting at a fixed instant."""
+    import time
+
+    return Clock(time.time())

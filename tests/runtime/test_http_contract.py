@@ -1,0 +1,395 @@
+"""Every row of the HTTP contract (CONTRACT.md), on REST v1 and HTTP API v2 events, against moto."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from retrysafe import Engine, Mode, RecordCache, Transaction, idempotent_http
+from retrysafe.keys import Scope
+from tests.conftest import ORDERS, CallCounter, Clock
+from tests.events import LambdaContext, http_event, rest_event
+
+EVENTS = {"rest": rest_event, "http": http_event}
+
+
+class OrdersApi:
+    """A create-order handler whose every execution is visible: it counts runs and writes an order item."""
+
+    def __init__(self, status: int = 201) -> None:
+        self.runs = 0
+        self.status = status
+
+    def __call__(self, event: dict[str, Any], context: Any, txn: Transaction) -> dict[str, Any]:
+        self.runs += 1
+        body = json.loads(event["body"] or "{}")
+        order_id = txn.derive_key("order")[:12]
+        txn.put({"pk": f"order#{order_id}", "amount": body.get("amount", 0), "run": self.runs}, table=ORDERS)
+        txn.append_event("OrderPlaced", {"id": order_id}, aggregate_type="Order", aggregate_id=order_id, sequence=1)
+        return {"statusCode": self.status, "headers": {"Content-Type": "application/json",
+                                                       "Location": f"/orders/{order_id}", "X-Run": str(self.runs)},
+                "body": json.dumps({"id": order_id, "amount": body.get("amount", 0), "run": self.runs})}
+
+
+def orders_in(ddb: Any) -> list[dict[str, Any]]:
+    return ddb.scan(TableName=ORDERS)["Items"]
+
+
+def records_in(ddb: Any) -> list[dict[str, Any]]:
+    return [i for i in ddb.scan(TableName="idempotency")["Items"] if i["pk"]["S"].startswith("idem#")]
+
+
+def problem(response: dict[str, Any]) -> dict[str, Any]:
+    assert response["headers"]["Content-Type"] == "application/problem+json"
+    doc = json.loads(response["body"])
+    assert doc["status"] == response["statusCode"]
+    return doc
+
+
+@pytest.fixture(params=["rest", "http"])
+def make_event(request: pytest.FixtureRequest) -> Any:
+    return EVENTS[request.param]
+
+
+@pytest.fixture(params=[Mode.ATOMIC, Mode.CLAIM_FIRST])
+def mode(request: pytest.FixtureRequest) -> Mode:
+    return request.param
+
+
+def build(store: Any, api: Any, mode: Mode = Mode.ATOMIC, **options: Any) -> Any:
+    engine = options.pop("engine", None) or Engine(store)
+    return idempotent_http(api, mode=mode, engine=engine, **options)
+
+
+def test_first_request_runs_once_and_commits_writes_record_and_event_atomically(ddb, store, calls, make_event, mode):
+    api = OrdersApi()
+    handler = build(store, api, mode)
+    response = handler(make_event({"amount": 10}), LambdaContext())
+    assert response["statusCode"] == 201
+    assert "Idempotent-Replayed" not in response["headers"]
+    assert api.runs == 1
+    assert len(orders_in(ddb)) == 1
+    outbox = [i for i in ddb.scan(TableName="idempotency")["Items"] if i["pk"]["S"].startswith("outbox#")]
+    assert len(outbox) == 1 and outbox[0]["etype"]["S"] == "OrderPlaced"
+    [record] = records_in(ddb)
+    assert record["st"]["S"] == "completed" and "ow" not in record
+    # Round trips: atomic = one TransactWriteItems; claim-first = claim + one TransactWriteItems.
+    expected = {"TransactWriteItems": 1} if mode is Mode.ATOMIC else {"UpdateItem": 1, "TransactWriteItems": 1}
+    assert dict(calls.calls) == expected
+
+
+def test_replay_returns_stored_response_with_replayed_header_and_no_second_effect(ddb, store, calls, make_event, mode):
+    api = OrdersApi()
+    handler = build(store, api, mode)
+    first = handler(make_event({"amount": 10}), LambdaContext())
+    calls.reset()
+    again = handler(make_event({"amount": 10}), LambdaContext())
+    assert calls.total == 1
+    assert again["statusCode"] == first["statusCode"] == 201
+    assert again["body"] == first["body"]
+    assert again["headers"]["Location"] == first["headers"]["Location"]
+    assert again["headers"]["Content-Type"] == "application/json"
+    assert again["headers"]["Idempotent-Replayed"] == "true"
+    assert "X-Run" not in again["headers"]  # only the headers that matter are stored
+    assert len(orders_in(ddb)) == 1
+    assert json.loads(orders_in(ddb)[0]["run"]["N"]) == 1
+
+
+def test_replay_ignores_json_formatting_and_key_order(ddb, store, make_event):
+    handler = build(store, OrdersApi())
+    first = handler(make_event(raw_body='{"amount": 10, "currency": "EUR"}'), LambdaContext())
+    again = handler(make_event(raw_body='{"currency":"EUR",\n "amount":10}'), LambdaContext())
+    assert again["headers"]["Idempotent-Replayed"] == "true" and again["body"] == first["body"]
+
+
+def test_same_key_different_payload_is_422_and_nothing_happens(ddb, store, calls, make_event, mode):
+    api = OrdersApi()
+    handler = build(store, api, mode)
+    handler(make_event({"amount": 10}), LambdaContext())
+    calls.reset()
+    response = handler(make_event({"amount": 99}), LambdaContext())
+    assert response["statusCode"] == 422
+    assert "different" in problem(response)["title"]
+    assert len(orders_in(ddb)) == 1 and len(records_in(ddb)) == 1
+    if mode is Mode.CLAIM_FIRST:
+        assert api.runs == 1  # refused at the claim: the handler never ran
+    assert calls.total == 1
+
+
+def test_different_query_parameters_are_a_different_request(ddb, store, make_event):
+    handler = build(store, OrdersApi())
+    handler(make_event({"amount": 1}, query={"dry_run": "false"}), LambdaContext())
+    assert handler(make_event({"amount": 1}, query={"dry_run": "true"}), LambdaContext())["statusCode"] == 422
+
+
+def test_fingerprint_can_ignore_query_parameters(ddb, store, make_event):
+    handler = build(store, OrdersApi(), fingerprint_query=())
+    handler(make_event({"amount": 1}, query={"trace": "a"}), LambdaContext())
+    assert handler(make_event({"amount": 1}, query={"trace": "b"}), LambdaContext())["headers"]["Idempotent-Replayed"] == "true"
+
+
+def test_in_flight_duplicate_is_409_with_retry_after(ddb, store, calls, make_event, clock):
+    engine = Engine(store, clock=clock)
+    seen: list[dict[str, Any]] = []
+
+    def slow(event: Any, context: Any, txn: Transaction) -> dict[str, Any]:
+        calls.reset()
+        seen.append(duplicate(event, LambdaContext()))  # the duplicate arrives while the first holds the lease
+        return {"statusCode": 200, "body": "{}"}
+
+    duplicate = build(store, OrdersApi(), Mode.CLAIM_FIRST, engine=engine)
+    first = build(store, slow, Mode.CLAIM_FIRST, engine=engine)
+    assert first(make_event({"amount": 1}), LambdaContext(timeout_seconds=30))["statusCode"] == 200
+    [response] = seen
+    assert response["statusCode"] == 409
+    assert 1 <= int(response["headers"]["Retry-After"]) <= 33
+    assert problem(response)["type"].endswith("request-in-progress")
+
+
+def test_in_flight_duplicate_is_one_round_trip(ddb, store, calls, make_event):
+    first = build(store, OrdersApi(), Mode.CLAIM_FIRST)
+    # A claim that is held by a live invocation (simulated by claiming directly).
+    from retrysafe.engine import Intent
+    from retrysafe.http.request import parse_event
+
+    event = make_event({"amount": 1})
+    request = parse_event(event)
+    intent = Intent(Scope("tenant-a", request.route, "key-1"), request.fingerprint(), Mode.CLAIM_FIRST)
+    from retrysafe.record import PENDING, Record
+    import time
+
+    now = time.time()
+    store.claim(Record(intent.scope.record_id, PENDING, intent.fingerprint, int(now) + 86400, int(now * 1000),
+                       request.route, owner="someone", lease_until_ms=int((now + 30) * 1000)), now)
+    calls.reset()
+    response = first(event, LambdaContext())
+    assert response["statusCode"] == 409 and calls.total == 1
+
+
+def test_in_flight_duplicate_can_wait_and_replay(ddb, store, make_event):
+    import threading
+
+    gate = threading.Event()
+    results: list[dict[str, Any]] = []
+
+    def slow(event: Any, context: Any, txn: Transaction) -> dict[str, Any]:
+        gate.set()
+        import time
+        time.sleep(0.4)
+        return {"statusCode": 201, "headers": {"Content-Type": "application/json"}, "body": '{"ok":true}'}
+
+    first = build(store, slow, Mode.CLAIM_FIRST)
+    waiter = build(store, OrdersApi(), Mode.CLAIM_FIRST, wait_for_in_flight=5.0)
+    thread = threading.Thread(target=lambda: results.append(first(make_event({"a": 1}), LambdaContext())))
+    thread.start()
+    gate.wait(5)
+    replay = waiter(make_event({"a": 1}), LambdaContext())
+    thread.join()
+    assert replay["statusCode"] == 201 and replay["headers"]["Idempotent-Replayed"] == "true"
+    assert replay["body"] == results[0]["body"]
+
+
+@pytest.mark.parametrize("key, why", [
+    ("", "empty"), ('""', "empty"), ("a" * 256, "too long"), ("has space", "bad character"),
+    ("tab\tkey", "bad character"), ("é", "bad character"), ('"unterminated\\"', "bad escape"),
+])
+def test_malformed_key_is_400(ddb, store, calls, make_event, key, why):
+    api = OrdersApi()
+    response = build(store, api)(make_event({"amount": 1}, key=key), LambdaContext())
+    assert response["statusCode"] == 400, why
+    assert problem(response)["type"].endswith("idempotency-key-invalid")
+    assert api.runs == 0 and calls.total == 0
+
+
+def test_missing_key_is_400_when_required(ddb, store, calls, make_event):
+    api = OrdersApi()
+    response = build(store, api)(make_event({"amount": 1}, key=None), LambdaContext())
+    assert response["statusCode"] == 400
+    assert problem(response)["type"].endswith("idempotency-key-missing")
+    assert api.runs == 0 and calls.total == 0
+
+
+def test_optional_key_absent_runs_without_dedup_but_still_atomically(ddb, store, make_event):
+    api = OrdersApi()
+    handler = build(store, api, key_required=False)
+    handler(make_event({"amount": 1}, key=None), LambdaContext())
+    handler(make_event({"amount": 1}, key=None), LambdaContext())
+    assert api.runs == 2 and len(records_in(ddb)) == 0
+
+
+def test_quoted_structured_field_key_equals_bare_key(ddb, store, make_event):
+    handler = build(store, OrdersApi())
+    handler(make_event({"amount": 1}, key="abc-123"), LambdaContext())
+    assert handler(make_event({"amount": 1}, key='"abc-123"'), LambdaContext())["headers"]["Idempotent-Replayed"] == "true"
+
+
+def test_key_header_name_is_configurable(ddb, store, make_event):
+    api = OrdersApi()
+    handler = build(store, api, header="X-Request-Intent")
+    event = make_event({"amount": 1}, key=None, headers={"X-Request-Intent": "k"})
+    handler(event, LambdaContext())
+    assert handler(event, LambdaContext())["headers"]["Idempotent-Replayed"] == "true"
+    assert len(orders_in(ddb)) == 1
+
+
+@pytest.mark.parametrize("status", [200, 201, 402, 404, 409, 422])
+def test_2xx_and_4xx_results_are_stored_and_replayed(ddb, store, make_event, mode, status):
+    api = OrdersApi(status=status)
+    handler = build(store, api, mode)
+    first = handler(make_event({"amount": 1}), LambdaContext())
+    again = handler(make_event({"amount": 1}), LambdaContext())
+    assert again["statusCode"] == status and again["body"] == first["body"]
+    assert again["headers"]["Idempotent-Replayed"] == "true" and len(orders_in(ddb)) == 1
+
+
+@pytest.mark.parametrize("status", [500, 502, 503])
+def test_5xx_is_not_cached_and_a_retry_runs_again(ddb, store, calls, make_event, mode, status):
+    api = OrdersApi(status=status)
+    handler = build(store, api, mode)
+    assert handler(make_event({"amount": 1}), LambdaContext())["statusCode"] == status
+    assert records_in(ddb) == [] and orders_in(ddb) == []
+    api.status = 201
+    response = handler(make_event({"amount": 1}), LambdaContext())
+    assert response["statusCode"] == 201 and "Idempotent-Replayed" not in response["headers"]
+    assert len(orders_in(ddb)) == 1
+
+
+def test_exception_releases_the_claim_and_a_retry_runs_again(ddb, store, calls, make_event, mode):
+    api = OrdersApi()
+    attempts = 0
+
+    def flaky(event: Any, context: Any, txn: Transaction) -> dict[str, Any]:
+        nonlocal attempts
+        attempts += 1
+        if attempts == 1:
+            raise TimeoutError("payment provider timed out")
+        return api(event, context, txn)
+
+    handler = build(store, flaky, mode)
+    with pytest.raises(TimeoutError):
+        handler(make_event({"amount": 1}), LambdaContext())
+    # Atomic: nothing was sent. Claim-first: claim + conditional delete.
+    assert dict(calls.calls) == ({} if mode is Mode.ATOMIC else {"UpdateItem": 1, "DeleteItem": 1})
+    assert records_in(ddb) == [] and orders_in(ddb) == []
+    assert handler(make_event({"amount": 1}), LambdaContext())["statusCode"] == 201
+    assert len(orders_in(ddb)) == 1
+
+
+def test_tenants_are_isolated(ddb, store, make_event, mode):
+    api = OrdersApi()
+    handler = build(store, api, mode)
+    a = handler(make_event({"amount": 1}, tenant="tenant-a"), LambdaContext())
+    b = handler(make_event({"amount": 1}, tenant="tenant-b"), LambdaContext())
+    assert len(orders_in(ddb)) == 2 and a["body"] != b["body"]
+    assert "Idempotent-Replayed" not in b["headers"]
+    # and a different payload under the same key in another tenant is not a mismatch
+    assert handler(make_event({"amount": 7}, tenant="tenant-c"), LambdaContext())["statusCode"] == 201
+
+
+def test_operations_are_isolated(ddb, store, make_event):
+    create, refund = OrdersApi(), OrdersApi()
+    build(store, create, operation="CreateOrder")(make_event({"amount": 1}), LambdaContext())
+    response = build(store, refund, operation="RefundOrder")(make_event({"amount": 1}), LambdaContext())
+    assert len(orders_in(ddb)) == 2 and "Idempotent-Replayed" not in response["headers"]
+
+
+def test_default_operation_is_the_route_template_not_the_raw_path(ddb, store):
+    api = OrdersApi()
+    handler = build(store, api)
+    handler(rest_event({"a": 1}, resource="/orders/{id}/refund", path="/orders/1/refund"), LambdaContext())
+    replay = handler(rest_event({"a": 1}, resource="/orders/{id}/refund", path="/orders/2/refund"), LambdaContext())
+    assert replay["headers"]["Idempotent-Replayed"] == "true"
+
+
+def test_missing_tenant_is_401_and_nothing_runs(ddb, store, calls, make_event):
+    api = OrdersApi()
+    response = build(store, api)(make_event({"amount": 1}, tenant=None), LambdaContext())
+    assert response["statusCode"] == 401 and problem(response)["type"].endswith("tenant-required")
+    assert api.runs == 0 and calls.total == 0
+
+
+def test_tenant_extractor_is_pluggable(ddb, store, make_event):
+    api = OrdersApi()
+    handler = build(store, api, tenant=lambda request: request.header("x-tenant"))
+    handler(make_event({"a": 1}, tenant=None, headers={"X-Tenant": "t1"}), LambdaContext())
+    handler(make_event({"a": 1}, tenant=None, headers={"X-Tenant": "t2"}), LambdaContext())
+    assert len(orders_in(ddb)) == 2
+
+
+def test_expired_record_not_yet_removed_by_ttl_is_treated_as_absent(ddb, store, make_event, mode, clock):
+    runs: list[int] = []
+
+    def api(event: Any, context: Any, txn: Transaction) -> dict[str, Any]:
+        runs.append(1)
+        return {"statusCode": 201, "body": event["body"]}
+
+    handler = build(store, api, mode, engine=Engine(store, clock=clock))
+    handler(make_event({"amount": 1}), LambdaContext())
+    clock.advance(7 * 86400 + 1)  # past the horizon; moto (like DynamoDB for up to ~2 days) still has the item
+    assert len(records_in(ddb)) == 1
+    response = handler(make_event({"amount": 2}), LambdaContext())
+    assert response["statusCode"] == 201 and json.loads(response["body"]) == {"amount": 2} and len(runs) == 2
+
+
+def test_late_replay_after_expiry_with_key_derived_business_id_creates_no_second_effect(ddb, store, make_event, clock):
+    """Drill 8: the order id is derived from the key and its put is conditioned, so a late replay cannot duplicate it."""
+
+    def create(event: Any, context: Any, txn: Transaction) -> dict[str, Any]:
+        order_id = txn.derive_key("order")
+        txn.put({"pk": f"order#{order_id}", "amount": 1}, table=ORDERS, condition="attribute_not_exists(pk)")
+        return {"statusCode": 201, "headers": {"Location": f"/orders/{order_id}"}, "body": json.dumps({"id": order_id})}
+
+    handler = build(store, create, engine=Engine(store, clock=clock))
+    first = handler(make_event({"amount": 1}), LambdaContext())
+    clock.advance(8 * 86400)
+    late = handler(make_event({"amount": 1}), LambdaContext())
+    assert late["statusCode"] == 409 and problem(late)["type"].endswith("state-conflict")
+    assert len(orders_in(ddb)) == 1 and first["statusCode"] == 201
+
+
+def test_claim_first_round_trips_first_2_replay_1(ddb, store, calls, make_event):
+    handler = build(store, OrdersApi(), Mode.CLAIM_FIRST)
+    handler(make_event({"amount": 1}), LambdaContext())
+    assert calls.total == 2
+    calls.reset()
+    handler(make_event({"amount": 1}), LambdaContext())
+    assert calls.total == 1
+
+
+def test_warm_cache_replays_with_zero_round_trips(ddb, store, calls, make_event, mode):
+    api = OrdersApi()
+    handler = build(store, api, mode, engine=Engine(store, cache=RecordCache(16)))
+    first = handler(make_event({"amount": 1}), LambdaContext())
+    calls.reset()
+    again = handler(make_event({"amount": 1}), LambdaContext())
+    assert calls.total == 0 and again["body"] == first["body"] and again["headers"]["Idempotent-Replayed"] == "true"
+    mismatch = handler(make_event({"amount": 2}), LambdaContext())
+    assert mismatch["statusCode"] == 422 and calls.total == 0
+
+
+def test_v2_plain_return_value_is_a_json_200(ddb, store):
+    handler = build(store, lambda event, context, txn: {"id": "o-1"})
+    first = handler(http_event({"a": 1}), LambdaContext())
+    again = handler(http_event({"a": 1}), LambdaContext())
+    assert first["statusCode"] == again["statusCode"] == 200
+    assert json.loads(again["body"]) == {"id": "o-1"} and again["headers"]["Idempotent-Replayed"] == "true"
+
+
+def test_base64_binary_body_is_fingerprinted_as_bytes(ddb, store):
+    import base64
+
+    handler = build(store, lambda e, c, t: {"statusCode": 200, "body": "ok"})
+    body = base64.b64encode(b"\x00\x01binary").decode()
+    handler(rest_event(raw_body=body, base64=True, headers={"Content-Type": "application/octet-stream"}), LambdaContext())
+    other = base64.b64encode(b"\x00\x02binary").decode()
+    response = handler(rest_event(raw_body=other, base64=True), LambdaContext())
+    assert response["statusCode"] == 422
+
+
+def test_malformed_events_are_400_problems(ddb, store, calls):
+    handler = build(store, OrdersApi())
+    assert handler(rest_event(raw_body="%%%", base64=True), LambdaContext())["statusCode"] == 400
+    assert handler({"not": "an api gateway event"}, LambdaContext())["statusCode"] == 400
+    assert calls.total == 0
