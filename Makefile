@@ -23,7 +23,7 @@ $(NODE_STAMP): package.json package-lock.json
 	touch $@
 
 # The whole suite. Pytest's exit code 5 ("no tests collected") is a failure here.
-test: install
+test: install typecheck
 	$(BIN)/python -m pytest -q; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "make test: no tests were collected" >&2; exit 1; fi; exit $$rc
 

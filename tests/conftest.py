@@ -86,7 +86,6 @@ class CallCounter:
 def store(ddb: Any) -> Any:
     """A DynamoStore on the moto table, with its own client."""
     import boto3
-
     from retrysafe.store import DynamoStore
 
     return DynamoStore(TABLE, client=boto3.client("dynamodb", region_name="eu-west-1"))

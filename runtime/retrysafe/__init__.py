@@ -43,7 +43,10 @@ if TYPE_CHECKING:
     from .store import DynamoStore
     from .transaction import Transaction
 
-__all__ = sorted(_EXPORTS)
+__all__ = [
+    "TRANSACTION_KEY", "Completion", "DynamoStore", "Engine", "HttpIdempotency", "IdempotencyMiddleware", "Intent",
+    "Mode", "Outcome", "RecordCache", "Retention", "Scope", "Transaction", "idempotent_http",
+]
 
 
 def __getattr__(name: str) -> Any:

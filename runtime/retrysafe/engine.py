@@ -28,7 +28,15 @@ from .config import LEASE_MARGIN_SECONDS, Mode, Retention
 from .errors import FencingError, KeyReuseMismatchError, RequestInFlightError
 from .keys import Scope
 from .observability import (
-    EXECUTED, FENCING_REJECTED, IN_FLIGHT, KEY_MISMATCH, NOT_STORED, RELEASED, REPLAYED, TAKEOVER, telemetry,
+    EXECUTED,
+    FENCING_REJECTED,
+    IN_FLIGHT,
+    KEY_MISMATCH,
+    NOT_STORED,
+    RELEASED,
+    REPLAYED,
+    TAKEOVER,
+    telemetry,
 )
 from .record import COMPLETED, PENDING, Record
 from .store import DynamoStore, RecordConflict, TransactionRaced

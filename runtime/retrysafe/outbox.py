@@ -29,7 +29,7 @@ import hashlib
 import json
 import uuid
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 OUTBOX_PREFIX = "outbox#"
@@ -67,7 +67,7 @@ class OutboxEvent:
             "aggt": {"S": self.aggregate_type},
             "aggid": {"S": self.aggregate_id},
             "payload": {"S": json.dumps(self.payload, separators=(",", ":"), ensure_ascii=False, default=str)},
-            "at": {"S": self.occurred_at.astimezone(timezone.utc).isoformat(timespec="milliseconds")},
+            "at": {"S": self.occurred_at.astimezone(UTC).isoformat(timespec="milliseconds")},
             "exp": {"N": str(expires_at)},
             UNPUBLISHED_ATTRIBUTE: {"S": f"u{shard}"},
         }
@@ -75,7 +75,3 @@ class OutboxEvent:
             item["seq"] = {"N": str(self.sequence)}
         return item
 
-
-def now_utc() -> datetime:
-    """Current time, timezone-aware UTC."""
-    return datetime.now(timezone.utc)

@@ -10,7 +10,7 @@ mutation). Values are plain Python (``str``, ``int``, ``float``, ``Decimal``,
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
@@ -116,7 +116,7 @@ class Transaction:
         eid = event_id(self.scope.record_id, len(self._events))
         self._events.append(OutboxEvent(
             event_id=eid, event_type=event_type, aggregate_type=aggregate_type, aggregate_id=str(aggregate_id),
-            payload=payload, occurred_at=occurred_at or datetime.now(timezone.utc), sequence=sequence,
+            payload=payload, occurred_at=occurred_at or datetime.now(UTC), sequence=sequence,
         ))
         return eid
 

@@ -6,10 +6,10 @@ import json
 from typing import Any
 
 import pytest
-
 from retrysafe import Engine, Mode, RecordCache, Transaction, idempotent_http
 from retrysafe.keys import Scope
-from tests.conftest import ORDERS, CallCounter, Clock
+
+from tests.conftest import ORDERS
 from tests.events import LambdaContext, http_event, rest_event
 
 EVENTS = {"rest": rest_event, "http": http_event}
@@ -157,8 +157,9 @@ def test_in_flight_duplicate_is_one_round_trip(ddb, store, calls, make_event):
     event = make_event({"amount": 1})
     request = parse_event(event)
     intent = Intent(Scope("tenant-a", request.route, "key-1"), request.fingerprint(), Mode.CLAIM_FIRST)
-    from retrysafe.record import PENDING, Record
     import time
+
+    from retrysafe.record import PENDING, Record
 
     now = time.time()
     store.claim(Record(intent.scope.record_id, PENDING, intent.fingerprint, int(now) + 86400, int(now * 1000),
@@ -295,12 +296,14 @@ def test_operations_are_isolated(ddb, store, make_event):
     assert len(orders_in(ddb)) == 2 and "Idempotent-Replayed" not in response["headers"]
 
 
-def test_default_operation_is_the_route_template_not_the_raw_path(ddb, store):
-    api = OrdersApi()
-    handler = build(store, api)
+def test_default_operation_is_the_route_template_and_the_path_is_part_of_the_fingerprint(ddb, store):
+    handler = build(store, OrdersApi())
     handler(rest_event({"a": 1}, resource="/orders/{id}/refund", path="/orders/1/refund"), LambdaContext())
-    replay = handler(rest_event({"a": 1}, resource="/orders/{id}/refund", path="/orders/2/refund"), LambdaContext())
+    replay = handler(rest_event({"a": 1}, resource="/orders/{id}/refund", path="/orders/1/refund"), LambdaContext())
     assert replay["headers"]["Idempotent-Replayed"] == "true"
+    # Same operation (route template), same key, another resource: the key was reused for another request.
+    other = handler(rest_event({"a": 1}, resource="/orders/{id}/refund", path="/orders/2/refund"), LambdaContext())
+    assert other["statusCode"] == 422
 
 
 def test_missing_tenant_is_401_and_nothing_runs(ddb, store, calls, make_event):

@@ -28,7 +28,7 @@ from .core import HttpAnswer, HttpIdempotency, StoredResponse
 TRANSACTION_KEY = "retrysafe_transaction"
 
 
-class IdempotencyMiddleware(BaseMiddlewareHandler):  # type: ignore[misc]
+class IdempotencyMiddleware(BaseMiddlewareHandler[Any]):
     """Route middleware running the handler at most once per (tenant, operation, key).
 
     Accepts the options of :class:`~retrysafe.http.core.HttpIdempotency`. The
@@ -39,7 +39,7 @@ class IdempotencyMiddleware(BaseMiddlewareHandler):  # type: ignore[misc]
         super().__init__()
         self.idempotency = HttpIdempotency(**options)
 
-    def handler(self, app: Any, next_middleware: NextMiddleware) -> Response:
+    def handler(self, app: Any, next_middleware: NextMiddleware) -> Response[Any]:
         """Run, replay or refuse; see :class:`HttpIdempotency`."""
         idempotency = self.idempotency
 
@@ -58,7 +58,7 @@ class IdempotencyMiddleware(BaseMiddlewareHandler):  # type: ignore[misc]
         return _response(answer)
 
 
-def _stored(response: Response, idempotency: HttpIdempotency) -> StoredResponse:
+def _stored(response: Response[Any], idempotency: HttpIdempotency) -> StoredResponse:
     headers: dict[str, Any] = {}
     for name, value in (response.headers or {}).items():
         headers[name] = value[0] if isinstance(value, list) and value else value
@@ -71,7 +71,7 @@ def _stored(response: Response, idempotency: HttpIdempotency) -> StoredResponse:
     return StoredResponse(response.status_code, idempotency.select_headers(headers), body or "", is_base64)
 
 
-def _response(answer: HttpAnswer) -> Response:
+def _response(answer: HttpAnswer) -> Response[Any]:
     stored = answer.response
     headers = answer.headers()
     content_type = next((v for k, v in headers.items() if k.lower() == "content-type"), None)

@@ -21,6 +21,8 @@ class HttpRequest:
     method: str
     #: Method + resource template (``POST /orders/{id}``), never the raw path.
     route: str
+    #: The raw path (path parameters are part of the request's identity, not of the operation's).
+    path: str
     #: Header names lower-cased; repeated headers joined with ``,``.
     headers: Mapping[str, str]
     query: Mapping[str, tuple[str, ...]]
@@ -31,9 +33,9 @@ class HttpRequest:
         return self.headers.get(name.lower())
 
     def fingerprint(self, query_params: Collection[str] | None = None) -> str:
-        """Hash of method, route, the chosen query parameters (all when ``None``) and the canonical body."""
+        """Hash of method, route, path, the chosen query parameters (all when ``None``) and the canonical body."""
         names = sorted(self.query) if query_params is None else sorted(n for n in query_params if n in self.query)
-        parts: list[bytes | str] = ["http/v1", self.method, self.route]
+        parts: list[bytes | str] = ["http/v1", self.method, self.route, self.path]
         for name in names:
             parts.append(name)
             parts.extend(self.query[name])
@@ -53,12 +55,14 @@ def parse_event(event: Any) -> HttpRequest:
         http = context.get("http") or {}
         method = str(http.get("method") or "").upper() if isinstance(http, Mapping) else ""
         route_key = str(event.get("routeKey") or "")
-        route = route_key if route_key and route_key != "$default" else f"{method} {event.get('rawPath') or '/'}"
+        path = str(event.get("rawPath") or "/")
+        route = route_key if route_key and route_key != "$default" else f"{method} {path}"
         query = {k: tuple(str(v).split(",")) for k, v in _mapping(event, "queryStringParameters").items()}
         version = "2.0"
     else:
         method = str(event.get("httpMethod") or "").upper()
-        route = f"{method} {event.get('resource') or event.get('path') or '/'}"
+        path = str(event.get("path") or "/")
+        route = f"{method} {event.get('resource') or path}"
         multi = _mapping(event, "multiValueQueryStringParameters")
         if multi:
             query = {k: tuple(str(x) for x in (v if isinstance(v, list) else [v])) for k, v in multi.items()}
@@ -68,7 +72,7 @@ def parse_event(event: Any) -> HttpRequest:
     if not method:
         raise MalformedRequestError("the event has no HTTP method (is this an API Gateway proxy event?)")
     headers = {str(k).lower(): str(v) for k, v in _mapping(event, "headers").items()}
-    return HttpRequest(event=event, version=version, method=method, route=route, headers=headers,
+    return HttpRequest(event=event, version=version, method=method, route=route, path=path, headers=headers,
                        query=query, body=_body(event))
 
 

@@ -29,8 +29,8 @@ def authorizer_tenant(claims: Sequence[str] = CLAIM_KEYS, context_keys: Sequence
         if not isinstance(auth, Mapping):
             return None
         # HTTP API v2 nests by authorizer kind; REST v1 puts the context at the top level.
-        lambda_ctx = auth.get("lambda") if isinstance(auth.get("lambda"), Mapping) else auth
-        found = _first(lambda_ctx, context_keys)
+        nested = auth.get("lambda")
+        found = _first(nested if isinstance(nested, Mapping) else auth, context_keys)
         if found:
             return found
         jwt = auth.get("jwt")
