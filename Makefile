@@ -8,7 +8,7 @@ NODE_STAMP := node_modules/.installed
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 
-.PHONY: install test lint typecheck synth clean
+.PHONY: install test lint typecheck synth bench clean
 
 install: $(PY_STAMP) $(NODE_STAMP)
 
@@ -32,6 +32,11 @@ typecheck: install
 
 synth: install
 	cdk synth --quiet
+
+# retrysafe vs Powertools side by side; writes benchmarks/results.json, RESULTS.md, comparison.png.
+bench: install
+	$(BIN)/python -m pip install --quiet -e '.[bench]'
+	$(BIN)/python -m benchmarks.bench
 
 clean:
 	rm -rf $(VENV) node_modules cdk.out .pytest_cache .mypy_cache

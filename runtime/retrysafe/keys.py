@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import hashlib
 from dataclasses import dataclass
+from functools import cached_property
 
 from .errors import InvalidKeyError
 
@@ -78,7 +79,7 @@ class Scope:
     operation: str
     key: str
 
-    @property
+    @cached_property
     def record_id(self) -> str:
         """The record's partition key: ``idem#`` + a hash of the scope (the raw key never reaches DynamoDB)."""
         return "idem#" + _digest("scope/v1", self.tenant, self.operation, self.key)

@@ -256,3 +256,13 @@ def test_raw_keys_are_never_logged(ddb, store, capsys, caplog):
     assert "KeyMismatch" in output.out + output.err + caplog.text
     assert secret_key not in output.out + output.err + caplog.text
     assert secret_key not in json.dumps(ddb.scan(TableName=TABLE)["Items"], default=str)
+
+
+def test_business_item_over_400kb_is_refused_whole(ddb, store):
+    def work(txn: Transaction) -> Completion:
+        txn.put({"pk": "order#big", "blob": "x" * (401 * 1024)}, table=ORDERS)
+        return Completion("ok")
+
+    with pytest.raises(TransactionTooLargeError, match="too large"):
+        Engine(store).execute(intent(mode=Mode.ATOMIC), work)
+    assert ddb.scan(TableName=ORDERS)["Items"] == [] and ddb.scan(TableName=TABLE)["Items"] == []

@@ -1,0 +1,1 @@
+"""retrysafe vs Powertools idempotency benchmarks (``make bench``)."""
