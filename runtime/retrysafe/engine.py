@@ -164,14 +164,15 @@ class Engine:
             self._count(TAKEOVER, intent)
             if previous.fingerprint == intent.fingerprint:
                 checkpoints = previous.checkpoints
-        txn = Transaction(intent.scope, self.store.table_name, expires_at, checkpoints)
+        txn = Transaction(intent.scope, self.store.table_name, expires_at, checkpoints,
+                          checkpoint_writer=lambda saved, actions: self._checkpoint(intent, owner, saved, actions))
         try:
             completion = work(txn)
         except BaseException:
-            self._release(intent, owner)
+            self._release(intent, owner, txn)
             raise
         if not completion.store:
-            self._release(intent, owner)
+            self._release(intent, owner, txn)
             self._count(NOT_STORED, intent)
             return Outcome(completion.result, replayed=False, stored=False)
         record = self._completed(intent, completion, now, expires_at)
@@ -184,7 +185,7 @@ class Engine:
                 return self._replay(intent, current)
             raise FencingError("this invocation's claim was taken over; its writes were discarded") from None
         except BaseException:
-            self._release(intent, owner)
+            self._release(intent, owner, txn)
             raise
         return self._executed(intent, record, completion)
 
@@ -195,8 +196,17 @@ class Engine:
             return max(remaining_ms(), 0) / 1000.0 + LEASE_MARGIN_SECONDS
         return intent.retention.default_lease_seconds
 
-    def _release(self, intent: Intent, owner: str) -> None:
-        if self.store.release(intent.scope.record_id, owner):
+    def _checkpoint(self, intent: Intent, owner: str, checkpoints: dict[str, Any],
+                    actions: list[dict[str, Any]]) -> None:
+        try:
+            self.store.checkpoint(intent.scope.record_id, owner, checkpoints, actions)
+        except RecordConflict:
+            self._count(FENCING_REJECTED, intent, step="checkpoint")
+            raise FencingError("this invocation's claim was taken over; its checkpoint was discarded") from None
+
+    def _release(self, intent: Intent, owner: str, txn: Transaction) -> None:
+        """Free the claim; one with checkpoints keeps them (its writes are committed) and only ends its lease."""
+        if self.store.release(intent.scope.record_id, owner, keep_checkpoints=bool(txn.checkpoints)):
             self._count(RELEASED, intent)
         else:
             self._count(FENCING_REJECTED, intent, step="release")

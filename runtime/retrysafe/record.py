@@ -110,8 +110,13 @@ def to_item(record: Record) -> AttributeMap:
     if record.resource is not None:
         item["rs"] = {"S": record.resource}
     if record.checkpoints:
-        item["cp"] = {"M": {k: {"S": json.dumps(v, separators=(",", ":"))} for k, v in record.checkpoints.items()}}
+        item["cp"] = encode_checkpoints(record.checkpoints)
     return item
+
+
+def encode_checkpoints(checkpoints: dict[str, Any]) -> dict[str, Any]:
+    """The ``cp`` attribute value: a map of checkpoint name to JSON text."""
+    return {"M": {k: {"S": json.dumps(v, separators=(",", ":"))} for k, v in checkpoints.items()}}
 
 
 def from_item(item: AttributeMap) -> Record:

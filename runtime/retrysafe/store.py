@@ -16,8 +16,9 @@ from .errors import (
     ConfigurationError,
     RetrysafeError,
     StoreUnavailableError,
+    TransactionTooLargeError,
 )
-from .record import PENDING, AttributeMap, Record, from_item, to_item
+from .record import PENDING, AttributeMap, Record, encode_checkpoints, from_item, to_item
 from .transaction import check_limits
 
 _UNAVAILABLE = frozenset({
@@ -88,7 +89,7 @@ class DynamoStore:
             self._client = boto3.session.Session().client("dynamodb", region_name=self._region, config=config)
         return self._client
 
-    # -- the four record operations ----------------------------------------
+    # -- the record operations ---------------------------------------------
     def claim(self, record: Record, now: float) -> ClaimResult:
         """Claim-first mode: take the key with a lease (new, expired, or a lapsed lease with the same fingerprint).
 
@@ -167,13 +168,41 @@ class DynamoStore:
                 raise StoreUnavailableError(f"DynamoDB cancelled the transaction: {codes}") from None
             raise RetrysafeError(f"DynamoDB cancelled the transaction: {codes}") from None
 
-    def release(self, record_id: str, owner: str) -> bool:
-        """Delete a pending claim held by ``owner`` so a retry runs again. False when fenced off."""
+    def checkpoint(self, record_id: str, owner: str, checkpoints: dict[str, Any],
+                   actions: list[dict[str, Any]]) -> None:
+        """Save a claim's ``checkpoints`` together with ``actions`` in one ``TransactWriteItems``.
+
+        The record must still be pending under ``owner``: raises :class:`RecordConflict`
+        when fenced off, like :meth:`commit`.
+        """
+        update = {"TableName": self.table_name, "Key": {"pk": {"S": record_id}}, "UpdateExpression": "SET #cp = :cp",
+                  "ConditionExpression": _OWNER_CONDITION,
+                  "ExpressionAttributeNames": {"#cp": "cp", "#ow": "ow", "#st": "st"},
+                  "ExpressionAttributeValues": {":cp": encode_checkpoints(checkpoints), ":ow": {"S": owner},
+                                                ":pending": {"S": PENDING}},
+                  "ReturnValuesOnConditionCheckFailure": "ALL_OLD"}
+        self.transact([{"Update": update}, *actions], record_first=True)
+
+    def release(self, record_id: str, owner: str, *, keep_checkpoints: bool = False) -> bool:
+        """Free a pending claim held by ``owner`` so a retry runs again. False when fenced off.
+
+        The claim is deleted; with ``keep_checkpoints`` its lease is ended instead, so
+        the next attempt with the same fingerprint takes over at once and resumes
+        after the last checkpoint (whose writes are already committed).
+        """
+        condition: dict[str, Any] = {
+            "ConditionExpression": _OWNER_CONDITION, "ExpressionAttributeNames": {"#ow": "ow", "#st": "st"},
+            "ExpressionAttributeValues": {":ow": {"S": owner}, ":pending": {"S": PENDING}},
+        }
+        key = {"pk": {"S": record_id}}
         try:
-            self._call("delete_item", TableName=self.table_name, Key={"pk": {"S": record_id}},
-                       ConditionExpression=_OWNER_CONDITION,
-                       ExpressionAttributeNames={"#ow": "ow", "#st": "st"},
-                       ExpressionAttributeValues={":ow": {"S": owner}, ":pending": {"S": PENDING}})
+            if keep_checkpoints:
+                condition["ExpressionAttributeNames"]["#le"] = "le"
+                condition["ExpressionAttributeValues"][":ended"] = {"N": "0"}
+                self._call("update_item", TableName=self.table_name, Key=key, UpdateExpression="SET #le = :ended",
+                           **condition)
+            else:
+                self._call("delete_item", TableName=self.table_name, Key=key, **condition)
         except _ConditionFailed:
             return False
         return True
@@ -215,6 +244,9 @@ class DynamoStore:
             )
         if code in ("AccessDeniedException", "UnrecognizedClientException"):
             return ConfigurationError(f"no access to DynamoDB table {self.table_name!r}: {response['Error'].get('Message')}")
+        message = str(response.get("Error", {}).get("Message", ""))
+        if code == "ValidationException" and "size" in message.lower():
+            return TransactionTooLargeError(f"DynamoDB refused the transaction as too large: {message}")
         if code in _UNAVAILABLE or response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) >= 500:
             return StoreUnavailableError(f"DynamoDB unavailable after retries ({code})")
         return RetrysafeError(f"DynamoDB rejected {code}: {response.get('Error', {}).get('Message')}")

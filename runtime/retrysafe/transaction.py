@@ -4,26 +4,30 @@ Nothing is sent while the handler runs. When it returns, the engine commits
 these actions, the completed record and the events in ONE ``TransactWriteItems``
 (the dedup decision is made inside the same transaction as the business
 mutation). Values are plain Python (``str``, ``int``, ``float``, ``Decimal``,
-``bytes``, ``bool``, ``None``, lists, dicts, sets).
+``bytes``, ``bool``, ``None``, lists, dicts, sets). The one exception is a
+recovery point (:meth:`Transaction.step`, claim-first mode only), which commits
+the writes buffered so far together with its checkpoint.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
-from .errors import TransactionTooLargeError
+from .errors import ConfigurationError, TransactionTooLargeError
 from .keys import Scope
 from .outbox import OutboxEvent, event_id
-from .record import item_size
 
 MAX_ACTIONS = 100
-MAX_TRANSACTION_BYTES = 4 * 1024 * 1024
-MAX_ITEM_BYTES = 400 * 1024
 
 _serializer: Any = None
+
+#: Saves all checkpoints of a claim together with the actions buffered since the previous step
+#: (one ``TransactWriteItems`` conditioned on the claim's owner token); given by the engine in claim-first mode.
+CheckpointWriter = Callable[[dict[str, Any], list[dict[str, Any]]], None]
 
 
 def serialize(value: Any) -> dict[str, Any]:
@@ -54,12 +58,15 @@ class Transaction:
     means the idempotency table itself (single-table designs).
     """
 
-    def __init__(self, scope: Scope, table_name: str, expires_at: int, checkpoints: Mapping[str, Any] | None = None):
+    def __init__(self, scope: Scope, table_name: str, expires_at: int, checkpoints: Mapping[str, Any] | None = None,
+                 checkpoint_writer: CheckpointWriter | None = None):
         self.scope = scope
         self._table = table_name
         self._expires_at = expires_at
         self._actions: list[dict[str, Any]] = []
         self._events: list[OutboxEvent] = []
+        self._appended = 0
+        self._write_checkpoints = checkpoint_writer
         self.checkpoints: dict[str, Any] = dict(checkpoints or {})
 
     # -- identity ---------------------------------------------------------
@@ -113,12 +120,41 @@ class Transaction:
         Pass the aggregate's new version as ``sequence`` so consumers can order
         and guard per aggregate.
         """
-        eid = event_id(self.scope.record_id, len(self._events))
+        eid = event_id(self.scope.record_id, self._appended)
+        self._appended += 1
         self._events.append(OutboxEvent(
             event_id=eid, event_type=event_type, aggregate_type=aggregate_type, aggregate_id=str(aggregate_id),
             payload=payload, occurred_at=occurred_at or datetime.now(UTC), sequence=sequence,
         ))
         return eid
+
+    # -- recovery points ------------------------------------------------------
+    def step(self, name: str, call: Callable[[], Any]) -> Any:
+        """Run ``call`` (a foreign call) once for this intent, across retries and takeovers.
+
+        On the first run the call's JSON-able result is saved as checkpoint ``name``,
+        committed atomically with the writes and events buffered since the previous
+        step and conditioned on this invocation's claim (:class:`FencingError` if it
+        was taken over). When a retry reaches a step that already completed, the
+        stored result is returned without calling, and the writes and events
+        buffered since the previous step are dropped: they committed with it. Code
+        between steps must therefore be deterministic, and ``call`` should send
+        a downstream key from :meth:`derive_key`. Returns the result as JSON
+        would (a tuple comes back as a list), the same on every run.
+        Needs claim-first mode.
+        """
+        if self._write_checkpoints is None:
+            raise ConfigurationError("Transaction.step needs claim-first mode (Mode.CLAIM_FIRST)")
+        if name in self.checkpoints:
+            self._actions.clear()
+            self._events.clear()
+            return self.checkpoints[name]
+        value = json.loads(json.dumps(call()))
+        self._write_checkpoints({**self.checkpoints, name: value}, self.actions())
+        self._actions.clear()
+        self._events.clear()
+        self.checkpoints[name] = value
+        return value
 
     def _add(self, kind: str, body: dict[str, Any], condition: str | None,
              names: Mapping[str, str] | None, values: Mapping[str, Any] | None) -> None:
@@ -153,22 +189,18 @@ class Transaction:
 
 
 def check_limits(items: list[dict[str, Any]]) -> None:
-    """Refuse a transaction DynamoDB would refuse, before anything is sent."""
+    """Refuse a transaction over DynamoDB's action limit before anything is sent.
+
+    Item (400 KB) and transaction (4 MB) sizes are left to DynamoDB, which
+    refuses the whole transaction; the store maps that to
+    :class:`TransactionTooLargeError`. The stored result's own size is checked
+    when it is encoded (:func:`retrysafe.record.encode_result`).
+    """
     if len(items) > MAX_ACTIONS:
         raise TransactionTooLargeError(
             f"the transaction has {len(items)} actions (record + writes + events); DynamoDB allows {MAX_ACTIONS}. "
             "Split the operation or move bulk work behind the outbox."
         )
-    total = 0
-    for position, action in enumerate(items):
-        (_, body), = action.items()
-        size = item_size(body.get("Item") or body.get("Key") or {})
-        size += sum(item_size({k: v}) for k, v in (body.get("ExpressionAttributeValues") or {}).items())
-        if size > MAX_ITEM_BYTES:
-            raise TransactionTooLargeError(f"transaction action #{position} is {size} bytes; an item holds 400 KB")
-        total += size
-    if total > MAX_TRANSACTION_BYTES:
-        raise TransactionTooLargeError(f"the transaction is about {total} bytes; DynamoDB allows 4 MB")
 
 
 def _key(key: Mapping[str, Any]) -> dict[str, Any]:

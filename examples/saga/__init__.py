@@ -1,0 +1,1 @@
+"""An order saga on Step Functions whose every task is idempotent (see ``handlers.tasks``)."""
