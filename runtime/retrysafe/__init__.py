@@ -4,8 +4,11 @@ Names are loaded on first use so that importing a decorated handler stays cheap.
 
 - :func:`idempotent_http` -- API Gateway handlers (REST v1, HTTP API v2)
 - :class:`IdempotencyMiddleware` -- Powertools event-handler resolvers
+- :func:`idempotent_task` -- Lambda tasks invoked by Step Functions
 - :class:`Transaction` -- the handler's writes and outbox events, committed with the record
 - :class:`Engine`, :class:`DynamoStore`, :class:`Mode` -- the shared claim/commit engine
+- :func:`idempotent_sqs` -- SQS consumers (the inbox); :class:`WebhookReceiver` -- webhook receipt
+- :class:`Publisher` -- outbox publishing (``retrysafe.outbox_publisher.handler``, ``retrysafe.outbox_sweeper.handler``)
 """
 
 from __future__ import annotations
@@ -30,6 +33,18 @@ _EXPORTS = {
     "Mode": "retrysafe.config",
     "Retention": "retrysafe.config",
     "Scope": "retrysafe.keys",
+    "idempotent_task": "retrysafe.workflow",
+    "TaskIdempotency": "retrysafe.workflow",
+    "TaskInProgress": "retrysafe.workflow",
+    "TaskKeyMismatch": "retrysafe.workflow",
+    "TaskPayloadError": "retrysafe.workflow",
+    "idempotent_sqs": "retrysafe.sqs",
+    "Message": "retrysafe.sqs",
+    "Publisher": "retrysafe.outbox_publisher",
+    "OutboxMessage": "retrysafe.outbox_publisher",
+    "WebhookReceiver": "retrysafe.webhook",
+    "put_if_newer": "retrysafe.webhook",
+    "update_if_newer": "retrysafe.webhook",
 }
 
 if TYPE_CHECKING:
@@ -40,12 +55,40 @@ if TYPE_CHECKING:
     from .http.decorator import idempotent_http
     from .http.middleware import TRANSACTION_KEY, IdempotencyMiddleware
     from .keys import Scope
+    from .outbox_publisher import OutboxMessage, Publisher
+    from .sqs import Message, idempotent_sqs
     from .store import DynamoStore
     from .transaction import Transaction
+    from .webhook import WebhookReceiver, put_if_newer, update_if_newer
+    from .workflow import TaskIdempotency, TaskInProgress, TaskKeyMismatch, TaskPayloadError, idempotent_task
 
 __all__ = [
-    "TRANSACTION_KEY", "Completion", "DynamoStore", "Engine", "HttpIdempotency", "IdempotencyMiddleware", "Intent",
-    "Mode", "Outcome", "RecordCache", "Retention", "Scope", "Transaction", "idempotent_http",
+    "TRANSACTION_KEY",
+    "Completion",
+    "DynamoStore",
+    "Engine",
+    "HttpIdempotency",
+    "IdempotencyMiddleware",
+    "Intent",
+    "Message",
+    "Mode",
+    "OutboxMessage",
+    "Outcome",
+    "Publisher",
+    "RecordCache",
+    "Retention",
+    "Scope",
+    "TaskIdempotency",
+    "TaskInProgress",
+    "TaskKeyMismatch",
+    "TaskPayloadError",
+    "Transaction",
+    "WebhookReceiver",
+    "idempotent_http",
+    "idempotent_sqs",
+    "idempotent_task",
+    "put_if_newer",
+    "update_if_newer",
 ]
 
 

@@ -1,0 +1,222 @@
+"""``@idempotent_sqs``: idempotent consumers for SQS-triggered Lambda functions (the inbox).
+
+Each record runs through the engine with ``Scope(tenant=subscriber,
+operation=operation, key=message key)``. In atomic mode the processed-message
+record, the handler's writes and its outbox events commit in ONE
+``TransactWriteItems``; a redelivered message meets its record in that same
+call and is acknowledged without a second effect (one round trip either way).
+
+The message key is, in order: the ``idempotency-key`` message attribute; an
+event id carried by the body (``detail.event_id`` of an EventBridge envelope,
+the same inside an SNS notification's ``Message`` or its ``idempotency-key``
+message attribute, a top-level ``event_id``); else the SQS message id. The
+envelope ids that EventBridge and SNS assign (``id``, ``MessageId``) are not
+used by default: they change when the same event is published twice.
+
+The fingerprint hashes the message content without its transport envelope (the
+EventBridge ``detail``, the SNS ``Message``, else the body), so a republished
+event matches its first delivery while a different message reusing a key is
+refused (reported failed, ending in the DLQ).
+
+Failures are reported per record (``batchItemFailures``) through Powertools'
+batch utilities; on FIFO queues a failure also fails the rest of its message
+group in the batch (``SqsFifoPartialProcessor(skip_group_on_error=True)``), so
+order within a group survives and other groups go on.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .config import Mode, Retention
+from .engine import Completion, Engine, Intent
+from .errors import ConfigurationError
+from .fingerprint import canonical_json, fingerprint
+from .keys import Scope
+from .observability import telemetry
+from .store import DynamoStore
+from .transaction import Transaction
+
+VISIBILITY_TIMEOUT_ENV = "RETRYSAFE_VISIBILITY_TIMEOUT_SECONDS"
+KEY_ATTRIBUTE = "idempotency-key"
+#: Dotted paths into the (unwrapped) JSON content that may carry a propagated event id.
+DEFAULT_KEY_PATHS: tuple[str, ...] = ("event_id",)
+
+
+@dataclass(frozen=True)
+class Message:
+    """One SQS record as the handler sees it.
+
+    ``content`` is the decoded message without its transport envelope: the
+    EventBridge ``detail``, the SNS ``Message``, or the body (JSON-decoded when
+    it is JSON, else the raw text). ``record`` is Powertools' ``SQSRecord``.
+    """
+
+    record: Any
+    key: str
+    content: Any
+
+    @property
+    def message_id(self) -> str:
+        """The SQS message id."""
+        return str(self.record.message_id)
+
+
+KeyExtractor = Callable[[Any, Any], "str | None"]
+RecordHandler = Callable[[Message, Transaction], Any]
+
+
+def unwrap(body: str) -> tuple[Any, dict[str, str]]:
+    """The content of a message body and the envelope's string attributes (SNS ``MessageAttributes``)."""
+    try:
+        doc = json.loads(body)
+    except ValueError:
+        return body, {}
+    if not isinstance(doc, dict):
+        return doc, {}
+    if doc.get("Type") == "Notification" and "TopicArn" in doc and isinstance(doc.get("Message"), str):
+        attributes = {k: str(v.get("Value")) for k, v in (doc.get("MessageAttributes") or {}).items()
+                      if isinstance(v, dict)}
+        inner, _ = unwrap(doc["Message"])
+        return inner, attributes
+    if "detail-type" in doc and "source" in doc and "detail" in doc:
+        return doc["detail"], {}
+    return doc, {}
+
+
+def default_key(paths: Sequence[str] = DEFAULT_KEY_PATHS, attribute: str = KEY_ATTRIBUTE) -> KeyExtractor:
+    """A key extractor: the ``attribute`` message attribute (SQS or SNS envelope), then ``paths`` in the content."""
+
+    def extract(record: Any, content: Any) -> str | None:
+        attr = record.message_attributes[attribute]
+        if attr is not None and attr.string_value:
+            return str(attr.string_value)
+        _, envelope_attributes = unwrap(record.body)
+        if envelope_attributes.get(attribute):
+            return envelope_attributes[attribute]
+        for path in paths:
+            value: Any = content
+            for part in path.split("."):
+                value = value.get(part) if isinstance(value, dict) else None
+            if isinstance(value, (str, int)) and str(value):
+                return str(value)
+        return None
+
+    return extract
+
+
+def content_fingerprint(content: Any) -> str:
+    """Hash of the canonical message content (envelope excluded)."""
+    raw = content.encode("utf-8") if isinstance(content, str) else json.dumps(content).encode("utf-8")
+    canonical = canonical_json(raw)
+    return fingerprint(["sqs/v1", b"json:" + canonical if canonical is not None else b"raw:" + raw])
+
+
+class SqsConsumer:
+    """Configuration and engine of one idempotent SQS consumer (see :func:`idempotent_sqs`)."""
+
+    def __init__(self, handler: RecordHandler, *, subscriber: str, operation: str | None = None,
+                 mode: Mode | str = Mode.ATOMIC, key: KeyExtractor | None = None, fifo: bool | None = None,
+                 visibility_timeout_seconds: float | None = None, horizon_seconds: int | None = None,
+                 store: DynamoStore | None = None, engine: Engine | None = None) -> None:
+        if not subscriber:
+            raise ConfigurationError("idempotent_sqs needs a subscriber id: it scopes the processed-message records")
+        try:
+            self.mode = Mode(mode)
+        except ValueError:
+            raise ConfigurationError(f"mode must be 'atomic' or 'claim_first', not {mode!r}") from None
+        self.handler = handler
+        self.subscriber = subscriber
+        self.operation: str = operation or str(getattr(handler, "__name__", "consume"))
+        self.key = key or default_key()
+        self.fifo = fifo
+        self.lease_seconds = _visibility_timeout(visibility_timeout_seconds)
+        self.retention = Retention.from_env(horizon_seconds=horizon_seconds)
+        self.engine = engine or Engine(store or DynamoStore.from_env())
+
+    def process(self, record: Any, context: Any = None) -> Any:
+        """Process one record at most once; raises (the record is reported failed) when it must be redelivered."""
+        content, _ = unwrap(record.body)
+        key = self.key(record, content) or record.message_id
+        message = Message(record=record, key=key, content=content)
+        intent = Intent(Scope(self.subscriber, self.operation, key), content_fingerprint(content),
+                        self.mode, self.retention, lease_seconds=self.lease_seconds)
+
+        def work(txn: Transaction) -> Completion:
+            return Completion(self.handler(message, txn))
+
+        remaining = getattr(context, "get_remaining_time_in_millis", None)
+        return self.engine.execute(intent, work, remaining).result
+
+    def __call__(self, event: dict[str, Any], context: Any) -> dict[str, Any]:
+        """The Lambda handler: process the batch and return the partial batch response."""
+        from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
+        from aws_lambda_powertools.utilities.batch.sqs_fifo_partial_processor import SqsFifoPartialProcessor
+
+        records = event.get("Records") or []
+        fifo = self.fifo if self.fifo is not None else any(
+            str(r.get("eventSourceARN", "")).endswith(".fifo") for r in records)
+        processor: BatchProcessor
+        if fifo:
+            processor = SqsFifoPartialProcessor(skip_group_on_error=True)
+            processor.raise_on_entire_batch_failure = False
+        else:
+            processor = BatchProcessor(EventType.SQS, raise_on_entire_batch_failure=False)
+        try:
+            return dict(process_partial_response(event, self.process, processor, context))
+        finally:
+            telemetry.flush()
+
+
+def idempotent_sqs(func: RecordHandler | None = None, **options: Any) -> Any:
+    """Make an SQS record handler idempotent and turn it into the Lambda handler of its queue.
+
+    The decorated function receives a :class:`Message` and the
+    :class:`~retrysafe.Transaction` that commits its writes and outbox events
+    with the processed-message record. Options are those of
+    :class:`SqsConsumer`: ``subscriber`` (required), ``operation``, ``mode``
+    (``claim_first`` for foreign effects; the lease is the queue's visibility
+    timeout from ``visibility_timeout_seconds`` or
+    ``RETRYSAFE_VISIBILITY_TIMEOUT_SECONDS``), ``key``, ``fifo`` (default:
+    detected from the queue ARN), ``horizon_seconds``, ``store``/``engine``.
+    Enable ``ReportBatchItemFailures`` on the event source mapping.
+
+    Example::
+
+        @idempotent_sqs(subscriber="billing")
+        def handler(message, txn):
+            order = message.content["payload"]
+            txn.update({"pk": f"invoice#{order['id']}"}, "SET total = :t", values={":t": order["total"]},
+                       table="invoices")
+    """
+    if func is None:
+        return lambda f: idempotent_sqs(f, **options)
+    consumer = SqsConsumer(func, **options)
+
+    @functools.wraps(func)
+    def wrapper(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        return consumer(event, context)
+
+    wrapper.consumer = consumer  # type: ignore[attr-defined]
+    return wrapper
+
+
+def _visibility_timeout(explicit: float | None) -> float | None:
+    if explicit is not None:
+        value = float(explicit)
+    else:
+        raw = os.environ.get(VISIBILITY_TIMEOUT_ENV, "")
+        if not raw:
+            return None
+        try:
+            value = float(raw)
+        except ValueError:
+            raise ConfigurationError(f"{VISIBILITY_TIMEOUT_ENV}={raw!r} is not a number of seconds") from None
+    if value <= 0:
+        raise ConfigurationError(f"the visibility timeout must be positive, got {value}")
+    return value

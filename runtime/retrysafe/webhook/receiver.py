@@ -1,0 +1,195 @@
+"""The webhook receiver: verify, dedupe, persist the receipt through the outbox, answer 202.
+
+Order of work for each request:
+
+1. the signature is verified before anything else; missing or wrong: 401
+   problem+json, nothing written;
+2. the delivery id is scoped by source (tenant) and hook (operation), since
+   GitHub shares one ``X-GitHub-Delivery`` among all hooks of an event;
+3. the receipt (raw body, event name, ids) is appended to the outbox in the
+   engine's atomic transaction together with the processed-delivery record and
+   any writes of ``on_receipt``: one ``TransactWriteItems``, before the 2xx;
+4. the answer is 202; a redelivery replays it without a new effect. Heavy work
+   runs downstream, from the outbox event (publisher -> queue -> consumer).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..config import Mode, Retention
+from ..engine import Completion, Engine, Intent
+from ..errors import ConfigurationError, RetrysafeError, TransactionTooLargeError
+from ..fingerprint import fingerprint
+from ..http.core import StoredResponse
+from ..http.problem import MalformedRequestError, Problem, problem_for
+from ..http.request import HttpRequest, parse_event
+from ..keys import Scope
+from ..observability import telemetry
+from ..store import DynamoStore
+from ..transaction import Transaction
+from .signatures import PROVIDERS, Provider, SignatureError
+
+SECRET_ARN_ENV = "RETRYSAFE_WEBHOOK_SECRET_ARN"
+SECRET_PARAMETER_ENV = "RETRYSAFE_WEBHOOK_SECRET_PARAMETER"
+PROVIDER_ENV = "RETRYSAFE_WEBHOOK_PROVIDER"
+SOURCE_ENV = "RETRYSAFE_WEBHOOK_SOURCE"
+#: Seconds a fetched secret is cached in the container (Powertools parameters cache).
+SECRET_MAX_AGE = 300
+#: Outbox events travel as EventBridge/SNS/SQS messages (256 KB); keep the body under that.
+DEFAULT_MAX_BODY_BYTES = 200 * 1024
+RECEIPT_EVENT = "WebhookReceived"
+
+SecretSource = Callable[[], Sequence[bytes]]
+
+
+@dataclass(frozen=True)
+class Receipt:
+    """A verified delivery, as persisted in the outbox event's payload."""
+
+    source: str
+    hook: str
+    delivery_id: str
+    event: str
+    body: bytes
+
+    def payload(self) -> dict[str, Any]:
+        """The outbox payload: ids, event name and the raw body (text, or base64 when not UTF-8)."""
+        try:
+            text, encoding = self.body.decode("utf-8"), "utf-8"
+        except UnicodeDecodeError:
+            text, encoding = base64.b64encode(self.body).decode("ascii"), "base64"
+        return {"source": self.source, "hook": self.hook, "delivery_id": self.delivery_id, "event": self.event,
+                "body": text, "body_encoding": encoding}
+
+
+def secret_from_env() -> SecretSource:
+    """Secrets from Secrets Manager (``RETRYSAFE_WEBHOOK_SECRET_ARN``) or SSM (``RETRYSAFE_WEBHOOK_SECRET_PARAMETER``).
+
+    Fetched through Powertools' parameters utility and cached per container for
+    :data:`SECRET_MAX_AGE` seconds. A value that is a JSON list of strings holds
+    several secrets (rotation).
+    """
+    arn, parameter = os.environ.get(SECRET_ARN_ENV), os.environ.get(SECRET_PARAMETER_ENV)
+    if bool(arn) == bool(parameter):
+        raise ConfigurationError(f"set exactly one of {SECRET_ARN_ENV} or {SECRET_PARAMETER_ENV}; webhook secrets "
+                                 "are never read from plain environment variables")
+
+    def load() -> Sequence[bytes]:
+        from aws_lambda_powertools.utilities import parameters
+
+        if arn:
+            value = parameters.get_secret(arn, max_age=SECRET_MAX_AGE)
+        else:
+            value = parameters.get_parameter(str(parameter), decrypt=True, max_age=SECRET_MAX_AGE)
+        return parse_secrets(value)
+
+    return load
+
+
+def parse_secrets(value: str | bytes) -> list[bytes]:
+    """One secret, or a JSON list of secrets (newest first)."""
+    text = value.decode("utf-8") if isinstance(value, bytes) else value
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        doc = None
+    if isinstance(doc, list) and doc and all(isinstance(s, str) and s for s in doc):
+        return [s.encode("utf-8") for s in doc]
+    if not text:
+        raise ConfigurationError("the webhook secret is empty")
+    return [text.encode("utf-8")]
+
+
+class WebhookReceiver:
+    """An API Gateway Lambda handler receiving one provider's webhooks.
+
+    ``provider``: :class:`~retrysafe.webhook.GitHub`, :class:`~retrysafe.webhook.Stripe`,
+    :class:`~retrysafe.webhook.GenericHmac` or your own. ``source``: the scope's
+    tenant (default the provider's name). ``secrets``: where the signing secrets
+    come from (default :func:`secret_from_env`). ``on_receipt(receipt, txn)``:
+    optional light work committed in the receipt's transaction (keep it quick;
+    heavy work belongs behind the outbox).
+    """
+
+    def __init__(self, provider: Provider, *, source: str | None = None, secrets: SecretSource | None = None,
+                 on_receipt: Callable[[Receipt, Transaction], None] | None = None,
+                 max_body_bytes: int = DEFAULT_MAX_BODY_BYTES, horizon_seconds: int | None = None,
+                 store: DynamoStore | None = None, engine: Engine | None = None) -> None:
+        self.provider = provider
+        self.source = source or provider.name
+        self.secrets = secrets or secret_from_env()
+        self.on_receipt = on_receipt
+        self.max_body_bytes = max_body_bytes
+        self.retention = Retention.from_env(horizon_seconds=horizon_seconds)
+        self.engine = engine or Engine(store or DynamoStore.from_env())
+
+    def __call__(self, event: Any, context: Any = None) -> dict[str, Any]:
+        """Answer one delivery with a proxy response."""
+        try:
+            response, replayed = self._receive(parse_event(event))
+        except (RetrysafeError, MalformedRequestError) as error:
+            problem = _problem(error)
+            if problem is None:
+                raise
+            response, replayed = StoredResponse(problem.status, problem.all_headers(), problem.body()), False
+        finally:
+            telemetry.flush()
+        headers = {**response.headers, **({"Idempotent-Replayed": "true"} if replayed else {})}
+        return {"statusCode": response.status, "headers": headers, "body": response.body}
+
+    def _receive(self, request: HttpRequest) -> tuple[StoredResponse, bool]:
+        self.provider.verify(request, self.secrets())
+        if len(request.body) > self.max_body_bytes:
+            raise TransactionTooLargeError(f"the delivery is {len(request.body)} bytes; the limit is "
+                                           f"{self.max_body_bytes}")
+        delivery = self.provider.delivery_id(request)
+        if not delivery:
+            raise MalformedRequestError("the delivery carries no delivery id")
+        receipt = Receipt(self.source, self.provider.hook(request), delivery, self.provider.event_name(request),
+                          request.body)
+
+        def work(txn: Transaction) -> Completion:
+            txn.append_event(RECEIPT_EVENT, receipt.payload(), aggregate_type=f"webhook:{receipt.source}",
+                             aggregate_id=receipt.delivery_id)
+            if self.on_receipt is not None:
+                self.on_receipt(receipt, txn)
+            body = json.dumps({"status": "accepted", "delivery": receipt.delivery_id})
+            return Completion(StoredResponse(202, {"Content-Type": "application/json"}, body).to_result())
+
+        intent = Intent(Scope(self.source, f"webhook/{receipt.hook}", delivery),
+                        fingerprint(["webhook/v1", request.body]), Mode.ATOMIC, self.retention)
+        outcome = self.engine.execute(intent, work)
+        return StoredResponse.from_result(outcome.result), outcome.replayed
+
+
+def _problem(error: Exception) -> Problem | None:
+    if isinstance(error, SignatureError):
+        return Problem(401, "signature-invalid", "Webhook signature missing or invalid", str(error))
+    if isinstance(error, TransactionTooLargeError):
+        return Problem(413, "payload-too-large", "Webhook payload too large", str(error))
+    return problem_for(error)
+
+
+_default: WebhookReceiver | None = None
+
+
+def handler(event: Any, context: Any = None) -> dict[str, Any]:
+    """Lambda entry point configured from the environment.
+
+    ``RETRYSAFE_WEBHOOK_PROVIDER`` (``github`` (default), ``stripe`` or ``hmac``),
+    ``RETRYSAFE_WEBHOOK_SOURCE`` (default the provider's name), the secret
+    variables of :func:`secret_from_env` and ``RETRYSAFE_TABLE``.
+    """
+    global _default
+    if _default is None:
+        name = os.environ.get(PROVIDER_ENV) or "github"
+        if name not in PROVIDERS:
+            raise ConfigurationError(f"{PROVIDER_ENV}={name!r}: choose one of {', '.join(PROVIDERS)}")
+        _default = WebhookReceiver(PROVIDERS[name](), source=os.environ.get(SOURCE_ENV) or None)
+    return _default(event, context)
