@@ -24,9 +24,9 @@ def canonical_json(body: bytes) -> bytes | None:
 
 def fingerprint(parts: Iterable[bytes | str]) -> str:
     """Hash length-prefixed ``parts`` into a short, printable fingerprint (SHA-256, base64url)."""
-    h = hashlib.sha256()
+    buffer = bytearray()
     for part in parts:
         data = part.encode("utf-8") if isinstance(part, str) else part
-        h.update(len(data).to_bytes(8, "big"))
-        h.update(data)
-    return base64.urlsafe_b64encode(h.digest()).rstrip(b"=").decode("ascii")
+        buffer += len(data).to_bytes(8, "big")
+        buffer += data
+    return base64.urlsafe_b64encode(hashlib.sha256(buffer).digest()).rstrip(b"=").decode("ascii")

@@ -31,7 +31,16 @@ CheckpointWriter = Callable[[dict[str, Any], list[dict[str, Any]]], None]
 
 
 def serialize(value: Any) -> dict[str, Any]:
-    """Encode a Python value as a DynamoDB attribute value (floats become ``Decimal``)."""
+    """Encode a Python value as a DynamoDB attribute value (floats become ``Decimal``).
+
+    Strings and integers, most of what handlers write, take a direct path;
+    everything else goes through boto3's ``TypeSerializer``.
+    """
+    kind = type(value)
+    if kind is str:
+        return {"S": value}
+    if kind is int:
+        return {"N": str(value)}
     global _serializer
     if _serializer is None:
         from boto3.dynamodb.types import TypeSerializer
