@@ -1,0 +1,78 @@
+"""Where outbox events go: exactly one of an EventBridge bus, an SNS topic or an SQS queue."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from aws_cdk import aws_events as events
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_sns as sns
+from aws_cdk import aws_sqs as sqs
+
+DEFAULT_EVENT_SOURCE = "retrysafe.outbox"
+
+
+@dataclass(frozen=True)
+class OutboxTarget:
+    """One publishing target. Build it with :meth:`event_bus`, :meth:`topic` or :meth:`queue`."""
+
+    bus: events.IEventBus | None = None
+    sns_topic: sns.ITopic | None = None
+    sqs_queue: sqs.IQueue | None = None
+    event_source: str = DEFAULT_EVENT_SOURCE
+
+    def __post_init__(self) -> None:
+        if sum(t is not None for t in (self.bus, self.sns_topic, self.sqs_queue)) != 1:
+            raise ValueError("OutboxTarget needs exactly one target: use OutboxTarget.event_bus(bus), "
+                             "OutboxTarget.topic(topic) or OutboxTarget.queue(queue).")
+
+    @classmethod
+    def event_bus(cls, bus: events.IEventBus, source: str = DEFAULT_EVENT_SOURCE) -> OutboxTarget:
+        """Publish to an EventBridge bus with the given ``source``."""
+        return cls(bus=bus, event_source=source)
+
+    @classmethod
+    def topic(cls, topic: sns.ITopic) -> OutboxTarget:
+        """Publish to an SNS topic."""
+        return cls(sns_topic=topic)
+
+    @classmethod
+    def queue(cls, queue: sqs.IQueue) -> OutboxTarget:
+        """Publish to an SQS queue."""
+        return cls(sqs_queue=queue)
+
+    @property
+    def arn(self) -> str:
+        """The target's ARN."""
+        if self.bus is not None:
+            return self.bus.event_bus_arn
+        if self.sns_topic is not None:
+            return self.sns_topic.topic_arn
+        assert self.sqs_queue is not None
+        return self.sqs_queue.queue_arn
+
+    def environment(self) -> dict[str, str]:
+        """The publisher's and sweeper's target variables (exactly one target)."""
+        if self.bus is not None:
+            return {"RETRYSAFE_EVENT_BUS_NAME": self.bus.event_bus_name, "RETRYSAFE_EVENT_SOURCE": self.event_source}
+        if self.sns_topic is not None:
+            return {"RETRYSAFE_TOPIC_ARN": self.sns_topic.topic_arn}
+        assert self.sqs_queue is not None
+        return {"RETRYSAFE_QUEUE_URL": self.sqs_queue.queue_url}
+
+    def grant_publish(self, grantee: iam.IGrantable) -> iam.Grant:
+        """Let ``grantee`` publish to the target, and use its KMS key if it has one.
+
+        Exact actions only (no ``kms:GenerateDataKey*`` wildcards as the L2 grants use).
+        """
+        if self.bus is not None:
+            return self.bus.grant_put_events_to(grantee)
+        if self.sns_topic is not None:
+            action, key = "sns:Publish", self.sns_topic.master_key
+        else:
+            assert self.sqs_queue is not None
+            action, key = "sqs:SendMessage", self.sqs_queue.encryption_master_key
+        if key is not None:
+            iam.Grant.add_to_principal(grantee=grantee, actions=["kms:GenerateDataKey", "kms:Decrypt"],
+                                       resource_arns=[key.key_arn])
+        return iam.Grant.add_to_principal(grantee=grantee, actions=[action], resource_arns=[self.arn])

@@ -1,0 +1,91 @@
+"""The orders service: an example stack built from the retrysafe constructs.
+
+- ``POST /orders`` (atomic) and ``POST /orders/{id}/payments`` (claim-first, simulated provider)
+  behind a Lambda TOKEN authorizer that supplies the tenant
+- ``OrderPlaced`` / ``PaymentCaptured`` through the outbox to an EventBridge bus
+- an inventory consumer on SQS, fed ``OrderPlaced`` by an EventBridge rule
+- a GitHub webhook receiver whose receipts reach a worker through the outbox and a queue
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from aws_cdk import CfnOutput, Duration, RemovalPolicy, Stack
+from aws_cdk import aws_apigateway as apigw
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as events_targets
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_secretsmanager as secretsmanager
+from retrysafe_cdk import (
+    IdempotencyTable,
+    IdempotentFunction,
+    IdempotentQueueConsumer,
+    IdempotentRestApi,
+    Outbox,
+    OutboxTarget,
+    WebhookReceiver,
+)
+from retrysafe_cdk.function import python_function
+from retrysafe_cdk.nag import acknowledge
+
+from constructs import Construct
+
+HANDLERS = Path(__file__).parent / "handlers"
+
+
+def _business_table(scope: Construct, construct_id: str) -> dynamodb.Table:
+    return dynamodb.Table(
+        scope, construct_id, partition_key=dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING),
+        billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST, encryption=dynamodb.TableEncryption.AWS_MANAGED,
+        point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
+            point_in_time_recovery_enabled=True),
+        removal_policy=RemovalPolicy.RETAIN)
+
+
+class OrdersStack(Stack):
+    """The example orders service (see the module docstring)."""
+
+    def __init__(self, scope: Construct, construct_id: str, **kwargs: Any) -> None:
+        super().__init__(scope, construct_id, **kwargs)
+        code = lambda_.Code.from_asset(str(HANDLERS), exclude=["__pycache__", "*.pyc"])
+        orders, inventory = _business_table(self, "Orders"), _business_table(self, "Inventory")
+        table = IdempotencyTable(self, "Idempotency")
+        bus = events.EventBus(self, "Bus")
+        target = OutboxTarget.event_bus(bus, source="orders")
+        env = {"ORDERS_TABLE": orders.table_name, "INVENTORY_TABLE": inventory.table_name}
+
+        def function(construct_id: str, handler: str, business: list[dynamodb.ITable]) -> IdempotentFunction:
+            return IdempotentFunction(self, construct_id, table=table, code=code, handler=handler,
+                                      business_tables=business, environment=env)
+
+        api = IdempotentRestApi(self, "Api", authorizer=self._authorizer(code), cors_origins=["https://shop.example.com"])
+        api.add_route("POST", "/orders", function("CreateOrder", "orders.handler", [orders]))
+        api.add_route("POST", "/orders/{id}/payments", function("CapturePayment", "payments.handler", [orders]))
+
+        Outbox(self, "Outbox", table=table, target=target)
+        reserve = function("ReserveStock", "inventory.handler", [inventory])
+        stock = IdempotentQueueConsumer(self, "InventoryQueue", function=reserve)
+        events.Rule(self, "OrderPlacedToInventory", event_bus=bus,
+                    event_pattern=events.EventPattern(source=["orders"], detail_type=["OrderPlaced"]),
+                    targets=[events_targets.SqsQueue(stock.queue)])
+
+        WebhookReceiver(self, "GitHub", table=table, api=api, outbox_target=target,
+                        worker=function("ApplyPush", "github.handler", [orders]))
+        table.add_fencing_alarm()
+        CfnOutput(self, "ApiUrl", value=api.url)
+
+    def _authorizer(self, code: lambda_.Code) -> apigw.TokenAuthorizer:
+        scope = Construct(self, "Authorizer")
+        secret = secretsmanager.Secret(scope, "TokenSecret", description="HMAC key of the example's bearer tokens",
+                                       generate_secret_string=secretsmanager.SecretStringGenerator(
+                                           password_length=48, exclude_punctuation=True))
+        acknowledge(secret, "AwsSolutions-SMG4",
+                    "Example token-signing key; rotating it invalidates issued tokens, so it is rotated by hand.")
+        function, role, _ = python_function(scope, code=code, handler="authorizer.handler",
+                                            environment={"TOKEN_SECRET_ARN": secret.secret_arn},
+                                            timeout=Duration.seconds(5))
+        secret.grant_read(role)
+        return apigw.TokenAuthorizer(scope, "Token", handler=function, results_cache_ttl=Duration.minutes(5))

@@ -1,0 +1,96 @@
+"""The example's handlers: import-safe, and idempotent end to end against moto."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import importlib.util
+import json
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from tests.events import LambdaContext, rest_event
+
+from .conftest import ROOT
+
+HANDLERS = ROOT / "examples" / "orders" / "handlers"
+NAMES = ("orders", "payments", "inventory", "github", "authorizer")
+
+
+def _load(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(f"orders_example_{name}", HANDLERS / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def modules() -> dict[str, ModuleType]:
+    return {name: _load(name) for name in NAMES}
+
+
+def test_importing_the_handlers_makes_no_aws_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*_args: Any, **_kwargs: Any) -> None:
+        raise AssertionError("AWS call at import time")
+
+    monkeypatch.setattr("botocore.client.BaseClient._make_api_call", refuse)
+    for name in NAMES:
+        assert callable(_load(name).handler)
+    assert sorted(p.stem for p in Path(HANDLERS).glob("*.py")) == sorted(NAMES)
+
+
+def _order(ddb: Any, order_id: str) -> dict[str, Any]:
+    item: dict[str, Any] = ddb.get_item(TableName="orders", Key={"pk": {"S": f"order#{order_id}"}})["Item"]
+    return item
+
+
+def _outbox(ddb: Any) -> list[dict[str, Any]]:
+    items = ddb.scan(TableName="idempotency")["Items"]
+    return [i for i in items if i.get("kind", {}).get("S") == "outbox"]
+
+
+def test_create_order_runs_once_and_replays(ddb: Any, modules: dict[str, ModuleType]) -> None:
+    body = {"customer": "c-1", "items": [{"sku": "book", "quantity": 2, "price": "12.50"}]}
+    first = modules["orders"].handler(rest_event(body, key="order-1"), LambdaContext())
+    again = modules["orders"].handler(rest_event(body, key="order-1"), LambdaContext())
+    assert first["statusCode"] == again["statusCode"] == 201
+    assert json.loads(again["body"]) == json.loads(first["body"])
+    assert again["headers"]["Idempotent-Replayed"] == "true"
+    order_id = json.loads(first["body"])["id"]
+    assert _order(ddb, order_id)["status"]["S"] == "PLACED"
+    assert [e["etype"]["S"] for e in _outbox(ddb)] == ["OrderPlaced"]
+    reused = modules["orders"].handler(rest_event({**body, "customer": "c-2"}, key="order-1"), LambdaContext())
+    assert reused["statusCode"] == 422
+
+
+def test_payment_charges_the_provider_once(ddb: Any, modules: dict[str, ModuleType]) -> None:
+    placed = modules["orders"].handler(
+        rest_event({"items": [{"sku": "pen", "quantity": 1, "price": "3"}]}, key="order-2"), LambdaContext())
+    order_id = json.loads(placed["body"])["id"]
+
+    def pay() -> dict[str, Any]:
+        event = rest_event({"amount_cents": 300}, key="pay-1", resource="/orders/{id}/payments",
+                           path=f"/orders/{order_id}/payments")
+        event["pathParameters"] = {"id": order_id}
+        result: dict[str, Any] = modules["payments"].handler(event, LambdaContext())
+        return result
+
+    first, again = pay(), pay()
+    assert first["statusCode"] == again["statusCode"] == 200
+    assert again["headers"]["Idempotent-Replayed"] == "true"
+    provider = modules["payments"].provider
+    assert len(provider.charges) == 1
+    assert _order(ddb, order_id)["status"]["S"] == "PAID"
+
+
+def test_authorizer_tenant_comes_from_a_signed_token(modules: dict[str, ModuleType]) -> None:
+    secret = b"s3cret"
+    signature = hmac.new(secret, b"acme", hashlib.sha256).hexdigest()
+    tenant_from_token = modules["authorizer"].tenant_from_token
+    assert tenant_from_token(f"Bearer acme.{signature}", secret) == "acme"
+    assert tenant_from_token(f"Bearer evil.{signature}", secret) is None
+    assert tenant_from_token("Bearer acme", secret) is None
