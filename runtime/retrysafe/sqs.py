@@ -31,7 +31,7 @@ import json
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, cast, overload
 
 from .config import Mode, Retention
 from .engine import Completion, Engine, Intent
@@ -173,7 +173,24 @@ class SqsConsumer:
             telemetry.flush()
 
 
-def idempotent_sqs(func: RecordHandler | None = None, **options: Any) -> Any:
+class SqsLambdaHandler(Protocol):
+    """What ``@idempotent_sqs`` returns: the Lambda handler, with its :class:`SqsConsumer` attached."""
+
+    consumer: SqsConsumer
+
+    def __call__(self, event: dict[str, Any], context: Any) -> dict[str, Any]: ...
+
+
+@overload
+def idempotent_sqs(func: RecordHandler, **options: Any) -> SqsLambdaHandler: ...
+
+
+@overload
+def idempotent_sqs(func: None = None, **options: Any) -> Callable[[RecordHandler], SqsLambdaHandler]: ...
+
+
+def idempotent_sqs(func: RecordHandler | None = None,
+                   **options: Any) -> SqsLambdaHandler | Callable[[RecordHandler], SqsLambdaHandler]:
     """Make an SQS record handler idempotent and turn it into the Lambda handler of its queue.
 
     The decorated function receives a :class:`Message` and the
@@ -202,8 +219,9 @@ def idempotent_sqs(func: RecordHandler | None = None, **options: Any) -> Any:
     def wrapper(event: dict[str, Any], context: Any) -> dict[str, Any]:
         return consumer(event, context)
 
-    wrapper.consumer = consumer  # type: ignore[attr-defined]
-    return wrapper
+    handler = cast(SqsLambdaHandler, wrapper)
+    handler.consumer = consumer
+    return handler
 
 
 def _visibility_timeout(explicit: float | None) -> float | None:

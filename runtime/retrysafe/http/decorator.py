@@ -5,16 +5,32 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol, cast, overload
 
 from ..transaction import Transaction
 from .core import HttpAnswer, HttpIdempotency, StoredResponse
 
 Handler = Callable[[Any, Any, Transaction], Any]
-LambdaHandler = Callable[[Any, Any], dict[str, Any]]
 
 
-def idempotent_http(func: Handler | None = None, **options: Any) -> Any:
+class HttpLambdaHandler(Protocol):
+    """What ``@idempotent_http`` returns: the Lambda handler, with its :class:`HttpIdempotency` attached."""
+
+    idempotency: HttpIdempotency
+
+    def __call__(self, event: Any, context: Any) -> dict[str, Any]: ...
+
+
+@overload
+def idempotent_http(func: Handler, **options: Any) -> HttpLambdaHandler: ...
+
+
+@overload
+def idempotent_http(func: None = None, **options: Any) -> Callable[[Handler], HttpLambdaHandler]: ...
+
+
+def idempotent_http(func: Handler | None = None,
+                    **options: Any) -> HttpLambdaHandler | Callable[[Handler], HttpLambdaHandler]:
     """Make an API Gateway Lambda handler idempotent.
 
     The handler receives a third argument, the :class:`~retrysafe.Transaction`
@@ -46,8 +62,9 @@ def idempotent_http(func: Handler | None = None, **options: Any) -> Any:
         answer = idempotency.handle(event, call, remaining)
         return to_proxy(answer)
 
-    wrapper.idempotency = idempotency  # type: ignore[attr-defined]
-    return wrapper
+    handler = cast(HttpLambdaHandler, wrapper)
+    handler.idempotency = idempotency
+    return handler
 
 
 def to_stored(response: Any, idempotency: HttpIdempotency) -> StoredResponse:
