@@ -44,6 +44,14 @@ class Mode(str, enum.Enum):
     #: first, run, then complete in one transaction (first request: 2 round trips).
     CLAIM_FIRST = "claim_first"
 
+    @classmethod
+    def parse(cls, value: Mode | str) -> Mode:
+        """The mode named by ``value``, or a :class:`ConfigurationError` listing the valid names."""
+        try:
+            return cls(value)
+        except ValueError:
+            raise ConfigurationError(f"mode must be 'atomic' or 'claim_first', not {value!r}") from None
+
 
 @dataclass(frozen=True)
 class Retention:

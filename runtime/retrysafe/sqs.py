@@ -126,10 +126,7 @@ class SqsConsumer:
                  store: DynamoStore | None = None, engine: Engine | None = None) -> None:
         if not subscriber:
             raise ConfigurationError("idempotent_sqs needs a subscriber id: it scopes the processed-message records")
-        try:
-            self.mode = Mode(mode)
-        except ValueError:
-            raise ConfigurationError(f"mode must be 'atomic' or 'claim_first', not {mode!r}") from None
+        self.mode = Mode.parse(mode)
         self.handler = handler
         self.subscriber = subscriber
         self.operation: str = operation or str(getattr(handler, "__name__", "consume"))

@@ -12,7 +12,7 @@ from typing import Any
 
 from ..config import Mode, Retention
 from ..engine import Completion, Engine, Intent
-from ..errors import ConfigurationError, RetrysafeError, TenantRequiredError
+from ..errors import RetrysafeError, TenantRequiredError
 from ..keys import Scope, parse_key
 from ..observability import telemetry
 from ..store import DynamoStore
@@ -90,10 +90,7 @@ class HttpIdempotency:
                  replay_headers: Collection[str] = DEFAULT_REPLAY_HEADERS,
                  horizon_seconds: int | None = None, wait_for_in_flight: float = 0.0,
                  store: DynamoStore | None = None, engine: Engine | None = None) -> None:
-        try:
-            self.mode = Mode(mode)
-        except ValueError:
-            raise ConfigurationError(f"mode must be 'atomic' or 'claim_first', not {mode!r}") from None
+        self.mode = Mode.parse(mode)
         self.operation = operation
         self.header = header
         self.key_required = key_required
