@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""CDK app: the example orders service (``cdk synth`` / ``cdk deploy``).
+"""CDK app: the example orders service and order saga (``cdk synth`` / ``cdk deploy``).
 
 Environment-agnostic and free of context lookups, so synthesis needs no AWS
 credentials and no network. The feature flags come from ``cdk.json`` also when
@@ -17,6 +17,7 @@ import aws_cdk as cdk
 from cdk_nag import AwsSolutionsChecks
 
 from examples.orders.stack import OrdersStack
+from examples.saga.stack import SagaStack
 
 ROOT = Path(__file__).resolve().parent
 
@@ -28,9 +29,10 @@ def feature_flags() -> dict[str, object]:
 
 
 def build(outdir: str | None = None) -> cdk.App:
-    """The app with the example stack and cdk-nag attached (not yet synthesized)."""
+    """The app with the example stacks and cdk-nag attached (not yet synthesized)."""
     app = cdk.App(context=feature_flags(), outdir=outdir)
     OrdersStack(app, "RetrysafeOrders", description="retrysafe example: idempotent orders service")
+    SagaStack(app, "RetrysafeSaga", description="retrysafe example: order saga on Step Functions")
     cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
     return app
 

@@ -7,7 +7,11 @@
 - :class:`IdempotentQueueConsumer` -- SQS + DLQ + partial batch failures
 - :class:`Outbox`, :class:`OutboxPipe` -- stream -> EventBridge / SNS / SQS (Lambda publisher or Pipes)
 - :class:`WebhookReceiver` -- signed webhooks: receipt through the outbox to a queue and a worker
+- :func:`idempotent_invoke`, :class:`Saga` -- Step Functions tasks with the right payload and retries,
+  and sagas with compensations (imported on first use: they load the Step Functions modules)
 """
+
+from typing import TYPE_CHECKING, Any
 
 from .api import IdempotentHttpApi, IdempotentRestApi
 from .function import IdempotentFunction
@@ -18,7 +22,22 @@ from .table import IdempotencyTable
 from .targets import OutboxTarget
 from .webhook import WebhookReceiver
 
+if TYPE_CHECKING:
+    from .workflow import Compensation, Saga, SagaStep, idempotent_invoke, retry_policy, task_payload
+
+_LAZY = {"Compensation", "Saga", "SagaStep", "idempotent_invoke", "retry_policy", "task_payload"}
+
 __all__ = [
-    "IdempotencyTable", "IdempotentFunction", "IdempotentHttpApi", "IdempotentQueueConsumer", "IdempotentRestApi",
-    "Outbox", "OutboxPipe", "OutboxTarget", "RetryHorizon", "WebhookReceiver", "queue_redelivery",
+    "Compensation", "IdempotencyTable", "IdempotentFunction", "IdempotentHttpApi", "IdempotentQueueConsumer",
+    "IdempotentRestApi", "Outbox", "OutboxPipe", "OutboxTarget", "RetryHorizon", "Saga", "SagaStep",
+    "WebhookReceiver", "idempotent_invoke", "queue_redelivery", "retry_policy", "task_payload",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """The workflow names, imported from :mod:`retrysafe_cdk.workflow` when first used."""
+    if name in _LAZY:
+        from . import workflow
+
+        return getattr(workflow, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,98 @@
+"""Workflow constructs built in-process: synth-time errors that say how to fix them, and the computed policy."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import aws_cdk as cdk
+import pytest
+from aws_cdk import Duration
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_stepfunctions as sfn
+from hypothesis import given
+from hypothesis import strategies as st
+from retrysafe_cdk import (
+    IdempotencyTable,
+    IdempotentFunction,
+    Saga,
+    SagaStep,
+    idempotent_invoke,
+    retry_policy,
+)
+from retrysafe_cdk.workflow import MAP_ITEM_INDEX, in_progress_attempts
+
+DAY = 86_400
+
+
+@pytest.fixture
+def stack() -> cdk.Stack:
+    return cdk.Stack(cdk.App(), "Workflow")
+
+
+def _function(stack: cdk.Stack, table: IdempotencyTable, timeout: int = 10) -> IdempotentFunction:
+    return IdempotentFunction(stack, f"Fn{timeout}", table=table, code=lambda_.Code.from_inline("x = 1"),
+                              handler="index.handler", timeout=Duration.seconds(timeout))
+
+
+def _state(stack: cdk.Stack, state: sfn.State) -> dict[str, Any]:
+    result: dict[str, Any] = stack.resolve(state.to_state_json())
+    return result
+
+
+def test_task_timeout_shorter_than_the_function_timeout_is_refused(stack: cdk.Stack) -> None:
+    function = _function(stack, IdempotencyTable(stack, "Table"), timeout=30)
+    with pytest.raises(ValueError, match=r"task_timeout \(20s\) is shorter than the function timeout \(30s\)") as raised:
+        idempotent_invoke(stack, "Charge", function, task_timeout=Duration.seconds(20))
+    assert "Duration.seconds(40)" in str(raised.value) and "or leave it unset" in str(raised.value)
+
+
+def test_record_ttl_under_the_redrive_window_is_refused(stack: cdk.Stack) -> None:
+    table = IdempotencyTable(stack, "Table", record_ttl=Duration.days(7))
+    function = _function(stack, table)
+    with pytest.raises(ValueError, match=r"record_ttl \(604800s = 7 days\) is shorter") as raised:
+        idempotent_invoke(stack, "Charge", function)
+    message = str(raised.value)
+    assert "redriven for 14 days" in message and "operator_replay=1209600s" in message
+    assert f"Duration.seconds({19 * DAY})" in message  # client 1 + webhook 3 + operator 14 + settlement 1
+
+
+def test_saga_adds_the_execution_timeout_to_the_redrive_part(stack: cdk.Stack) -> None:
+    table = IdempotencyTable(stack, "Table")
+    Saga(stack, "Saga", steps=[SagaStep("Only", _function(stack, table), "$.only")], timeout=Duration.hours(6))
+    assert table.horizon.operator_replay == 14 * DAY + 6 * 3600
+    assert stack.resolve(table.retention_env()) == str(19 * DAY + 6 * 3600)
+
+
+def test_long_enough_record_ttl_is_kept(stack: cdk.Stack) -> None:
+    table = IdempotencyTable(stack, "Table", record_ttl=Duration.days(30))
+    idempotent_invoke(stack, "Charge", _function(stack, table))
+    assert table.retention_seconds == 30 * DAY
+
+
+def test_task_inside_a_map_adds_the_iteration_to_its_key(stack: cdk.Stack) -> None:
+    task = idempotent_invoke(stack, "Item", _function(stack, IdempotencyTable(stack, "Table")),
+                             iteration=MAP_ITEM_INDEX, task_timeout=Duration.seconds(10))
+    state = _state(stack, task)
+    assert state["Parameters"]["iteration.$"] == "$$.Map.Item.Index"
+    assert state["Parameters"]["execution.$"] == "$$.Execution.Id" and state["TimeoutSeconds"] == 10
+
+
+def test_a_saga_without_compensations_fails_straight_away(stack: cdk.Stack) -> None:
+    table = IdempotencyTable(stack, "Table")
+    saga = Saga(stack, "Saga", steps=[SagaStep("A", _function(stack, table), "$.a"),
+                                      SagaStep("B", _function(stack, table, 20), "$.b", compensate_on=["Nope"])])
+    assert [c["Next"] for c in _state(stack, saga.tasks["B"])["Catch"]] == ["Failed"]
+    assert _state(stack, saga.tasks["A"])["Next"] == "B"
+    with pytest.raises(ValueError, match="at least one step"):
+        Saga(stack, "Empty", steps=[])
+
+
+@given(st.integers(min_value=1, max_value=900))
+def test_in_progress_retries_outlast_the_lease_with_the_fewest_attempts(timeout: int) -> None:
+    policy = retry_policy(Duration.seconds(timeout), ["Declined"])
+    assert [r.errors for r in policy][:2] == [["TaskKeyMismatch", "TaskPayloadError", "Declined"], ["TaskInProgress"]]
+    retrier = policy[1]
+    assert retrier.max_attempts == in_progress_attempts(Duration.seconds(timeout))
+    assert retrier.interval is not None and retrier.backoff_rate is not None and retrier.max_attempts is not None
+    delays = [retrier.interval.to_seconds() * retrier.backoff_rate ** n for n in range(retrier.max_attempts)]
+    assert sum(delays) > timeout + 2 >= sum(delays[:-1])
