@@ -8,7 +8,7 @@ NODE_STAMP := node_modules/.installed
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 
-.PHONY: install test lint typecheck synth bench soak clean
+.PHONY: install test lint typecheck synth bench soak clean demo sandbox
 
 install: $(PY_STAMP) $(NODE_STAMP)
 
@@ -34,6 +34,17 @@ typecheck: install
 # an unacknowledged finding fails the synthesis.
 synth: install
 	cdk synth --quiet
+
+# The example app on an embedded AWS (moto's server on 127.0.0.1), from the synthesized template:
+# a scripted client scenario over real HTTP, then the ledger; fails if any intent had two effects.
+demo: synth
+	$(BIN)/python -m retrysafe_cdk.sandbox demo
+
+# The same, left running for manual use (curl against the printed URL); Ctrl-C stops it.
+# SANDBOX_PORT (default 3000) and SANDBOX_TENANT (default local) configure it.
+SANDBOX_PORT ?= 3000
+sandbox: synth
+	$(BIN)/python -m retrysafe_cdk.sandbox serve --port $(SANDBOX_PORT) --visibility-timeout 5
 
 # cdk-nag (via synth) + cfn-lint over every synthesized template (W3005, CDK's redundant
 # DependsOn, is reported but expected) + ruff over the CDK code.

@@ -8,24 +8,40 @@
 - :class:`Outbox`, :class:`OutboxPipe` -- stream -> EventBridge / SNS / SQS (Lambda publisher or Pipes)
 - :class:`WebhookReceiver` -- signed webhooks: receipt through the outbox to a queue and a worker
 - :func:`idempotent_invoke`, :class:`Saga` -- Step Functions tasks with the right payload and retries,
-  and sagas with compensations (imported on first use: they load the Step Functions modules)
+  and sagas with compensations
+
+Names are imported on first use, so that ``retrysafe_cdk.sandbox`` (which
+only reads synthesized templates) never starts jsii.
 """
 
+from __future__ import annotations
+
+import importlib
 from typing import TYPE_CHECKING, Any
 
-from .api import IdempotentHttpApi, IdempotentRestApi
-from .function import IdempotentFunction
-from .horizon import RetryHorizon, queue_redelivery
-from .outbox import Outbox, OutboxPipe
-from .queue import IdempotentQueueConsumer
-from .table import IdempotencyTable
-from .targets import OutboxTarget
-from .webhook import WebhookReceiver
+_EXPORTS = {
+    "IdempotentHttpApi": "api", "IdempotentRestApi": "api",
+    "IdempotentFunction": "function",
+    "RetryHorizon": "horizon", "queue_redelivery": "horizon",
+    "Outbox": "outbox", "OutboxPipe": "outbox",
+    "IdempotentQueueConsumer": "queue",
+    "IdempotencyTable": "table",
+    "OutboxTarget": "targets",
+    "WebhookReceiver": "webhook",
+    "Compensation": "workflow", "Saga": "workflow", "SagaStep": "workflow", "idempotent_invoke": "workflow",
+    "retry_policy": "workflow", "task_payload": "workflow",
+}
 
 if TYPE_CHECKING:
+    from .api import IdempotentHttpApi, IdempotentRestApi
+    from .function import IdempotentFunction
+    from .horizon import RetryHorizon, queue_redelivery
+    from .outbox import Outbox, OutboxPipe
+    from .queue import IdempotentQueueConsumer
+    from .table import IdempotencyTable
+    from .targets import OutboxTarget
+    from .webhook import WebhookReceiver
     from .workflow import Compensation, Saga, SagaStep, idempotent_invoke, retry_policy, task_payload
-
-_LAZY = {"Compensation", "Saga", "SagaStep", "idempotent_invoke", "retry_policy", "task_payload"}
 
 __all__ = [
     "Compensation", "IdempotencyTable", "IdempotentFunction", "IdempotentHttpApi", "IdempotentQueueConsumer",
@@ -35,9 +51,9 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    """The workflow names, imported from :mod:`retrysafe_cdk.workflow` when first used."""
-    if name in _LAZY:
-        from . import workflow
-
-        return getattr(workflow, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value

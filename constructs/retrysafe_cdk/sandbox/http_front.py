@@ -1,0 +1,184 @@
+"""The API over real HTTP on 127.0.0.1: requests become API Gateway proxy events.
+
+A REST API route gets a v1 event (``requestContext.authorizer``: a Lambda authorizer's
+context, Cognito ``claims`` or an IAM caller, per the method's ``AuthorizationType``);
+an HTTP API route a v2 event (``authorizer.jwt.claims``, ``authorizer.lambda`` or
+``authorizer.iam``). The tenant is the sandbox's configured local tenant. Required
+headers are validated as the REST API's request validator does; a function error answers
+502 as API Gateway does.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+from .assembly import ACCOUNT
+from .functions import Invocation
+from .ledger import Ledger
+from .routes import Route
+
+Invoke = Callable[[str, Any], Invocation]
+
+
+def _body(raw: bytes) -> tuple[str | None, bool]:
+    if not raw:
+        return None, False
+    try:
+        return raw.decode("utf-8"), False
+    except UnicodeDecodeError:
+        return base64.b64encode(raw).decode(), True
+
+
+def rest_event(route: Route, method: str, url: str, headers: dict[str, str], raw: bytes, params: dict[str, str],
+               tenant: str, source_ip: str) -> dict[str, Any]:
+    """An API Gateway REST (v1) proxy event."""
+    parts = urlsplit(url)
+    query = parse_qs(parts.query, keep_blank_values=True)
+    body, encoded = _body(raw)
+    authorizers: dict[str, dict[str, Any]] = {
+        "CUSTOM": {"principalId": tenant, "tenantId": tenant, "integrationLatency": 0},
+        "COGNITO_USER_POOLS": {"claims": {"sub": tenant, "custom:tenant_id": tenant}},
+    }
+    authorizer = authorizers.get(route.authorization)
+    identity: dict[str, Any] = {"sourceIp": source_ip, "userAgent": headers.get("User-Agent")}
+    if route.authorization == "AWS_IAM":
+        identity |= {"caller": tenant, "user": tenant, "userArn": f"arn:aws:iam::{ACCOUNT}:user/{tenant}",
+                     "accountId": ACCOUNT}
+    return {"resource": route.path, "path": parts.path, "httpMethod": method, "headers": headers,
+            "multiValueHeaders": {k: [v] for k, v in headers.items()},
+            "queryStringParameters": {k: v[-1] for k, v in query.items()} or None,
+            "multiValueQueryStringParameters": query or None, "pathParameters": params or None,
+            "stageVariables": None, "body": body, "isBase64Encoded": encoded,
+            "requestContext": {"resourcePath": route.path, "httpMethod": method, "path": parts.path,
+                               "stage": "sandbox", "requestId": str(uuid.uuid4()), "accountId": ACCOUNT,
+                               "apiId": route.api, "protocol": "HTTP/1.1", "identity": identity,
+                               "requestTimeEpoch": int(time.time() * 1000), "authorizer": authorizer}}
+
+
+def http_event(route: Route, method: str, url: str, headers: dict[str, str], raw: bytes, params: dict[str, str],
+               tenant: str, source_ip: str) -> dict[str, Any]:
+    """An API Gateway HTTP API (v2, payload format 2.0) event."""
+    parts = urlsplit(url)
+    query = parse_qs(parts.query, keep_blank_values=True)
+    body, encoded = _body(raw)
+    authorizer = {"JWT": {"jwt": {"claims": {"sub": tenant, "tenant_id": tenant}, "scopes": None}},
+                  "CUSTOM": {"lambda": {"tenantId": tenant}},
+                  "AWS_IAM": {"iam": {"accountId": ACCOUNT, "userArn": f"arn:aws:iam::{ACCOUNT}:user/{tenant}",
+                                      "userId": tenant}}}.get(route.authorization)
+    route_key = f"{route.method} {route.path}"
+    return {"version": "2.0", "routeKey": route_key, "rawPath": parts.path, "rawQueryString": parts.query,
+            "headers": {k.lower(): v for k, v in headers.items()},
+            "queryStringParameters": {k: ",".join(v) for k, v in query.items()} or None,
+            "pathParameters": params or None, "body": body, "isBase64Encoded": encoded,
+            "requestContext": {"accountId": ACCOUNT, "apiId": route.api, "domainName": headers.get("Host", ""),
+                               "http": {"method": method, "path": parts.path, "protocol": "HTTP/1.1",
+                                        "sourceIp": source_ip, "userAgent": headers.get("User-Agent", "")},
+                               "requestId": str(uuid.uuid4()), "routeKey": route_key, "stage": "$default",
+                               "timeEpoch": int(time.time() * 1000), "authorizer": authorizer}}
+
+
+def proxy_response(invocation: Invocation, version: int) -> tuple[int, dict[str, str], bytes]:
+    """Status, headers and body from a Lambda proxy result (502 on a function error or a malformed result)."""
+    result = invocation.result
+    if invocation.error is not None or (version == 1 and not isinstance(result, dict)):
+        return 502, {"Content-Type": "application/json"}, b'{"message": "Internal server error"}'
+    if version == 2 and not (isinstance(result, dict) and "statusCode" in result):
+        return 200, {"Content-Type": "application/json"}, json.dumps(result).encode()
+    headers = {k: str(v) for k, v in (result.get("headers") or {}).items()}
+    headers |= {k: ",".join(map(str, v)) for k, v in (result.get("multiValueHeaders") or {}).items()}
+    body = result.get("body") or ""
+    raw = base64.b64decode(body) if result.get("isBase64Encoded") else str(body).encode()
+    return int(result.get("statusCode", 200)), headers, raw
+
+
+class ApiServer(ThreadingHTTPServer):
+    """One API on ``127.0.0.1:port`` (never another interface)."""
+
+    daemon_threads = True
+
+    def __init__(self, routes: list[Route], invoke: Invoke, ledger: Ledger, tenant: str, port: int = 0,
+                 bad_request: dict[str, Any] | None = None) -> None:
+        super().__init__(("127.0.0.1", port), _Handler)
+        self.routes, self.invoke, self.ledger, self.tenant, self.bad_request = routes, invoke, ledger, tenant, bad_request
+
+    @property
+    def url(self) -> str:
+        """The API's base URL."""
+        return f"http://127.0.0.1:{self.server_address[1]}"
+
+    def start(self) -> threading.Thread:
+        """Serve on a daemon thread."""
+        thread = threading.Thread(target=self.serve_forever, name=f"http:{self.url}", daemon=True)
+        thread.start()
+        return thread
+
+    def answer(self, method: str, url: str, headers: dict[str, str], raw: bytes,
+               source_ip: str) -> tuple[int, dict[str, str], bytes]:
+        """The API's answer to one request."""
+        path = urlsplit(url).path
+        for route in self.routes:
+            params = route.match(method, path)
+            if params is None:
+                continue
+            answer = self._route(route, params, method, url, headers, raw, source_ip)
+            self.ledger.add("requests", f"{method} {route.path} -> {answer[0]}")
+            return answer
+        self.ledger.add("requests", f"{method} (no route)")
+        known = any(r.match(m, path) is not None for r in self.routes for m in ("GET", "POST", "PUT", "DELETE"))
+        status = 403 if known or self.routes[0].version == 1 else 404
+        message = "Missing Authentication Token" if status == 403 else "Not Found"
+        return status, {"Content-Type": "application/json"}, json.dumps({"message": message}).encode()
+
+    def _route(self, route: Route, params: dict[str, str], method: str, url: str, headers: dict[str, str], raw: bytes,
+               source_ip: str) -> tuple[int, dict[str, str], bytes]:
+        if route.function is None:
+            return route.mock_status, route.mock_headers, b""
+        missing = [h for h in route.required_headers if h.lower() not in {k.lower() for k in headers}]
+        if missing:
+            return self._missing(missing)
+        build = rest_event if route.version == 1 else http_event
+        event = build(route, method, url, headers, raw, params, self.tenant, source_ip)
+        return proxy_response(self.invoke(route.function, event), route.version)
+
+    def _missing(self, names: list[str]) -> tuple[int, dict[str, str], bytes]:
+        detail = f"Missing required request parameters: [{', '.join(names)}]"
+        if self.bad_request is None:
+            return 400, {"Content-Type": "application/json"}, json.dumps({"message": detail}).encode()
+        headers = {k.rsplit(".", 1)[1]: str(v).strip("'")
+                   for k, v in self.bad_request.get("ResponseParameters", {}).items()}
+        template = next(iter(self.bad_request.get("ResponseTemplates", {}).values()), json.dumps({"message": detail}))
+        body = template.replace("$context.error.validationErrorString", f"[{detail}]")
+        return int(self.bad_request.get("StatusCode", 400)), headers, body.encode()
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: ApiServer
+    protocol_version = "HTTP/1.1"
+
+    def _serve(self) -> None:
+        raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        status, headers, body = self.server.answer(self.command, self.path, dict(self.headers.items()), raw,
+                                                   self.client_address[0])
+        self.send_response(status)
+        for name, value in headers.items():
+            if name.lower() not in ("content-length", "connection", "transfer-encoding"):
+                self.send_header(name, value)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        try:
+            self.wfile.write(body)
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True  # the client hung up before reading its answer
+
+    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_OPTIONS = do_HEAD = _serve
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Quiet: the ledger counts requests."""

@@ -1,0 +1,203 @@
+"""The sandbox: an embedded AWS (moto's server on 127.0.0.1, :mod:`.embedded`), the provisioned stacks, and their app running.
+
+``with Sandbox(options) as sandbox:`` starts everything; leaving the block stops the HTTP
+fronts and pollers, ends every execution environment and stops the embedded AWS.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import IO, Any
+
+from .assembly import REGION, load_stacks
+from .functions import FunctionPool, Invocation, function_specs, log_file
+from .http_front import ApiServer
+from .ledger import Ledger
+from .provision import Provisioned, Provisioner, Schedule
+from .routes import api_routes, gateway_response
+from .sqs_poller import SqsPoller
+from .streams import StreamPoller
+
+
+@dataclass
+class Options:
+    """How to run: which assembly and stacks, the local tenant, ports, queue visibility, logs."""
+
+    assembly: Path = Path("cdk.out")
+    stacks: list[str] = field(default_factory=list)
+    tenant: str = "local"
+    port: int = 0
+    aws_port: int = 0
+    visibility_timeout: int | None = None
+    log_dir: Path | None = None
+
+
+class Sandbox:
+    """Runs the synthesized app locally (see the module docstring)."""
+
+    def __init__(self, options: Options, notice: Callable[[str], None] = print) -> None:
+        self.options, self.notice = options, notice
+        self.ledger = Ledger()
+        self.pools: dict[str, FunctionPool] = {}
+        self.apis: list[ApiServer] = []
+        self.pollers: list[SqsPoller | StreamPoller] = []
+        self.provisioned: list[Provisioned] = []
+        self._stop = threading.Event()
+        self._logs: list[IO[str]] = []
+        self._server: Any = None
+        self.endpoint = ""
+
+    # -- lifecycle ----------------------------------------------------------------------------------
+
+    def __enter__(self) -> Sandbox:  # noqa: PYI034 - Sandbox is not meant to be subclassed
+        self.start()
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        """Start the embedded AWS, provision every selected stack, and run its app."""
+        from .embedded import EmbeddedAws
+
+        logging.getLogger("werkzeug").setLevel(logging.ERROR)
+        self._server = EmbeddedAws(self.options.aws_port)
+        self._server.start()
+        host, port = self._server.get_host_and_port()
+        self.endpoint = f"http://{host}:{port}"
+        stacks = load_stacks(self.options.assembly)
+        chosen = [s for s in stacks if not self.options.stacks or s.name in self.options.stacks]
+        if not chosen:
+            raise ValueError(f"no stack named {self.options.stacks} in {self.options.assembly}; "
+                             f"it has {[s.name for s in stacks]}")
+        port = self.options.port
+        for stack in chosen:
+            done = Provisioner(self.client, self.options.visibility_timeout).provision(stack)
+            self.provisioned.append(done)
+            for reason, ids in done.skipped.items():
+                self.notice(f"sandbox: {stack.name}: skipping {reason} (not emulated): {', '.join(ids)}")
+            self._run_functions(done)
+            for api, routes in api_routes(done).items():
+                server = ApiServer(routes, self.invoke, self.ledger, self.options.tenant, port,
+                                   gateway_response(done, api, "BAD_REQUEST_PARAMETERS"))
+                port = port + 1 if port else 0
+                self.apis.append(server)
+                server.start()
+            self._run_mappings(done)
+            for schedule in done.schedules:
+                threading.Thread(target=self._every, args=(schedule,), daemon=True).start()
+
+    def stop(self) -> None:
+        """Stop serving and polling, end the execution environments and the embedded AWS."""
+        self._stop.set()
+        for server in self.apis:
+            server.shutdown()
+            server.server_close()
+        for poller in self.pollers:
+            poller.join(timeout=5)
+        for pool in self.pools.values():
+            pool.stop()
+        for log in self._logs:
+            log.close()
+        if self._server is not None:
+            self._server.stop()
+
+    # -- wiring -------------------------------------------------------------------------------------
+
+    def client(self, service: str) -> Any:
+        """A boto3 client for the embedded AWS (its calls count in the ledger as ``sandbox``)."""
+        import boto3
+
+        client = boto3.session.Session().client(service, endpoint_url=self.endpoint, region_name=REGION,
+                                                aws_access_key_id="sandbox", aws_secret_access_key="sandbox")
+        client.meta.events.register("before-call", lambda model, **_: self.ledger.add(
+            "sandbox_calls", f"{model.service_model.service_name}:{model.name}"))
+        return client
+
+    def invoke(self, function: str, event: Any) -> Invocation:
+        """Invoke a function (by logical id) as its event source would."""
+        return self.pools[function].invoke(event)
+
+    def _run_functions(self, done: Provisioned) -> None:
+        for spec in function_specs(done, self.options.visibility_timeout).values():
+            log = log_file(self.options.log_dir, spec) if self.options.log_dir else None
+            if log is not None:
+                self._logs.append(log)
+            self.pools[spec.logical_id] = FunctionPool(spec, self.endpoint, log, self.ledger.invoked)
+
+    def _run_mappings(self, done: Provisioned) -> None:
+        functions = {done.intrinsics.ref(f.logical_id): f.logical_id for f in done.stack.of_type("AWS::Lambda::Function")}
+        queues = {done.intrinsics.get_att(q.logical_id, "Arn"): done.intrinsics.ref(q.logical_id)
+                  for q in done.stack.of_type("AWS::SQS::Queue")}
+        for mapping in done.stack.of_type("AWS::Lambda::EventSourceMapping"):
+            props = done.intrinsics.resolve(mapping.properties)
+            pool = self.pools[functions[props["FunctionName"]]]
+            source = str(props.get("EventSourceArn", ""))
+            if props.get("Enabled") is False:
+                continue
+            if source in queues:
+                self.pollers.append(SqsPoller(props, queues[source], self.client("sqs"), pool, self.ledger, self._stop))
+            elif ":dynamodb:" in source and "/stream/" in source:
+                destination = self._destination(queues)
+                self.pollers.append(StreamPoller(props, self.client("dynamodbstreams"), destination, pool,
+                                                 self.ledger, self._stop))
+            else:
+                self.notice(f"sandbox: {done.stack.name}: skipping event source {source} of "
+                            f"{pool.spec.logical_id} (not emulated)")
+                continue
+            self.pollers[-1].start()
+
+    def _destination(self, queues: dict[str, str]) -> Callable[[str, str], None]:
+        sqs, sns = self.client("sqs"), self.client("sns")
+
+        def send(arn: str, body: str) -> None:
+            if arn in queues:
+                sqs.send_message(QueueUrl=queues[arn], MessageBody=body)
+            else:
+                sns.publish(TopicArn=arn, Message=body)
+        return send
+
+    def _every(self, schedule: Schedule) -> None:
+        while not self._stop.wait(schedule.seconds):
+            self.invoke(schedule.function_id, {"source": "aws.events", "detail-type": "Scheduled Event",
+                                               "resources": [schedule.rule], "detail": {}})
+
+    # -- observation --------------------------------------------------------------------------------
+
+    def dead_letter_queues(self) -> list[str]:
+        """URLs of the queues failures end in: redrive targets and event source on-failure destinations."""
+        urls = []
+        for done in self.provisioned:
+            resolve = done.intrinsics.resolve
+            by_arn = {resolve({"Fn::GetAtt": [q.logical_id, "Arn"]}): resolve({"Ref": q.logical_id})
+                      for q in done.stack.of_type("AWS::SQS::Queue")}
+            targets = [resolve(q.properties["RedrivePolicy"]).get("deadLetterTargetArn")
+                       for q in done.stack.of_type("AWS::SQS::Queue") if "RedrivePolicy" in q.properties]
+            targets += [resolve(m.properties.get("DestinationConfig", {})).get("OnFailure", {}).get("Destination")
+                        for m in done.stack.of_type("AWS::Lambda::EventSourceMapping")]
+            urls += [by_arn[arn] for arn in dict.fromkeys(targets) if arn in by_arn]
+        return urls
+
+    def settle(self, timeout: float = 60.0, quiet_for: float = 1.0) -> bool:
+        """Wait until every poller is idle and every mapped queue is empty (visible and in flight)."""
+        sqs = self.client("sqs")
+        urls = [p.queue_url for p in self.pollers if isinstance(p, SqsPoller)]
+        deadline, quiet_since = time.monotonic() + timeout, None
+        while time.monotonic() < deadline:
+            waiting = sum(int(v) for url in urls for v in sqs.get_queue_attributes(
+                QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"]
+            )["Attributes"].values())
+            if waiting or any(p.busy for p in self.pollers):
+                quiet_since = None
+            elif quiet_since is None:
+                quiet_since = time.monotonic()
+            elif time.monotonic() - quiet_since >= quiet_for:
+                return True
+            time.sleep(0.2)
+        return False

@@ -1,0 +1,189 @@
+"""The demo scenario: the example orders app driven over HTTP as a real client would, then checked.
+
+Steps: a first order; a retry after a lost response; the same key with another payload (422);
+concurrent duplicates; a payment captured twice; a webhook delivered twice (signed with the
+secret the sandbox provisioned); and, throughout, every queue consumer crashing once right
+after its first DynamoDB transaction committed, before it could acknowledge (the message comes
+back after its visibility timeout). Then the effects in the tables are compared with the
+intents: each must have happened exactly once.
+
+The scenario knows the example's routes (``/orders``, ``/orders/{id}/payments``,
+``/webhooks/github``); the tables and the secret it reads are found through the environment
+the template gives those routes' functions.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import http.client
+import json
+import threading
+import time
+import urllib.error
+import urllib.request
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+from .runner import Sandbox
+
+CRASH_POINT = "dynamodb:TransactWriteItems"
+SKU = "widget"
+
+
+@dataclass
+class Reply:
+    """One HTTP answer."""
+
+    status: int
+    headers: dict[str, str]
+    body: Any
+
+    @property
+    def replayed(self) -> bool:
+        """Whether the answer is a stored response replayed."""
+        return self.headers.get("Idempotent-Replayed") == "true"
+
+
+@dataclass
+class Report:
+    """What the scenario saw, and whether every intent had exactly one effect."""
+
+    steps: list[str] = field(default_factory=list)
+    effects: dict[str, Any] = field(default_factory=dict)
+    violations: list[str] = field(default_factory=list)
+
+    def check(self, ok: bool, step: str) -> None:
+        """Record a step; a failed one is a violation."""
+        self.steps.append(("ok    " if ok else "FAILED ") + step)
+        if not ok:
+            self.violations.append(step)
+
+
+def post(url: str, body: Any, headers: dict[str, str] | None = None) -> Reply:
+    """POST JSON (or raw bytes) with urllib; HTTP errors are answers too."""
+    data = body if isinstance(body, bytes) else json.dumps(body).encode()
+    request = urllib.request.Request(url, data=data, method="POST",
+                                     headers={"Content-Type": "application/json", **(headers or {})})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            status, raw, answer_headers = response.status, response.read(), dict(response.headers)
+    except urllib.error.HTTPError as error:
+        status, raw, answer_headers = error.code, error.read(), dict(error.headers)
+    try:
+        return Reply(status, answer_headers, json.loads(raw) if raw else None)
+    except ValueError:
+        return Reply(status, answer_headers, raw.decode(errors="replace"))
+
+
+def post_and_drop(url: str, body: Any, headers: dict[str, str]) -> None:
+    """Send a request and hang up before reading the response (a lost response)."""
+    parts = urlsplit(url)
+    connection = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port, timeout=30)
+    connection.request("POST", parts.path, body=json.dumps(body), headers={"Content-Type": "application/json",
+                                                                           **headers})
+    connection.close()
+
+
+def _environment(sandbox: Sandbox, path: str, name: str) -> str:
+    for server in sandbox.apis:
+        for route in server.routes:
+            if route.path == path and route.function:
+                return str(sandbox.pools[route.function].spec.environment[name])
+    raise LookupError(f"no function behind {path} has {name} in its environment")
+
+
+def _order(quantity: int) -> dict[str, Any]:
+    return {"customer": "c-1", "items": [{"sku": SKU, "quantity": quantity, "price": "9.90"}]}
+
+
+def run(sandbox: Sandbox, settle_seconds: float = 90.0) -> Report:
+    """Drive the scenario against a running sandbox of the example app; return the report."""
+    report = Report()
+    base = sandbox.apis[0].url
+    orders_table = _environment(sandbox, "/orders", "ORDERS_TABLE")
+    inventory_table = _environment(sandbox, "/orders", "INVENTORY_TABLE")
+    ddb = sandbox.client("dynamodb")
+    ddb.put_item(TableName=inventory_table, Item={"pk": {"S": f"sku#{SKU}"}, "available": {"N": "1000"}})
+    consumers = {p.pool.spec.logical_id for p in sandbox.pollers if hasattr(p, "queue_url")}
+    for logical_id in consumers:
+        sandbox.pools[logical_id].crash_once_after(CRASH_POINT)
+    run_id = uuid.uuid4().hex[:8]
+
+    first = post(f"{base}/orders", _order(2), {"Idempotency-Key": f"{run_id}-a"})
+    report.check(first.status == 201, f"first order: {first.status}")
+    order_id = first.body["id"] if first.status == 201 else "missing"
+
+    post_and_drop(f"{base}/orders", _order(1), {"Idempotency-Key": f"{run_id}-b"})
+    time.sleep(1.0)  # the client's timeout, then its retry with the same key
+    retry = post(f"{base}/orders", _order(1), {"Idempotency-Key": f"{run_id}-b"})
+    report.check(retry.status == 201 and retry.replayed, f"retry after a lost response: {retry.status}, "
+                                                          f"replayed={retry.replayed}")
+
+    reuse = post(f"{base}/orders", _order(5), {"Idempotency-Key": f"{run_id}-a"})
+    report.check(reuse.status == 422, f"same key, other payload: {reuse.status}")
+
+    replies: list[Reply] = []
+    barrier = threading.Barrier(4)
+
+    def duplicate() -> None:
+        barrier.wait()
+        replies.append(post(f"{base}/orders", _order(3), {"Idempotency-Key": f"{run_id}-c"}))
+
+    threads = [threading.Thread(target=duplicate) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    statuses = sorted(r.status for r in replies)
+    ids = {r.body["id"] for r in replies if r.status == 201}
+    report.check(set(statuses) <= {201, 409} and len(ids) == 1, f"4 concurrent duplicates: {statuses}, "
+                                                                  f"{len(ids)} order id")
+
+    payment = {"amount_cents": 1980, "currency": "EUR"}
+    paid = [post(f"{base}/orders/{order_id}/payments", payment, {"Idempotency-Key": f"{run_id}-pay"})
+            for _ in range(2)]
+    report.check([p.status for p in paid] == [200, 200] and paid[1].replayed and paid[0].body == paid[1].body,
+                 f"payment captured twice: {[p.status for p in paid]}, second replayed={paid[1].replayed}")
+
+    secret = sandbox.client("secretsmanager").get_secret_value(
+        SecretId=_environment(sandbox, "/webhooks/github", "RETRYSAFE_WEBHOOK_SECRET_ARN"))["SecretString"]
+    push = json.dumps({"ref": "refs/heads/main", "after": f"{run_id}-head",
+                       "repository": {"full_name": f"acme/{run_id}", "pushed_at": 1700000000}}).encode()
+    signed = {"X-GitHub-Event": "push", "X-GitHub-Delivery": f"{run_id}-delivery", "X-GitHub-Hook-ID": "1",
+              "X-Hub-Signature-256": "sha256=" + hmac.new(secret.encode(), push, hashlib.sha256).hexdigest()}
+    hooks = [post(f"{base}/webhooks/github", push, signed) for _ in range(2)]
+    report.check(all(200 <= h.status < 300 for h in hooks) and hooks[1].replayed,
+                 f"webhook delivered twice: {[h.status for h in hooks]}, second replayed={hooks[1].replayed}")
+
+    settled = sandbox.settle(settle_seconds)
+    report.check(settled, "queues drained and pollers idle")
+    _effects(sandbox, report, orders_table, inventory_table, order_id, f"acme/{run_id}", f"{run_id}-head")
+    crashes = sum(n for k, n in sandbox.ledger.errors.items() if "InjectedCrash" in k)
+    report.check(crashes == len(consumers), f"consumers crashed after committing, before acking: {crashes}")
+    return report
+
+
+def _effects(sandbox: Sandbox, report: Report, orders_table: str, inventory_table: str, order_id: str,
+             repo: str, head: str) -> None:
+    ddb = sandbox.client("dynamodb")
+    orders = [i for i in ddb.scan(TableName=orders_table)["Items"] if i["pk"]["S"].startswith("order#")]
+    stock = ddb.get_item(TableName=inventory_table, Key={"pk": {"S": f"sku#{SKU}"}})["Item"]
+    paid = ddb.get_item(TableName=orders_table, Key={"pk": {"S": f"order#{order_id}"}}).get("Item", {})
+    pushed = ddb.get_item(TableName=orders_table, Key={"pk": {"S": f"repo#{repo}"}}).get("Item", {})
+    sqs = sandbox.client("sqs")
+    dead = sum(int(sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages"])
+                   ["Attributes"]["ApproximateNumberOfMessages"])
+               for url in sandbox.dead_letter_queues())
+    reserved = int(stock.get("reserved", {}).get("N", "0"))
+    report.effects = {"orders": len(orders), "units reserved": reserved,
+                      "payments": 1 if paid.get("status", {}).get("S") == "PAID" else 0,
+                      "order versions": int(paid.get("version", {}).get("N", "0")),
+                      "webhook heads": 1 if pushed.get("head", {}).get("S") == head else 0,
+                      "dead-lettered": dead}
+    expected = {"orders": 3, "units reserved": 2 + 1 + 3, "payments": 1, "order versions": 2, "webhook heads": 1,
+                "dead-lettered": 0}
+    for name, value in expected.items():
+        report.check(report.effects[name] == value, f"effect {name}: {report.effects[name]} (intents: {value})")
