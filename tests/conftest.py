@@ -23,22 +23,10 @@ ORDERS = "orders"
 
 
 def create_idempotency_table(client: Any, name: str = TABLE) -> None:
-    """The table layout the constructs deploy: ``pk`` partition key, ``exp`` TTL, outbox index."""
-    client.create_table(
-        TableName=name,
-        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"},
-                              {"AttributeName": "obq", "AttributeType": "S"},
-                              {"AttributeName": "at", "AttributeType": "S"}],
-        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-        GlobalSecondaryIndexes=[{
-            "IndexName": "outbox-unpublished",
-            "KeySchema": [{"AttributeName": "obq", "KeyType": "HASH"}, {"AttributeName": "at", "KeyType": "RANGE"}],
-            "Projection": {"ProjectionType": "ALL"},
-        }],
-        BillingMode="PAY_PER_REQUEST",
-        StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_IMAGE"},
-    )
-    client.update_time_to_live(TableName=name, TimeToLiveSpecification={"Enabled": True, "AttributeName": "exp"})
+    """The table layout the constructs deploy (the same helper the drills plugin gives users)."""
+    from retrysafe.testing.plugin import create_table
+
+    create_table(client, name)
 
 
 @pytest.fixture

@@ -10,6 +10,7 @@ Raw idempotency keys are never logged: records are identified by their hash.
 from __future__ import annotations
 
 import os
+import threading
 from typing import Any
 
 #: Metric names emitted by the engine.
@@ -33,6 +34,8 @@ class Telemetry:
         self._logger: Any = None
         self._metrics: Any = None
         self._pending = False
+        # Lambda runs one invocation at a time, but handlers may be driven from threads (tests, local servers).
+        self._lock = threading.Lock()
 
     @property
     def logger(self) -> Any:
@@ -50,16 +53,18 @@ class Telemetry:
             from aws_lambda_powertools.metrics import EphemeralMetrics
 
             self._metrics = EphemeralMetrics(namespace=os.environ.get("RETRYSAFE_METRICS_NAMESPACE", "retrysafe"))
-        self._metrics.add_metric(name=name, unit="Count", value=1)
-        self._pending = True
+        with self._lock:
+            self._metrics.add_metric(name=name, unit="Count", value=1)
+            self._pending = True
         log = self.logger.debug if name in _ROUTINE else self.logger.warning if name in _ALARMING else self.logger.info
         log(name, extra={"operation": operation, "record": record_id, **fields})
 
     def flush(self) -> None:
         """Emit buffered metrics as one EMF blob (no-op when nothing was counted)."""
-        if self._pending:
-            self._pending = False
-            self._metrics.flush_metrics()
+        with self._lock:
+            if self._pending:
+                self._pending = False
+                self._metrics.flush_metrics()
 
 
 telemetry = Telemetry()

@@ -191,19 +191,36 @@ class Publisher:
             telemetry.logger.info("outbox item not marked published", extra={"error": type(error).__name__})
 
 
-def outbox_inserts(records: Iterable[Any]) -> list[tuple[str, OutboxMessage]]:
-    """(sequence number, message) of the stream records that are INSERTs of outbox items, in order."""
+def outbox_inserts(records: Iterable[Any]) -> list[tuple[str, OutboxMessage | None]]:
+    """(sequence number, message) of the stream records that are INSERTs of outbox items, in order.
+
+    An outbox INSERT that cannot be read comes back with ``None``: the handler
+    reports it failed (it ends in the on-failure destination) instead of
+    dropping it. A record without even a sequence number cannot be reported
+    and is logged.
+    """
     from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import DynamoDBRecord
 
-    found = []
+    found: list[tuple[str, OutboxMessage | None]] = []
     for record in records:
-        identity = record.get("userIdentity") or {}
-        if record.get("eventName") != "INSERT" or identity.get("principalId") == "dynamodb.amazonaws.com":
+        if not isinstance(record, dict) or record.get("eventName") != "INSERT":
             continue
-        stream = DynamoDBRecord(record).dynamodb
-        if stream is None or stream.new_image.get("kind") != OUTBOX_KIND:
+        identity = record.get("userIdentity")
+        if isinstance(identity, Mapping) and identity.get("principalId") == "dynamodb.amazonaws.com":
             continue
-        found.append((str(stream.sequence_number), OutboxMessage.from_item(stream.new_image)))
+        stream: Any = None
+        try:
+            stream = DynamoDBRecord(record).dynamodb
+            if stream is None or stream.new_image.get("kind") != OUTBOX_KIND:
+                continue
+            found.append((str(stream.sequence_number), OutboxMessage.from_item(stream.new_image)))
+        except (AttributeError, KeyError, TypeError, ValueError) as error:  # an unreadable outbox INSERT
+            image = record.get("dynamodb")
+            sequence = image.get("SequenceNumber") if isinstance(image, dict) else None
+            telemetry.logger.error("unreadable outbox stream record", extra={"error": type(error).__name__,
+                                                                             "sequence": sequence})
+            if isinstance(sequence, str) and sequence:
+                found.append((sequence, None))
     return found
 
 
@@ -221,15 +238,14 @@ def default_publisher() -> Publisher:
 def handler(event: Mapping[str, Any], context: Any = None, publisher: Publisher | None = None) -> dict[str, Any]:
     """Lambda entry point for the table's stream: publish outbox INSERTs, report the first failure."""
     inserts = outbox_inserts(event.get("Records") or [])
-    failures: list[dict[str, str]] = []
+    readable = [m for _, m in inserts if m is not None]
+    failed = (publisher or default_publisher()).publish(readable) if readable else set()
+    first = next((seq for seq, m in inserts if m is None or m.event_id in failed), None)
     if inserts:
-        failed = (publisher or default_publisher()).publish([m for _, m in inserts])
-        first = next((seq for seq, m in inserts if m.event_id in failed), None)
-        if first is not None:
-            failures.append({"itemIdentifier": first})
-        telemetry.logger.info("outbox stream batch", extra={"published": len(inserts) - len(failed),
-                                                            "failed": len(failed)})
-    return {"batchItemFailures": failures}
+        telemetry.logger.info("outbox stream batch", extra={"published": len(readable) - len(failed),
+                                                            "failed": len(failed),
+                                                            "unreadable": len(inserts) - len(readable)})
+    return {"batchItemFailures": [{"itemIdentifier": first}] if first is not None else []}
 
 
 def _attributes(message: OutboxMessage) -> dict[str, dict[str, str]]:

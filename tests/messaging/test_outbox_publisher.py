@@ -209,3 +209,14 @@ def _plain(item: dict[str, Any]) -> dict[str, Any]:
     from boto3.dynamodb.types import TypeDeserializer
 
     return {k: TypeDeserializer().deserialize(v) for k, v in item.items()}
+
+
+def test_an_unreadable_outbox_insert_is_reported_failed_not_dropped(store: Any) -> None:
+    class Nowhere:
+        def send(self, messages: Any) -> set[str]:
+            raise AssertionError(f"published {messages}")
+
+    broken = {"eventName": "INSERT", "eventSource": "aws:dynamodb",
+              "dynamodb": {"SequenceNumber": "42", "NewImage": {"kind": {"S": "outbox"}, "pk": {"S": "outbox#x"}}}}
+    assert handler({"Records": [broken]}, publisher=Publisher(Nowhere(), store)) == {
+        "batchItemFailures": [{"itemIdentifier": "42"}]}

@@ -1,0 +1,102 @@
+"""The retrysafe pytest plugin (entry point ``pytest11``: ``retrysafe = "retrysafe.testing.plugin"``).
+
+Fixtures:
+
+``retrysafe_table``
+    moto (in-process ``mock_aws``) with the idempotency table as the constructs
+    deploy it (``pk``, TTL ``exp``, GSI ``outbox-unpublished``, stream);
+    ``RETRYSAFE_TABLE`` points at it. Yields the :class:`~retrysafe.DynamoStore`.
+``retrysafe_clock``
+    a controllable :class:`~retrysafe.testing.Clock` the drills give the engine.
+``retrysafe_drills``
+    ``retrysafe_drills(handler, payload, effects=None)`` -> :class:`~retrysafe.testing.Drills`
+    for an ``@idempotent_http``, ``@idempotent_sqs`` or ``@idempotent_task``
+    handler or a ``WebhookReceiver``; ``payload(variant)`` builds the request
+    content of an intent (variant 0) or of a different request (variant 1).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from ..store import DynamoStore
+from .adapters import HttpAdapter, SqsAdapter, TaskAdapter, WebhookAdapter
+from .drills import Adapter, Clock, Drills
+
+DEFAULT_TABLE = "idempotency"
+
+
+def create_table(client: Any, name: str) -> None:
+    """Create the idempotency table layout the retrysafe constructs deploy."""
+    client.create_table(
+        TableName=name,
+        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"},
+                              {"AttributeName": "obq", "AttributeType": "S"},
+                              {"AttributeName": "at", "AttributeType": "S"}],
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+        GlobalSecondaryIndexes=[{"IndexName": "outbox-unpublished",
+                                 "KeySchema": [{"AttributeName": "obq", "KeyType": "HASH"},
+                                               {"AttributeName": "at", "KeyType": "RANGE"}],
+                                 "Projection": {"ProjectionType": "ALL"}}],
+        BillingMode="PAY_PER_REQUEST",
+        StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_IMAGE"},
+    )
+    client.update_time_to_live(TableName=name, TimeToLiveSpecification={"Enabled": True, "AttributeName": "exp"})
+
+
+def adapter_for(handler: Any, payload: Callable[[int], Any], **options: Any) -> Adapter:
+    """The drill adapter matching a decorated handler."""
+    if hasattr(handler, "idempotency"):
+        return HttpAdapter(handler, payload, **options)
+    if hasattr(handler, "consumer"):
+        return SqsAdapter(handler, payload)
+    if hasattr(handler, "task"):
+        return TaskAdapter(handler, payload, **options)
+    if hasattr(handler, "provider") and hasattr(handler, "engine"):
+        return WebhookAdapter(handler, payload, **options)
+    raise TypeError(f"{handler!r} is not a retrysafe handler (idempotent_http, idempotent_sqs, idempotent_task "
+                    "or WebhookReceiver)")
+
+
+@pytest.fixture
+def retrysafe_table(monkeypatch: pytest.MonkeyPatch) -> Iterator[DynamoStore]:
+    """In-process moto with the idempotency table; ``RETRYSAFE_TABLE`` names it."""
+    import boto3
+    from moto import mock_aws
+
+    name = os.environ.get("RETRYSAFE_TABLE") or DEFAULT_TABLE
+    monkeypatch.setenv("RETRYSAFE_TABLE", name)
+    for variable, value in (("AWS_DEFAULT_REGION", "eu-west-1"), ("AWS_ACCESS_KEY_ID", "testing"),
+                            ("AWS_SECRET_ACCESS_KEY", "testing")):
+        monkeypatch.setenv(variable, os.environ.get(variable) or value)
+    with mock_aws():
+        client = boto3.client("dynamodb")
+        create_table(client, name)
+        yield DynamoStore.from_env()
+
+
+@pytest.fixture
+def retrysafe_clock() -> Clock:
+    """A controllable clock starting now."""
+    return Clock(time.time())
+
+
+@pytest.fixture
+def retrysafe_drills(retrysafe_clock: Clock) -> Iterator[Callable[..., Drills]]:
+    """Factory: ``retrysafe_drills(handler, payload, effects=None, **adapter_options)``."""
+    made: list[Drills] = []
+
+    def make(handler: Any, payload: Callable[[int], Any], *, effects: Callable[[], int] | None = None,
+             **options: Any) -> Drills:
+        drills = Drills(adapter_for(handler, payload, **options), retrysafe_clock, effects=effects)
+        made.append(drills)
+        return drills
+
+    yield make
+    for drills in made:
+        drills.close()

@@ -1,0 +1,24 @@
+"""The drills run on the plugin's fixtures (retrysafe_table, retrysafe_clock, retrysafe_drills)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from retrysafe.store import DynamoStore
+
+from tests.drills.handlers import ORDERS
+
+
+@pytest.fixture
+def orders(retrysafe_table: DynamoStore) -> Any:
+    """The business table of the drill handlers; returns a counter of its items by prefix."""
+    client = retrysafe_table.client
+    client.create_table(TableName=ORDERS, AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+                        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}], BillingMode="PAY_PER_REQUEST")
+
+    def count(prefix: str) -> int:
+        items = client.scan(TableName=ORDERS, ConsistentRead=True)["Items"]
+        return sum(1 for item in items if item["pk"]["S"].startswith(prefix))
+
+    return count

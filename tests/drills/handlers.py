@@ -1,0 +1,92 @@
+"""Handlers written the way a user writes them, one per path, for the project's own drills."""
+
+from __future__ import annotations
+
+import json
+import threading
+from typing import Any
+
+from retrysafe import Transaction, idempotent_http, idempotent_sqs, idempotent_task
+from retrysafe.sqs import Message
+from retrysafe.webhook import GitHub, WebhookReceiver
+
+ORDERS = "orders"
+SECRET = b"drill-secret"
+
+
+class FakeProvider:
+    """A payment provider that dedupes on the Idempotency-Key it receives (like Stripe)."""
+
+    def __init__(self) -> None:
+        self.ledger: dict[str, dict[str, Any]] = {}
+        self._lock = threading.Lock()
+
+    def charge(self, key: str, amount: int) -> dict[str, Any]:
+        """Charge once per key; a repeated key returns the first response."""
+        with self._lock:
+            if key not in self.ledger:
+                self.ledger[key] = {"charge": f"ch_{len(self.ledger) + 1}", "amount": amount}
+            return self.ledger[key]
+
+    def charges(self) -> int:
+        """Distinct charges made: the foreign effect count."""
+        return len(self.ledger)
+
+
+provider = FakeProvider()
+
+
+def _order(txn: Transaction, amount: int) -> str:
+    order_id = txn.derive_key("order")[:16]
+    txn.put({"pk": f"order#{order_id}", "amount": amount}, table=ORDERS)
+    txn.append_event("OrderPlaced", {"order": order_id, "amount": amount}, aggregate_type="Order",
+                     aggregate_id=order_id, sequence=1)
+    return order_id
+
+
+@idempotent_http(operation="CreateOrder")
+def create_order(event: dict[str, Any], context: Any, txn: Transaction) -> dict[str, Any]:
+    """Atomic: the order and its event commit with the record."""
+    amount = int(json.loads(event["body"])["amount"])
+    order_id = _order(txn, amount)
+    return {"statusCode": 201, "headers": {"Content-Type": "application/json", "Location": f"/orders/{order_id}"},
+            "body": json.dumps({"id": order_id, "amount": amount})}
+
+
+@idempotent_http(operation="PayOrder", mode="claim_first")
+def pay_order(event: dict[str, Any], context: Any, txn: Transaction) -> dict[str, Any]:
+    """Claim-first: a foreign charge with a derived key, then the local writes."""
+    amount = int(json.loads(event["body"])["amount"])
+    charge = provider.charge(txn.derive_key("charge"), amount)
+    order_id = _order(txn, amount)
+    return {"statusCode": 201, "headers": {"Content-Type": "application/json"},
+            "body": json.dumps({"id": order_id, "charge": charge["charge"]})}
+
+
+@idempotent_sqs(subscriber="billing")
+def bill(message: Message, txn: Transaction) -> str:
+    """Atomic consumer: one invoice line per message."""
+    content = message.content
+    if content.get("event_type") == "WebhookReceived":  # a webhook receipt: the delivery's body
+        content = json.loads(content["payload"]["body"])
+    order = content["payload"]["order"] if "payload" in content else content["order"]
+    txn.update({"pk": f"invoice#{order}"}, "ADD #n :one", names={"#n": "n"}, values={":one": 1},
+               table=ORDERS)
+    return str(order)
+
+
+@idempotent_sqs(subscriber="mailer", mode="claim_first", visibility_timeout_seconds=30)
+def notify(message: Message, txn: Transaction) -> str:
+    """Claim-first consumer: a foreign call (the provider) per message."""
+    return str(provider.charge(txn.derive_key("mail"), int(message.content["amount"]))["charge"])
+
+
+receiver = WebhookReceiver(GitHub(), secrets=lambda: [SECRET])
+
+
+@idempotent_task
+def capture(order: dict[str, Any], context: Any, txn: Transaction) -> dict[str, Any]:
+    """Step Functions task: a foreign charge as a recovery point, then the local write."""
+    charge = txn.step("charge", lambda: provider.charge(txn.derive_key("charge"), int(order["amount"])))
+    txn.put({"pk": f"payment#{order['order']}", "charge": charge["charge"]}, table=ORDERS)
+    return {"charge": charge["charge"]}

@@ -1,0 +1,94 @@
+"""The nine drills on every path, written with the retrysafe pytest plugin.
+
+Drill numbers are those of CONTRACT.md: 1 lost response, 2 race, 3 key reuse,
+4 consumer crash before the ack, 5 replay with the same id, 6 outbox published
+twice, 7 crash after the foreign call, 8 late replay after expiry, 9 replays
+equivalent (asserted inside every drill).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from retrysafe.testing import DrillFailed, Drills, publish_twice
+
+from tests.drills import handlers
+from tests.drills.handlers import bill, capture, create_order, notify, pay_order, provider, receiver
+
+DRILLS = ["response_lost", "race", "key_reuse", "redelivery", "crash_after_foreign_call", "late_replay"]
+
+
+def amount(variant: int) -> dict[str, Any]:
+    return {"amount": 10 + variant}
+
+
+def order_event(variant: int) -> dict[str, Any]:
+    return {"order": "o-1", "amount": 10 + variant}
+
+
+PATHS = {
+    "http-atomic": (lambda: create_order, amount, lambda orders: lambda: orders("order#")),
+    "http-claim-first": (lambda: pay_order, amount, lambda orders: provider.charges),
+    "sqs-atomic": (lambda: bill, order_event, None),
+    "sqs-claim-first": (lambda: notify, order_event, lambda orders: provider.charges),
+    "webhook": (lambda: receiver, order_event, None),
+    "workflow-task": (lambda: capture, order_event, lambda orders: provider.charges),
+}
+
+
+@pytest.fixture(params=sorted(PATHS))
+def drills(request: pytest.FixtureRequest, orders: Any, retrysafe_drills: Any) -> Drills:
+    handler, payload, effects = PATHS[request.param]
+    return retrysafe_drills(handler(), payload, effects=effects(orders) if effects else None)
+
+
+@pytest.mark.parametrize("drill", DRILLS)
+def test_drill(drills: Drills, drill: str) -> None:
+    report = getattr(drills, drill)()
+    assert report.effects == 1, report.story()
+
+
+def test_claim_first_crash_holds_the_lease_then_takes_over(orders: Any, retrysafe_drills: Any) -> None:
+    report = retrysafe_drills(pay_order, amount, effects=provider.charges).crash_after_foreign_call()
+    story = report.story()
+    assert "lease still holds: in_flight (409)" in story and "lease has lapsed" in story, story
+
+
+def test_workflow_task_takeover_resumes_after_its_recovery_point(orders: Any, retrysafe_drills: Any) -> None:
+    drills = retrysafe_drills(capture, order_event, effects=provider.charges)
+    # The charge's checkpoint committed, then the task died before completing: the takeover must not charge again.
+    report = drills.crash_after_foreign_call(after_checkpoint=True)
+    story = report.story()
+    assert "crash after its recovery point committed: crashed" in story and "lease has lapsed" in story, story
+
+
+@pytest.mark.parametrize("producer", ["http", "webhook"])
+def test_drill_6_outbox_published_twice_is_applied_once(orders: Any, retrysafe_drills: Any,
+                                                        retrysafe_table: Any, producer: str) -> None:
+    if producer == "http":
+        retrysafe_drills(create_order, amount).redelivery()
+        consumer = bill
+    else:
+        retrysafe_drills(receiver, order_event).redelivery()
+        consumer = handlers.bill
+    report = publish_twice(retrysafe_table, consumer, effects=lambda: orders("invoice#"))
+    assert report.effects == 1
+
+
+def test_a_broken_handler_fails_the_drill_in_plain_words(orders: Any, retrysafe_drills: Any) -> None:
+    """A handler that writes outside the transaction repeats its effect: the drill says so."""
+    from retrysafe import idempotent_http
+
+    @idempotent_http(operation="Leaky", mode="claim_first")
+    def leaky(event: dict[str, Any], context: Any, txn: Any) -> dict[str, Any]:
+        provider.charge(f"random-{len(provider.ledger)}", 1)  # no derived key: a new charge every run
+        return {"statusCode": 200, "body": "{}"}
+
+    drills = retrysafe_drills(leaky, amount, effects=provider.charges)
+    with pytest.raises(DrillFailed) as failure:
+        drills.crash_after_foreign_call()
+    message = str(failure.value)
+    assert "effects counter grew by 2; expected 1" in message and "Leaky" not in message
+    assert "1. first invocation, crash before the completing transaction: crashed" in message
+    assert "lease has lapsed" in message
