@@ -17,8 +17,8 @@ from __future__ import annotations
 import enum
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 
+from ._value import Value
 from .errors import ConfigurationError
 
 TABLE_ENV = "RETRYSAFE_TABLE"
@@ -53,14 +53,15 @@ class Mode(str, enum.Enum):
             raise ConfigurationError(f"mode must be 'atomic' or 'claim_first', not {value!r}") from None
 
 
-@dataclass(frozen=True)
-class Retention:
+class Retention(Value):
     """How long records live and how long a claim is leased."""
 
-    horizon_seconds: int = DEFAULT_HORIZON_SECONDS
-    default_lease_seconds: float = DEFAULT_LEASE_SECONDS
+    __slots__ = ("horizon_seconds", "default_lease_seconds")
 
-    def __post_init__(self) -> None:
+    def __init__(self, horizon_seconds: int = DEFAULT_HORIZON_SECONDS,
+                 default_lease_seconds: float = DEFAULT_LEASE_SECONDS) -> None:
+        self.horizon_seconds = horizon_seconds
+        self.default_lease_seconds = default_lease_seconds
         if self.horizon_seconds < MIN_HORIZON_SECONDS:
             raise ConfigurationError(
                 f"retry horizon {self.horizon_seconds}s is shorter than 24 hours; records must outlive "

@@ -16,14 +16,12 @@ The adapters translate :class:`Outcome` and the errors into their transport.
 from __future__ import annotations
 
 import math
-import random
-import secrets
+import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .cache import RecordCache
+from ._value import Value
 from .config import LEASE_MARGIN_SECONDS, Mode, Retention
 from .errors import FencingError, KeyReuseMismatchError, RequestInFlightError
 from .keys import Scope
@@ -42,42 +40,59 @@ from .record import COMPLETED, PENDING, Record
 from .store import DynamoStore, RecordConflict, TransactionRaced
 from .transaction import Transaction
 
+if TYPE_CHECKING:
+    from .cache import RecordCache
+
 #: How often a raced atomic transaction is retried before answering "in flight".
 RACE_RETRIES = 3
 #: Poll interval while waiting for an in-flight duplicate to complete.
 POLL_SECONDS = 0.1
 
 
-@dataclass(frozen=True)
-class Intent:
-    """What to execute at most once."""
-
-    scope: Scope
-    fingerprint: str
-    mode: Mode = Mode.ATOMIC
-    retention: Retention = Retention()
-    #: Lease of a claim, in seconds (default: the Lambda's remaining time, or the retention's default lease).
-    lease_seconds: float | None = None
-    #: Wait up to this long for an in-flight duplicate to complete, then replay it.
-    wait_seconds: float = 0.0
+_DEFAULT_RETENTION = Retention()
 
 
-@dataclass(frozen=True)
-class Completion:
+class Intent(Value):
+    """What to execute at most once.
+
+    ``lease_seconds``: lease of a claim (default: the Lambda's remaining time, or
+    the retention's default lease). ``wait_seconds``: wait up to this long for an
+    in-flight duplicate to complete, then replay it.
+    """
+
+    __slots__ = ("scope", "fingerprint", "mode", "retention", "lease_seconds", "wait_seconds")
+
+    def __init__(self, scope: Scope, fingerprint: str, mode: Mode = Mode.ATOMIC,
+                 retention: Retention = _DEFAULT_RETENTION, lease_seconds: float | None = None,
+                 wait_seconds: float = 0.0) -> None:
+        self.scope = scope
+        self.fingerprint = fingerprint
+        self.mode = mode
+        self.retention = retention
+        self.lease_seconds = lease_seconds
+        self.wait_seconds = wait_seconds
+
+
+class Completion(Value):
     """What the work produced. ``store=False`` (a 5xx, a transient failure) commits nothing and frees the key."""
 
-    result: Any
-    store: bool = True
-    resource: str | None = None
+    __slots__ = ("result", "store", "resource")
+
+    def __init__(self, result: Any, store: bool = True, resource: str | None = None) -> None:
+        self.result = result
+        self.store = store
+        self.resource = resource
 
 
-@dataclass(frozen=True)
-class Outcome:
+class Outcome(Value):
     """The result to answer with, and whether it was replayed from a stored record."""
 
-    result: Any
-    replayed: bool
-    stored: bool
+    __slots__ = ("result", "replayed", "stored")
+
+    def __init__(self, result: Any, replayed: bool, stored: bool) -> None:
+        self.result = result
+        self.replayed = replayed
+        self.stored = stored
 
 
 Work = Callable[[Transaction], Completion]
@@ -108,7 +123,7 @@ class Engine:
             return self._atomic(intent, work, now)
         return self._claim_first(intent, work, now, remaining_ms)
 
-    def execute_unkeyed(self, scope: Scope, work: Work, retention: Retention = Retention()) -> Outcome:
+    def execute_unkeyed(self, scope: Scope, work: Work, retention: Retention = _DEFAULT_RETENTION) -> Outcome:
         """Run ``work`` without deduplication (an operation whose key is optional and absent).
 
         The work's writes and events still commit together in one transaction.
@@ -139,13 +154,13 @@ class Engine:
                 if attempt == RACE_RETRIES:
                     self._count(IN_FLIGHT, intent)
                     raise RequestInFlightError(1) from None
-                time.sleep(random.uniform(0.01, 0.05) * (attempt + 1))
+                time.sleep((0.01 + 0.04 * os.urandom(1)[0] / 255) * (attempt + 1))  # jittered back-off
         return self._executed(intent, record, completion)
 
     # -- claim first -------------------------------------------------------
     def _claim_first(self, intent: Intent, work: Work, now: float,
                      remaining_ms: Callable[[], int] | None) -> Outcome:
-        owner = secrets.token_urlsafe(16)
+        owner = os.urandom(16).hex()  # the fencing token
         expires_at = int(now) + intent.retention.horizon_seconds
         lease = self._lease_seconds(intent, remaining_ms)
         claim = Record(record_id=intent.scope.record_id, state=PENDING, fingerprint=intent.fingerprint,

@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import base64
 import hashlib
-from dataclasses import dataclass
-from functools import cached_property
 
+from ._value import Value
 from .errors import InvalidKeyError
 
 MAX_KEY_LENGTH = 255
@@ -71,18 +70,23 @@ def _digest(*parts: str) -> str:
     return base64.urlsafe_b64encode(h.digest()).rstrip(b"=").decode("ascii")
 
 
-@dataclass(frozen=True)
-class Scope:
+class Scope(Value):
     """Who asked (tenant), for what (operation) and which intent (key)."""
 
-    tenant: str
-    operation: str
-    key: str
+    __slots__ = ("tenant", "operation", "key", "_record_id")
 
-    @cached_property
+    def __init__(self, tenant: str, operation: str, key: str) -> None:
+        self.tenant = tenant
+        self.operation = operation
+        self.key = key
+        self._record_id: str | None = None
+
+    @property
     def record_id(self) -> str:
         """The record's partition key: ``idem#`` + a hash of the scope (the raw key never reaches DynamoDB)."""
-        return "idem#" + _digest("scope/v1", self.tenant, self.operation, self.key)
+        if self._record_id is None:
+            self._record_id = "idem#" + _digest("scope/v1", self.tenant, self.operation, self.key)
+        return self._record_id
 
     def derive_key(self, purpose: str) -> str:
         """A stable downstream idempotency key for ``purpose`` (e.g. ``"charge"``).

@@ -27,10 +27,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import uuid
-from dataclasses import dataclass
-from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from ._value import Value
+
+if TYPE_CHECKING:
+    from datetime import datetime
 
 OUTBOX_PREFIX = "outbox#"
 OUTBOX_KIND = "outbox"
@@ -40,21 +42,27 @@ UNPUBLISHED_SHARDS = 8
 
 def event_id(record_id: str, index: int) -> str:
     """Deterministic event id: the same operation appending its ``index``-th event gets the same id."""
-    digest = hashlib.sha256(f"event/v1|{record_id}|{index}".encode()).digest()
-    return str(uuid.UUID(bytes=digest[:16], version=5))
+    digest = bytearray(hashlib.sha256(f"event/v1|{record_id}|{index}".encode()).digest()[:16])
+    digest[6] = (digest[6] & 0x0F) | 0x50  # the layout of a name-based UUID (version 5, RFC 4122 variant)
+    digest[8] = (digest[8] & 0x3F) | 0x80
+    h = digest.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
-@dataclass(frozen=True)
-class OutboxEvent:
+class OutboxEvent(Value):
     """One event appended to the outbox."""
 
-    event_id: str
-    event_type: str
-    aggregate_type: str
-    aggregate_id: str
-    payload: Any
-    occurred_at: datetime
-    sequence: int | None = None
+    __slots__ = ("event_id", "event_type", "aggregate_type", "aggregate_id", "payload", "occurred_at", "sequence")
+
+    def __init__(self, event_id: str, event_type: str, aggregate_type: str, aggregate_id: str, payload: Any,
+                 occurred_at: datetime, sequence: int | None = None) -> None:
+        self.event_id = event_id
+        self.event_type = event_type
+        self.aggregate_type = aggregate_type
+        self.aggregate_id = aggregate_id
+        self.payload = payload
+        self.occurred_at = occurred_at
+        self.sequence = sequence
 
     def to_item(self, expires_at: int) -> dict[str, dict[str, Any]]:
         """The DynamoDB attribute map for this event."""
@@ -67,7 +75,7 @@ class OutboxEvent:
             "aggt": {"S": self.aggregate_type},
             "aggid": {"S": self.aggregate_id},
             "payload": {"S": json.dumps(self.payload, separators=(",", ":"), ensure_ascii=False, default=str)},
-            "at": {"S": self.occurred_at.astimezone(UTC).isoformat(timespec="milliseconds")},
+            "at": {"S": _utc_iso(self.occurred_at)},
             "exp": {"N": str(expires_at)},
             UNPUBLISHED_ATTRIBUTE: {"S": f"u{shard}"},
         }
@@ -75,3 +83,8 @@ class OutboxEvent:
             item["seq"] = {"N": str(self.sequence)}
         return item
 
+
+def _utc_iso(moment: datetime) -> str:
+    from datetime import UTC
+
+    return moment.astimezone(UTC).isoformat(timespec="milliseconds")

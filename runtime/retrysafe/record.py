@@ -25,9 +25,9 @@ from __future__ import annotations
 
 import json
 import zlib
-from dataclasses import dataclass, field
 from typing import Any
 
+from ._value import Value
 from .errors import ResponseTooLargeError
 
 PENDING = "pending"
@@ -42,21 +42,27 @@ MAX_RESULT_BYTES = 390 * 1024
 AttributeMap = dict[str, dict[str, Any]]
 
 
-@dataclass
-class Record:
+class Record(Value):
     """A decoded idempotency record."""
 
-    record_id: str
-    state: str
-    fingerprint: str
-    expires_at: int
-    created_at_ms: int = 0
-    operation: str = ""
-    owner: str | None = None
-    lease_until_ms: int | None = None
-    result: Any = None
-    resource: str | None = None
-    checkpoints: dict[str, Any] = field(default_factory=dict)
+    __slots__ = ("record_id", "state", "fingerprint", "expires_at", "created_at_ms", "operation", "owner",
+                 "lease_until_ms", "result", "resource", "checkpoints")
+
+    def __init__(self, record_id: str, state: str, fingerprint: str, expires_at: int, created_at_ms: int = 0,
+                 operation: str = "", owner: str | None = None, lease_until_ms: int | None = None,
+                 result: Any = None, resource: str | None = None,
+                 checkpoints: dict[str, Any] | None = None) -> None:
+        self.record_id = record_id
+        self.state = state
+        self.fingerprint = fingerprint
+        self.expires_at = expires_at
+        self.created_at_ms = created_at_ms
+        self.operation = operation
+        self.owner = owner
+        self.lease_until_ms = lease_until_ms
+        self.result = result
+        self.resource = resource
+        self.checkpoints: dict[str, Any] = checkpoints if checkpoints is not None else {}
 
     def is_expired(self, now: float) -> bool:
         """True once the horizon has passed, whether or not TTL has deleted the item yet."""

@@ -7,9 +7,9 @@ claim is conditioned on the owner token (fencing).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
+from ._value import Value
 from .config import table_name_from_env
 from .errors import (
     BusinessConditionFailedError,
@@ -47,11 +47,13 @@ class TransactionRaced(RetrysafeError):
     """DynamoDB cancelled the transaction because another one touched the same items concurrently."""
 
 
-@dataclass(frozen=True)
-class ClaimResult:
+class ClaimResult(Value):
     """A successful claim; ``previous`` is the record it replaced (a takeover or an expired record)."""
 
-    previous: Record | None
+    __slots__ = ("previous",)
+
+    def __init__(self, previous: Record | None) -> None:
+        self.previous = previous
 
 
 class DynamoStore:

@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from datetime import UTC, datetime
-from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import ConfigurationError, TransactionTooLargeError
 from .keys import Scope
 from .outbox import OutboxEvent, event_id
+
+if TYPE_CHECKING:
+    from datetime import datetime
 
 MAX_ACTIONS = 100
 
@@ -52,6 +53,8 @@ def serialize(value: Any) -> dict[str, Any]:
 
 def _decimalize(value: Any) -> Any:
     if isinstance(value, float):
+        from decimal import Decimal
+
         return Decimal(repr(value))
     if isinstance(value, Mapping):
         return {k: _decimalize(v) for k, v in value.items()}
@@ -129,11 +132,15 @@ class Transaction:
         Pass the aggregate's new version as ``sequence`` so consumers can order
         and guard per aggregate.
         """
+        if occurred_at is None:
+            from datetime import UTC, datetime
+
+            occurred_at = datetime.now(UTC)
         eid = event_id(self.scope.record_id, self._appended)
         self._appended += 1
         self._events.append(OutboxEvent(
             event_id=eid, event_type=event_type, aggregate_type=aggregate_type, aggregate_id=str(aggregate_id),
-            payload=payload, occurred_at=occurred_at or datetime.now(UTC), sequence=sequence,
+            payload=payload, occurred_at=occurred_at, sequence=sequence,
         ))
         return eid
 

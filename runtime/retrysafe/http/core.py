@@ -7,9 +7,9 @@ Both adapters reduce a handler's answer to a :class:`StoredResponse` and let
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
+from .._value import Value
 from ..config import Mode, Retention
 from ..engine import Completion, Engine, Intent
 from ..errors import RetrysafeError, TenantRequiredError
@@ -26,14 +26,17 @@ DEFAULT_REPLAY_HEADERS = ("content-type", "location", "content-location", "etag"
 NO_TENANT = "-"
 
 
-@dataclass(frozen=True)
-class StoredResponse:
+class StoredResponse(Value):
     """The part of a response that is stored and replayed."""
 
-    status: int
-    headers: dict[str, str] = field(default_factory=dict)
-    body: str = ""
-    is_base64: bool = False
+    __slots__ = ("status", "headers", "body", "is_base64")
+
+    def __init__(self, status: int, headers: dict[str, str] | None = None, body: str = "",
+                 is_base64: bool = False) -> None:
+        self.status = status
+        self.headers: dict[str, str] = headers if headers is not None else {}
+        self.body = body
+        self.is_base64 = is_base64
 
     def to_result(self) -> dict[str, Any]:
         """The compact JSON form kept in the record."""
@@ -48,14 +51,19 @@ class StoredResponse:
         return cls(int(result["s"]), dict(result.get("h") or {}), str(result.get("b") or ""), bool(result.get("b64")))
 
 
-@dataclass(frozen=True)
-class HttpAnswer:
-    """What an adapter sends back: a handler response (first or replayed) or a problem."""
+class HttpAnswer(Value):
+    """What an adapter sends back: a handler response (first or replayed) or a problem.
 
-    response: StoredResponse
-    replayed: bool = False
-    #: The handler's own response object on a first execution (returned untouched: all headers, cookies).
-    original: Any = None
+    ``original`` is the handler's own response object on a first execution
+    (returned untouched: all headers, cookies).
+    """
+
+    __slots__ = ("response", "replayed", "original")
+
+    def __init__(self, response: StoredResponse, replayed: bool = False, original: Any = None) -> None:
+        self.response = response
+        self.replayed = replayed
+        self.original = original
 
     def headers(self) -> dict[str, str]:
         """Response headers, with ``Idempotent-Replayed: true`` on replays."""

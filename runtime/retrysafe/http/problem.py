@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 
+from .._value import Value
 from ..errors import (
     BusinessConditionFailedError,
     FencingError,
@@ -20,15 +20,18 @@ PROBLEM_CONTENT_TYPE = "application/problem+json"
 TYPE_PREFIX = "urn:retrysafe:problem:"
 
 
-@dataclass(frozen=True)
-class Problem:
+class Problem(Value):
     """One problem document and the HTTP status and headers that carry it."""
 
-    status: int
-    slug: str
-    title: str
-    detail: str
-    headers: dict[str, str] = field(default_factory=dict)
+    __slots__ = ("status", "slug", "title", "detail", "headers")
+
+    def __init__(self, status: int, slug: str, title: str, detail: str,
+                 headers: dict[str, str] | None = None) -> None:
+        self.status = status
+        self.slug = slug
+        self.title = title
+        self.detail = detail
+        self.headers: dict[str, str] = headers or {}
 
     def body(self) -> str:
         """The JSON document."""

@@ -5,28 +5,34 @@ from __future__ import annotations
 import base64
 import binascii
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass
 from typing import Any
 
+from .._value import Value
 from ..fingerprint import canonical_json, fingerprint
 from .problem import MalformedRequestError
 
 
-@dataclass(frozen=True)
-class HttpRequest:
-    """What the idempotency layer needs to know about a request."""
+class HttpRequest(Value):
+    """What the idempotency layer needs to know about a request.
 
-    event: Mapping[str, Any]
-    version: str
-    method: str
-    #: Method + resource template (``POST /orders/{id}``), never the raw path.
-    route: str
-    #: The raw path (path parameters are part of the request's identity, not of the operation's).
-    path: str
-    #: Header names lower-cased; repeated headers joined with ``,``.
-    headers: Mapping[str, str]
-    query: Mapping[str, tuple[str, ...]]
-    body: bytes
+    ``route``: method + resource template (``POST /orders/{id}``), never the raw
+    path. ``path``: the raw path (path parameters are part of the request's
+    identity, not of the operation's). ``headers``: names lower-cased, repeated
+    headers joined with ``,``.
+    """
+
+    __slots__ = ("event", "version", "method", "route", "path", "headers", "query", "body")
+
+    def __init__(self, event: Mapping[str, Any], version: str, method: str, route: str, path: str,
+                 headers: Mapping[str, str], query: Mapping[str, tuple[str, ...]], body: bytes) -> None:
+        self.event = event
+        self.version = version
+        self.method = method
+        self.route = route
+        self.path = path
+        self.headers = headers
+        self.query = query
+        self.body = body
 
     def header(self, name: str) -> str | None:
         """A header's value, case-insensitively."""
