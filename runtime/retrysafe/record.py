@@ -80,7 +80,7 @@ def encode_result(result: Any) -> tuple[str, dict[str, Any]]:
     text = json.dumps(result, separators=(",", ":"), ensure_ascii=False)
     raw = text.encode("utf-8")
     if len(raw) > COMPRESS_THRESHOLD:
-        packed = zlib.compress(raw, 6)
+        packed = zlib.compress(raw, 1)
         if len(packed) < len(raw):
             _check_size(len(packed))
             return "rz", {"B": packed}
