@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from aws_cdk import CfnOutput, Duration, RemovalPolicy, Stack
+from aws_cdk import CfnOutput, Duration, Stack
 from aws_cdk import aws_apigateway as apigw
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_events as events
@@ -32,17 +32,9 @@ from retrysafe_cdk.function import python_function
 from retrysafe_cdk.nag import acknowledge
 
 from constructs import Construct
+from examples.tables import business_table
 
 HANDLERS = Path(__file__).parent / "handlers"
-
-
-def _business_table(scope: Construct, construct_id: str) -> dynamodb.Table:
-    return dynamodb.Table(
-        scope, construct_id, partition_key=dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING),
-        billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST, encryption=dynamodb.TableEncryption.AWS_MANAGED,
-        point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
-            point_in_time_recovery_enabled=True),
-        removal_policy=RemovalPolicy.RETAIN)
 
 
 class OrdersStack(Stack):
@@ -51,7 +43,7 @@ class OrdersStack(Stack):
     def __init__(self, scope: Construct, construct_id: str, **kwargs: Any) -> None:
         super().__init__(scope, construct_id, **kwargs)
         code = lambda_.Code.from_asset(str(HANDLERS), exclude=["__pycache__", "*.pyc"])
-        orders, inventory = _business_table(self, "Orders"), _business_table(self, "Inventory")
+        orders, inventory = business_table(self, "Orders"), business_table(self, "Inventory")
         table = IdempotencyTable(self, "Idempotency")
         bus = events.EventBus(self, "Bus")
         target = OutboxTarget.event_bus(bus, source="orders")

@@ -15,8 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from aws_cdk import CfnOutput, RemovalPolicy, Stack
-from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import CfnOutput, Stack
 from aws_cdk import aws_events as events
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
@@ -31,6 +30,7 @@ from retrysafe_cdk import (
 )
 
 from constructs import Construct
+from examples.tables import business_table
 
 ROOT = Path(__file__).parent
 ORDERS_ENV = "SAGA_ORDERS_TABLE"
@@ -47,22 +47,13 @@ ORDERS_ACTIONS = {
 LEDGER_ACTIONS = {"charge_payment": ("PutItem",), "refund_payment": ("PutItem",)}
 
 
-def _table(scope: Construct, construct_id: str) -> dynamodb.Table:
-    return dynamodb.Table(
-        scope, construct_id, partition_key=dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING),
-        billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST, encryption=dynamodb.TableEncryption.AWS_MANAGED,
-        point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
-            point_in_time_recovery_enabled=True),
-        removal_policy=RemovalPolicy.RETAIN)
-
-
 class SagaStack(Stack):
     """The example order saga (see the module docstring)."""
 
     def __init__(self, scope: Construct, construct_id: str, **kwargs: Any) -> None:
         super().__init__(scope, construct_id, **kwargs)
         code = lambda_.Code.from_asset(str(ROOT), exclude=["__pycache__", "*.pyc", "stack.py"])
-        orders, ledger = _table(self, "Orders"), _table(self, "ProviderLedger")
+        orders, ledger = business_table(self, "Orders"), business_table(self, "ProviderLedger")
         table = IdempotencyTable(self, "Idempotency")
         env = {ORDERS_ENV: orders.table_name, LEDGER_ENV: ledger.table_name}
 

@@ -10,6 +10,8 @@ Environment variables (set by :mod:`retrysafe_cdk`, or by hand):
     settlement). Default 7 days; values under 24 hours are refused.
 ``RETRYSAFE_LEASE_SECONDS``
     Lease of a claim when the Lambda context gives no remaining time. Default 60.
+``RETRYSAFE_VERIFY_TABLE``
+    ``true`` to check the table with one ``DescribeTable`` at cold start. Default off.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from .errors import ConfigurationError
 TABLE_ENV = "RETRYSAFE_TABLE"
 HORIZON_ENV = "RETRYSAFE_RETRY_HORIZON_SECONDS"
 LEASE_ENV = "RETRYSAFE_LEASE_SECONDS"
+VERIFY_ENV = "RETRYSAFE_VERIFY_TABLE"
 
 DAY = 86_400
 DEFAULT_HORIZON_SECONDS = 7 * DAY

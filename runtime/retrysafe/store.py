@@ -7,10 +7,11 @@ claim is conditioned on the owner token (fencing).
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from ._value import Value
-from .config import table_name_from_env
+from .config import VERIFY_ENV, table_name_from_env
 from .errors import (
     BusinessConditionFailedError,
     ConfigurationError,
@@ -76,8 +77,26 @@ class DynamoStore:
         name = table_name_from_env()
         store = _SHARED.get(name)
         if store is None:
-            store = _SHARED[name] = cls(name)
+            store = cls(name)
+            if os.environ.get(VERIFY_ENV, "").lower() in ("1", "true", "yes"):
+                store.verify()
+            _SHARED[name] = store
         return store
+
+    def verify(self) -> None:
+        """Check at cold start that the table exists and is keyed by ``pk`` (one ``DescribeTable`` call).
+
+        Off by default (it costs a round trip and ``dynamodb:DescribeTable`` on every cold start);
+        ``RETRYSAFE_VERIFY_TABLE=true`` turns it on for :meth:`from_env`. Without it, a missing
+        table is a :class:`ConfigurationError` on the first request instead.
+        """
+        table = self._call("describe_table", TableName=self.table_name)["Table"]
+        keys = [(k["AttributeName"], k["KeyType"]) for k in table.get("KeySchema", [])]
+        if keys != [("pk", "HASH")]:
+            raise ConfigurationError(
+                f"idempotency table {self.table_name!r} has key schema {keys}; retrysafe needs a table "
+                "whose only key is the partition key 'pk' (string), as IdempotencyTable deploys it"
+            )
 
     @property
     def client(self) -> Any:

@@ -266,3 +266,28 @@ def test_business_item_over_400kb_is_refused_whole(ddb, store):
     with pytest.raises(TransactionTooLargeError, match="too large"):
         Engine(store).execute(intent(mode=Mode.ATOMIC), work)
     assert ddb.scan(TableName=ORDERS)["Items"] == [] and ddb.scan(TableName=TABLE)["Items"] == []
+
+
+def test_table_verification_at_cold_start_is_opt_in(aws, monkeypatch):
+    import boto3
+
+    from retrysafe import store as store_module
+
+    monkeypatch.setattr(store_module, "_SHARED", {})
+    monkeypatch.setenv("RETRYSAFE_TABLE", "missing-table")
+    idempotent_http(lambda e, c, t: None)  # off by default: no DynamoDB call at decoration
+    monkeypatch.setattr(store_module, "_SHARED", {})
+    monkeypatch.setenv("RETRYSAFE_VERIFY_TABLE", "true")
+    with pytest.raises(ConfigurationError, match="missing-table"):
+        idempotent_http(lambda e, c, t: None)
+    client = boto3.client("dynamodb", region_name="eu-west-1")
+    client.create_table(TableName="wrong-keys", AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+                        KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}], BillingMode="PAY_PER_REQUEST")
+    monkeypatch.setenv("RETRYSAFE_TABLE", "wrong-keys")
+    with pytest.raises(ConfigurationError, match="'pk'"):
+        idempotent_http(lambda e, c, t: None)
+    from tests.conftest import create_idempotency_table
+
+    create_idempotency_table(client, "good-table")
+    monkeypatch.setenv("RETRYSAFE_TABLE", "good-table")
+    assert idempotent_http(lambda e, c, t: None).idempotency.engine.store.table_name == "good-table"
