@@ -278,7 +278,11 @@ def throughput(seconds_per_side: float, clients: int = 8, rounds: int = 10) -> d
                 "seconds_per_side": seconds_per_side, "server_errors": failed}
     finally:
         server.terminate()
-        server.wait(10)
+        try:
+            server.wait(5)
+        except subprocess.TimeoutExpired:  # its request threads may hold keep-alive connections open
+            server.kill()
+            server.wait(5)
 
 
 def _drive(handler: Any, clients: int, seconds: float) -> tuple[int, int, float]:
