@@ -522,7 +522,7 @@ so part of this cost moves into the first invocation instead of disappearing.
 | requests/s | {tp['retrysafe']:.0f} | {tp['retrysafe_claim_first']:.0f} | {tp['powertools']:.0f} |
 
 Ratio atomic: **{tp['ratio']:.2f}**, claim-first: {tp['ratio_claim_first']:.2f}. Failed requests (5xx or
-exception, not counted above): {tp['server_errors']}. moto's server is the bottleneck, and its
+exception, not counted above): {", ".join(f"{k} {v}" for k, v in tp['server_errors'].items())}. moto's server is the bottleneck, and its
 `TransactWriteItems` deep-copies every table it touches for rollback (tables are recreated before every
 slice to keep that bounded): the number measures moto's implementation as much as the libraries, and
 penalises retrysafe's single transaction against Powertools' separate single-item writes.
@@ -538,7 +538,7 @@ retrysafe compresses results over 256 bytes (zlib) and uses short attribute name
 ## Reproduce
 
 ```
-make bench        # about 3 minutes; writes benchmarks/results.json, RESULTS.md, comparison.png
+make bench        # about 90 seconds; writes benchmarks/results.json, RESULTS.md, comparison.png
 ```
 """
 
