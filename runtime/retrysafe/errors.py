@@ -71,6 +71,16 @@ class BusinessConditionFailedError(RetrysafeError):
         self.index = index
         self.item = item
 
+    @property
+    def current(self) -> dict[str, object] | None:
+        """The current item as plain Python values (numbers as ``Decimal``), or ``None``."""
+        if self.item is None:
+            return None
+        from boto3.dynamodb.types import TypeDeserializer
+
+        deserializer = TypeDeserializer()
+        return {name: deserializer.deserialize(value) for name, value in self.item.items()}
+
 
 class StoreUnavailableError(RetrysafeError):
     """DynamoDB kept throttling or failing after botocore's retries (contract: 503 with Retry-After)."""

@@ -352,6 +352,32 @@ def test_late_replay_after_expiry_with_key_derived_business_id_creates_no_second
     assert len(orders_in(ddb)) == 1 and first["statusCode"] == 201
 
 
+def test_late_replay_after_expiry_answers_with_the_existing_resource(ddb, store, make_event, clock):
+    """Drill 8 with on_state_conflict: the key-derived order exists, so the late replay answers with it."""
+
+    def create(event: Any, context: Any, txn: Transaction) -> dict[str, Any]:
+        order_id = txn.derive_key("order")[:16]
+        amount = json.loads(event["body"])["amount"]
+        txn.put({"pk": f"order#{order_id}", "amount": amount}, table=ORDERS, condition="attribute_not_exists(pk)")
+        return created(order_id, amount)
+
+    def created(order_id: str, amount: Any) -> dict[str, Any]:
+        return {"statusCode": 201, "headers": {"Content-Type": "application/json", "Location": f"/orders/{order_id}"},
+                "body": json.dumps({"id": order_id, "amount": int(amount)})}
+
+    def existing_order(error: Any, event: Any) -> dict[str, Any]:
+        order = error.current
+        return created(order["pk"].removeprefix("order#"), order["amount"])
+
+    handler = build(store, create, engine=Engine(store, clock=clock), on_state_conflict=existing_order)
+    first = handler(make_event({"amount": 5}), LambdaContext())
+    clock.advance(8 * 86400)  # the record expired; the order lives on
+    late = handler(make_event({"amount": 5}), LambdaContext())
+    assert late["statusCode"] == 201 and late["body"] == first["body"]
+    assert late["headers"]["Location"] == first["headers"]["Location"]
+    assert len(orders_in(ddb)) == 1
+
+
 def test_claim_first_round_trips_first_2_replay_1(ddb, store, calls, make_event):
     handler = build(store, OrdersApi(), Mode.CLAIM_FIRST)
     handler(make_event({"amount": 1}), LambdaContext())

@@ -104,3 +104,20 @@ def test_middleware_operation_defaults_to_the_matched_route(ddb, store):
     # Another customer, same matched route and key: the same operation (not "/{proxy+}"), another request.
     other = app.resolve(rest_event({"amount": 1}, resource="/{proxy+}", path="/orders/c2"), LambdaContext())
     assert other["statusCode"] == 422 and runs == [1]
+
+
+def test_middleware_on_state_conflict_answers_with_the_handlers_form(ddb, store):
+    app = APIGatewayRestResolver()
+    ddb.put_item(TableName=ORDERS, Item={"pk": {"S": "order#fixed"}, "amount": {"N": "3"}})
+
+    def existing(error: Any, event: Any) -> Response:
+        return Response(200, content_types.APPLICATION_JSON, json.dumps({"amount": int(error.current["amount"])}))
+
+    @app.post("/orders", middlewares=[IdempotencyMiddleware(engine=Engine(store), on_state_conflict=existing)])
+    def create() -> Response:
+        app.context[TRANSACTION_KEY].put({"pk": "order#fixed", "amount": 9}, table=ORDERS,
+                                         condition="attribute_not_exists(pk)")
+        return Response(201, content_types.APPLICATION_JSON, "{}")
+
+    answer = app.resolve(rest_event({"amount": 9}), LambdaContext())
+    assert answer["statusCode"] == 200 and json.loads(answer["body"]) == {"amount": 3}

@@ -12,7 +12,7 @@ from typing import Any
 from .._value import Value
 from ..config import Mode, Retention
 from ..engine import Completion, Engine, Intent
-from ..errors import RetrysafeError, TenantRequiredError
+from ..errors import BusinessConditionFailedError, RetrysafeError, TenantRequiredError
 from ..keys import Scope, parse_key
 from ..observability import telemetry
 from ..store import DynamoStore
@@ -88,6 +88,11 @@ class HttpIdempotency:
     ``replay_headers``: response headers stored and replayed besides status and body.
     ``horizon_seconds``: record lifetime (default ``RETRYSAFE_RETRY_HORIZON_SECONDS``, else 7 days).
     ``wait_for_in_flight``: seconds to wait for an in-flight duplicate before answering 409.
+    ``on_state_conflict``: ``(error, event) -> response`` called when a condition on one of the
+    handler's own writes failed (nothing was committed), instead of answering 409 ``state-conflict``.
+    Its response (same form as the handler's) is returned, not stored. Typical use: a late replay,
+    after its record expired, finds the business item whose id derives from the key
+    (``error.current``) and answers with it rather than creating a second one.
     ``store``/``engine``: where records live (default ``DynamoStore.from_env()``).
     """
 
@@ -97,6 +102,7 @@ class HttpIdempotency:
                  fingerprint_query: Collection[str] | None = None,
                  replay_headers: Collection[str] = DEFAULT_REPLAY_HEADERS,
                  horizon_seconds: int | None = None, wait_for_in_flight: float = 0.0,
+                 on_state_conflict: Callable[[BusinessConditionFailedError, Any], Any] | None = None,
                  store: DynamoStore | None = None, engine: Engine | None = None) -> None:
         self.mode = Mode.parse(mode)
         self.operation = operation
@@ -107,6 +113,7 @@ class HttpIdempotency:
         self.replay_headers = frozenset(h.lower() for h in replay_headers)
         self.retention = Retention.from_env(horizon_seconds=horizon_seconds)
         self.wait_for_in_flight = wait_for_in_flight
+        self.on_state_conflict = on_state_conflict
         if engine is None:
             engine = Engine(store or DynamoStore.from_env())
         self.engine = engine
@@ -116,18 +123,22 @@ class HttpIdempotency:
         return {k: str(v) for k, v in (headers or {}).items() if k.lower() in self.replay_headers}
 
     def handle(self, event: Any, call: Callable[[Transaction], tuple[StoredResponse, Any]],
-               remaining_ms: Callable[[], int] | None = None, operation: str | None = None) -> HttpAnswer:
+               remaining_ms: Callable[[], int] | None = None, operation: str | None = None,
+               convert: Callable[[Any], StoredResponse] | None = None) -> HttpAnswer:
         """Run ``call`` at most once for this request's intent; refusals come back as problem answers.
 
-        ``call`` returns the response to store and the handler's original response object.
+        ``call`` returns the response to store and the handler's original response object;
+        ``convert`` reduces an ``on_state_conflict`` response the same way.
         """
         try:
             return self._handle(parse_event(event), call, remaining_ms, operation)
+        except BusinessConditionFailedError as error:
+            if self.on_state_conflict is not None and convert is not None:
+                original = self.on_state_conflict(error, event)
+                return HttpAnswer(convert(original), original=original)
+            return _refusal(error)
         except (RetrysafeError, MalformedRequestError) as error:
-            problem = problem_for(error)
-            if problem is None:
-                raise
-            return problem_answer(problem)
+            return _refusal(error)
         finally:
             telemetry.flush()
 
@@ -158,3 +169,11 @@ class HttpIdempotency:
             outcome = self.engine.execute(intent, work, remaining_ms)
         original = originals[-1] if originals and not outcome.replayed else None
         return HttpAnswer(StoredResponse.from_result(outcome.result), replayed=outcome.replayed, original=original)
+
+
+def _refusal(error: Exception) -> HttpAnswer:
+    """The problem+json answer for a refusal; errors without one (misconfiguration) propagate."""
+    problem = problem_for(error)
+    if problem is None:
+        raise error
+    return problem_answer(problem)

@@ -59,7 +59,7 @@ def idempotent_http(func: Handler | None = None,
             return to_stored(original, idempotency), original
 
         remaining = getattr(context, "get_remaining_time_in_millis", None)
-        answer = idempotency.handle(event, call, remaining)
+        answer = idempotency.handle(event, call, remaining, convert=lambda r: to_stored(r, idempotency))
         return to_proxy(answer)
 
     handler = cast(HttpLambdaHandler, wrapper)

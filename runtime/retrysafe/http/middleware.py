@@ -52,7 +52,8 @@ class IdempotencyMiddleware(BaseMiddlewareHandler[Any]):
         operation = f"{route.method} {route.path}" if route is not None else None
         context = app.lambda_context
         remaining = getattr(context, "get_remaining_time_in_millis", None)
-        answer = idempotency.handle(app.current_event.raw_event, call, remaining, operation)
+        answer = idempotency.handle(app.current_event.raw_event, call, remaining, operation,
+                                    convert=lambda r: _stored(r, idempotency))
         if isinstance(answer.original, Response):
             return answer.original
         return _response(answer)
