@@ -7,13 +7,11 @@ from typing import Any
 import aws_cdk as cdk
 import pytest
 from aws_cdk import Duration
-from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_stepfunctions as sfn
 from hypothesis import given
 from hypothesis import strategies as st
 from retrysafe_cdk import (
     IdempotencyTable,
-    IdempotentFunction,
     Saga,
     SagaStep,
     idempotent_invoke,
@@ -21,17 +19,12 @@ from retrysafe_cdk import (
 )
 from retrysafe_cdk.workflow import MAP_ITEM_INDEX, in_progress_attempts
 
-DAY = 86_400
+from .builders import DAY, inline_function, new_stack
 
 
 @pytest.fixture
 def stack() -> cdk.Stack:
-    return cdk.Stack(cdk.App(), "Workflow")
-
-
-def _function(stack: cdk.Stack, table: IdempotencyTable, timeout: int = 10) -> IdempotentFunction:
-    return IdempotentFunction(stack, f"Fn{timeout}", table=table, code=lambda_.Code.from_inline("x = 1"),
-                              handler="index.handler", timeout=Duration.seconds(timeout))
+    return new_stack("Workflow")
 
 
 def _state(stack: cdk.Stack, state: sfn.State) -> dict[str, Any]:
@@ -40,7 +33,7 @@ def _state(stack: cdk.Stack, state: sfn.State) -> dict[str, Any]:
 
 
 def test_task_timeout_shorter_than_the_function_timeout_is_refused(stack: cdk.Stack) -> None:
-    function = _function(stack, IdempotencyTable(stack, "Table"), timeout=30)
+    function = inline_function(stack, IdempotencyTable(stack, "Table"), timeout=30)
     with pytest.raises(ValueError, match=r"task_timeout \(20s\) is shorter than the function timeout \(30s\)") as raised:
         idempotent_invoke(stack, "Charge", function, task_timeout=Duration.seconds(20))
     assert "Duration.seconds(40)" in str(raised.value) and "or leave it unset" in str(raised.value)
@@ -48,7 +41,7 @@ def test_task_timeout_shorter_than_the_function_timeout_is_refused(stack: cdk.St
 
 def test_record_ttl_under_the_redrive_window_is_refused(stack: cdk.Stack) -> None:
     table = IdempotencyTable(stack, "Table", record_ttl=Duration.days(7))
-    function = _function(stack, table)
+    function = inline_function(stack, table)
     with pytest.raises(ValueError, match=r"record_ttl \(604800s = 7 days\) is shorter") as raised:
         idempotent_invoke(stack, "Charge", function)
     message = str(raised.value)
@@ -58,19 +51,19 @@ def test_record_ttl_under_the_redrive_window_is_refused(stack: cdk.Stack) -> Non
 
 def test_saga_adds_the_execution_timeout_to_the_redrive_part(stack: cdk.Stack) -> None:
     table = IdempotencyTable(stack, "Table")
-    Saga(stack, "Saga", steps=[SagaStep("Only", _function(stack, table), "$.only")], timeout=Duration.hours(6))
+    Saga(stack, "Saga", steps=[SagaStep("Only", inline_function(stack, table), "$.only")], timeout=Duration.hours(6))
     assert table.horizon.operator_replay == 14 * DAY + 6 * 3600
     assert stack.resolve(table.retention_env()) == str(19 * DAY + 6 * 3600)
 
 
 def test_long_enough_record_ttl_is_kept(stack: cdk.Stack) -> None:
     table = IdempotencyTable(stack, "Table", record_ttl=Duration.days(30))
-    idempotent_invoke(stack, "Charge", _function(stack, table))
+    idempotent_invoke(stack, "Charge", inline_function(stack, table))
     assert table.retention_seconds == 30 * DAY
 
 
 def test_task_inside_a_map_adds_the_iteration_to_its_key(stack: cdk.Stack) -> None:
-    task = idempotent_invoke(stack, "Item", _function(stack, IdempotencyTable(stack, "Table")),
+    task = idempotent_invoke(stack, "Item", inline_function(stack, IdempotencyTable(stack, "Table")),
                              iteration=MAP_ITEM_INDEX, task_timeout=Duration.seconds(10))
     state = _state(stack, task)
     assert state["Parameters"]["iteration.$"] == "$$.Map.Item.Index"
@@ -79,8 +72,8 @@ def test_task_inside_a_map_adds_the_iteration_to_its_key(stack: cdk.Stack) -> No
 
 def test_a_saga_without_compensations_fails_straight_away(stack: cdk.Stack) -> None:
     table = IdempotencyTable(stack, "Table")
-    saga = Saga(stack, "Saga", steps=[SagaStep("A", _function(stack, table), "$.a"),
-                                      SagaStep("B", _function(stack, table, 20), "$.b", compensate_on=["Nope"])])
+    saga = Saga(stack, "Saga", steps=[SagaStep("A", inline_function(stack, table), "$.a"),
+                                      SagaStep("B", inline_function(stack, table, 20), "$.b", compensate_on=["Nope"])])
     assert [c["Next"] for c in _state(stack, saga.tasks["B"])["Catch"]] == ["Failed"]
     assert _state(stack, saga.tasks["A"])["Next"] == "B"
     with pytest.raises(ValueError, match="at least one step"):

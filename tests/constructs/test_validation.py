@@ -6,12 +6,10 @@ import aws_cdk as cdk
 import pytest
 from aws_cdk import Duration
 from aws_cdk import aws_events as events
-from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 from retrysafe_cdk import (
     IdempotencyTable,
-    IdempotentFunction,
     IdempotentQueueConsumer,
     IdempotentRestApi,
     Outbox,
@@ -21,17 +19,12 @@ from retrysafe_cdk import (
     queue_redelivery,
 )
 
-DAY = 86_400
+from .builders import DAY, inline_function, new_stack
 
 
 @pytest.fixture
 def stack() -> cdk.Stack:
-    return cdk.Stack(cdk.App(), "Checks")
-
-
-def _function(stack: cdk.Stack, table: IdempotencyTable, timeout: int = 10) -> IdempotentFunction:
-    return IdempotentFunction(stack, f"Fn{timeout}", table=table, code=lambda_.Code.from_inline("x = 1"),
-                              handler="index.handler", timeout=Duration.seconds(timeout))
+    return new_stack("Checks")
 
 
 def test_horizon_parts_and_queue_redelivery() -> None:
@@ -49,7 +42,7 @@ def test_horizon_parts_and_queue_redelivery() -> None:
 
 def test_record_ttl_below_the_computed_horizon_fails_with_the_fix(stack: cdk.Stack) -> None:
     table = IdempotencyTable(stack, "Table", record_ttl=Duration.days(8))
-    function = _function(stack, table)
+    function = inline_function(stack, table)
     with pytest.raises(ValueError, match=r"record_ttl \(691200s\) is shorter than the retry horizon") as raised:
         IdempotentQueueConsumer(stack, "Consumer", function=function)
     message = str(raised.value)
@@ -59,8 +52,8 @@ def test_record_ttl_below_the_computed_horizon_fails_with_the_fix(stack: cdk.Sta
 
 def test_record_ttl_long_enough_is_what_the_runtime_gets(stack: cdk.Stack) -> None:
     table = IdempotencyTable(stack, "Table", record_ttl=Duration.days(30))
-    _function(stack, table)
-    IdempotentQueueConsumer(stack, "Consumer", function=_function(stack, table, 20))
+    inline_function(stack, table)
+    IdempotentQueueConsumer(stack, "Consumer", function=inline_function(stack, table, 20))
     assert table.retention_seconds == 30 * DAY
     assert stack.resolve(table.retention_env()) == str(30 * DAY)
 
@@ -76,13 +69,13 @@ def test_record_ttl_under_a_day_is_refused(stack: cdk.Stack) -> None:
     ({"max_concurrency": 1}, "max_concurrency must be 2..1000"),
 ])
 def test_queue_consumer_validation(stack: cdk.Stack, options: dict[str, object], message: str) -> None:
-    function = _function(stack, IdempotencyTable(stack, "Table"))
+    function = inline_function(stack, IdempotencyTable(stack, "Table"))
     with pytest.raises(ValueError, match=message):
         IdempotentQueueConsumer(stack, "Consumer", function=function, **options)  # type: ignore[arg-type]
 
 
 def test_existing_queue_needs_a_dlq(stack: cdk.Stack) -> None:
-    function = _function(stack, IdempotencyTable(stack, "Table"))
+    function = inline_function(stack, IdempotencyTable(stack, "Table"))
     with pytest.raises(ValueError, match="has no dead-letter queue"):
         IdempotentQueueConsumer(stack, "Consumer", function=function, queue=sqs.Queue(stack, "Plain"))
 
@@ -116,7 +109,7 @@ def test_webhook_needs_a_bus_target(stack: cdk.Stack) -> None:
     table = IdempotencyTable(stack, "Table")
     api = IdempotentRestApi(stack, "Api", iam_authorization=True)
     with pytest.raises(ValueError, match="must be OutboxTarget.event_bus"):
-        WebhookReceiver(stack, "Hook", table=table, api=api, worker=_function(stack, table),
+        WebhookReceiver(stack, "Hook", table=table, api=api, worker=inline_function(stack, table),
                         outbox_target=OutboxTarget.queue(sqs.Queue(stack, "Queue")))
 
 
@@ -131,9 +124,9 @@ def test_existing_table_without_stream_cannot_feed_an_outbox(stack: cdk.Stack) -
 
 def test_fifo_consumer_and_redrive_denied(stack: cdk.Stack) -> None:
     table = IdempotencyTable(stack, "Table")
-    fifo = IdempotentQueueConsumer(stack, "Fifo", function=_function(stack, table), fifo=True)
+    fifo = IdempotentQueueConsumer(stack, "Fifo", function=inline_function(stack, table), fifo=True)
     assert fifo.queue.fifo and fifo.dead_letter_queue.fifo
-    closed = IdempotentQueueConsumer(stack, "Closed", function=_function(stack, table, 20), allow_redrive=False)
+    closed = IdempotentQueueConsumer(stack, "Closed", function=inline_function(stack, table, 20), allow_redrive=False)
     assert closed.visibility_seconds == 120
     assert closed.redelivery_seconds == 4 * DAY + 5 * 120  # the DLQ's retention no longer counts
     assert table.horizon.queue_redelivery == fifo.redelivery_seconds == 18 * DAY + 5 * 60
