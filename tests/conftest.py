@@ -72,11 +72,14 @@ class CallCounter:
 
 @pytest.fixture
 def store(ddb: Any) -> Any:
-    """A DynamoStore on the moto table, with its own client."""
+    """A DynamoStore on the moto table, with its own client and DynamoDB's semantics (atomic calls, tokens)."""
     import boto3
     from retrysafe.store import DynamoStore
+    from retrysafe.testing import DynamoSemantics
 
-    return DynamoStore(TABLE, client=boto3.client("dynamodb", region_name="eu-west-1"))
+    client = boto3.client("dynamodb", region_name="eu-west-1")
+    DynamoSemantics().install(client)
+    return DynamoStore(TABLE, client=client)
 
 
 @pytest.fixture

@@ -6,18 +6,23 @@ the fixtures that need it, so Lambda packages never load them.
 
 - :class:`Drills` -- the drills of CONTRACT.md against one handler
 - :func:`publish_twice` -- drill 6: outbox events published twice, consumed once
-- :class:`Boundary`, :class:`SimulatedCrash` -- crash points on a botocore client
+- :class:`Boundary`, :class:`SimulatedCrash` -- faults on a botocore client (crashes, lost responses,
+  throttling, cancellation reasons) and the ledger of applied transactions
+- :class:`DynamoSemantics` -- DynamoDB's documented semantics in front of moto (atomic calls,
+  transactions, ``ClientRequestToken``); :func:`ttl_sweep`, :func:`instant_retries`
 - :class:`Clock`, :class:`DrillFailed`, :class:`DrillReport`
 """
 
 from __future__ import annotations
 
 from .adapters import Answer, HttpAdapter, SqsAdapter, TaskAdapter, WebhookAdapter, engine_of
-from .boundary import Boundary, Commit, SimulatedCrash
+from .boundary import ALWAYS, Boundary, Commit, SimulatedCrash
 from .drills import Clock, DrillFailed, DrillReport, Drills
+from .dynamodb_semantics import DynamoSemantics, instant_retries, ttl_sweep
 from .outbox import outbox_stream_event, publish_twice
 
 __all__ = [
+    "ALWAYS",
     "Answer",
     "Boundary",
     "Clock",
@@ -25,12 +30,15 @@ __all__ = [
     "DrillFailed",
     "DrillReport",
     "Drills",
+    "DynamoSemantics",
     "HttpAdapter",
     "SimulatedCrash",
     "SqsAdapter",
     "TaskAdapter",
     "WebhookAdapter",
     "engine_of",
+    "instant_retries",
     "outbox_stream_event",
     "publish_twice",
+    "ttl_sweep",
 ]

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..engine import Engine
-from ..errors import KeyReuseMismatchError, RequestInFlightError
+from ..errors import KeyReuseMismatchError, RequestInFlightError, RetrysafeError
 from ..http.core import REPLAYED_HEADER, StoredResponse
 from .events import DrillContext, api_event, sqs_record, task_payload
 
@@ -213,6 +213,8 @@ class TaskAdapter:
             return Answer("in_flight")
         except KeyReuseMismatchError:
             return Answer("mismatch")
+        except RetrysafeError as error:  # a named error the state machine's Retry/Catch sees
+            return Answer("failed", value=f"{type(error).__name__}: {error}")
 
     def from_result(self, result: Any) -> Answer:
         """The stored result is what every retry returns."""

@@ -20,7 +20,8 @@ from typing import Any, Protocol, Self
 
 from ..engine import Engine
 from .adapters import Answer
-from .boundary import Boundary, Commit, SimulatedCrash, completes_record
+from .boundary import ALWAYS, Boundary, Commit, SimulatedCrash, completes_record
+from .dynamodb_semantics import DynamoSemantics
 
 #: Answers a racing or retried duplicate may legitimately get.
 DUPLICATE_KINDS = frozenset({"executed", "replayed", "in_flight", "unavailable"})
@@ -81,6 +82,10 @@ class Drills:
 
     ``effects``: optional counter of effects the boundary cannot see (a payment
     provider's ledger, e-mails sent); it must grow by exactly one per intent.
+
+    The engine's DynamoDB client gets DynamoDB's semantics
+    (:class:`~retrysafe.testing.DynamoSemantics`: atomic calls, transactions,
+    ``ClientRequestToken`` on the drills' clock) unless it already has them.
     """
 
     def __init__(self, adapter: Adapter, clock: Clock, *, effects: Callable[[], int] | None = None) -> None:
@@ -90,11 +95,17 @@ class Drills:
         self.effects = effects
         self._saved_clock = self.engine.clock
         self.engine.clock = clock
-        self.boundary = Boundary(self.engine.store.client)
+        client = self.engine.store.client
+        self._semantics: DynamoSemantics | None = None
+        if DynamoSemantics.of(client) is None:
+            self._semantics = DynamoSemantics(clock).install(client)
+        self.boundary = Boundary(client)
 
     def close(self) -> None:
-        """Unhook the boundary and give the engine its clock back."""
+        """Unhook the boundary (and the semantics layer it installed) and give the engine its clock back."""
         self.boundary.close()
+        if self._semantics is not None:
+            self._semantics.uninstall(self.engine.store.client)
         self.engine.clock = self._saved_clock
 
     def __enter__(self) -> Self:
@@ -116,14 +127,13 @@ class Drills:
         self._replays_equal(report, retry)
         return self._finish(report, before, 1)
 
-    def race(self, n: int = 8, *, atomic_calls: bool = True) -> DrillReport:
+    def race(self, n: int = 8) -> DrillReport:
         """Drill 2: ``n`` identical requests race on one key; one effect, the others replay, 409 or 503.
 
-        ``atomic_calls`` applies each DynamoDB call atomically, as DynamoDB does
-        (see :attr:`Boundary.atomic_calls`); turn it off against a real table.
+        Each DynamoDB call is applied atomically, as DynamoDB does (moto alone
+        does not under threads); the requests interleave between calls.
         """
         report, before = self._start(f"{n} identical requests race")
-        self.boundary.atomic_calls = atomic_calls
         request = self.adapter.request(report.key)
         answers: list[Answer] = []
         barrier = threading.Barrier(n)
@@ -140,7 +150,6 @@ class Drills:
             thread.start()
         for thread in threads:
             thread.join(60)
-        self.boundary.atomic_calls = False
         kinds = sorted(a.describe() for a in answers)
         report.steps.append(f"{n} concurrent invocations answered: {', '.join(kinds)}")
         report.answers.extend(answers)
@@ -242,10 +251,68 @@ class Drills:
         report.effects = 1
         return report
 
+    def lost_response(self, *, times: int = 1) -> DrillReport:
+        """Each DynamoDB call of an invocation in turn is applied and its answer lost; botocore retries it.
+
+        A clean invocation of a fresh intent lists the calls the handler makes
+        (claim, recovery points, the completing transaction...). Then, for each
+        of them, a fresh intent runs with that call's answer lost ``times`` times
+        in a row: botocore resends the same request (the same
+        ``ClientRequestToken`` for a transaction, which DynamoDB answers without
+        applying it again). With ``times=1`` the loss must be invisible: the
+        invocation answers as without it (executed, never "in flight" because
+        of its own claim), with one effect. With
+        :data:`~retrysafe.testing.boundary.ALWAYS` botocore's retries run out
+        and the invocation fails (503, a failed record, an error); the client
+        then retries (past the lease when one is held) until it gets an answer:
+        one effect, and every later answer equals the first successful one.
+        """
+        label = "once" if times == 1 else ("until botocore's retries run out" if times == ALWAYS else f"{times} times")
+        report, before = self._start(f"lost response ({label})")
+        probe = self._call(report, 0, "a clean invocation, listing its DynamoDB calls")
+        self._expect(report, probe, {"executed"})
+        calls = [operation for operation, _ in self.boundary.sent]
+        report.steps.append(f"its calls: {', '.join(calls)}")
+        for index, operation in enumerate(calls):
+            key = f"{report.key}-{index + 1}"
+            nth = calls[:index + 1].count(operation)
+            self.boundary.reset()
+            self.boundary.lose_response(operation, nth=nth, times=times)
+            first = self._call(report, 0, f"call {index + 1} ({operation}) loses its answer {label}", key=key)
+            record = next((r for _, r in self.boundary.sent if r is not None), None)
+            report.record_id = record
+            if times == 1:
+                self._expect(report, first, {"executed"})
+            else:
+                first = self._retry_until_answered(report, first, key, record)
+            self._replays_equal(report, first, key=key)
+            effects = len(self.boundary.effects(record)) if record is not None else 0
+            if effects > 1:
+                raise self._failure(report, f"intent {key}: the business effect was committed {effects} times")
+        self._check_user_effects(report, before, len(calls) + 1)
+        report.effects = 1
+        return report
+
+    def _retry_until_answered(self, report: DrillReport, answer: Answer, key: str, record: str | None) -> Answer:
+        """The client's retries after a failed invocation, waiting out a held lease; returns the 2xx answer."""
+        for _ in range(3):
+            if answer.kind in ("executed", "replayed"):
+                return answer
+            self._expect(report, answer, {"unavailable", "failed", "in_flight"})
+            pending = self.engine.store.get(record) if record is not None else None
+            if answer.kind == "in_flight" and pending is not None:
+                wait = pending.lease_remaining(self.clock()) + 1
+                self.clock.advance(wait)
+                report.steps.append(f"the clock moves {wait:g}s forward: the lease has lapsed")
+            answer = self._call(report, 0, "the client retries", key=key)
+        self._expect(report, answer, {"executed", "replayed"})
+        return answer
+
     def all(self, *, race: int = 8) -> list[DrillReport]:
         """Every drill on one handler (drills 1-5, 7, 8; drill 9 is checked by each; 6 is :func:`publish_twice`)."""
         return [self.response_lost(), self.race(race), self.key_reuse(), self.redelivery(),
-                self.crash_after_foreign_call(), self.late_replay()]
+                self.crash_after_foreign_call(), self.late_replay(), self.lost_response(),
+                self.lost_response(times=ALWAYS)]
 
     # -- machinery -----------------------------------------------------------------
     def _start(self, name: str) -> tuple[DrillReport, int]:
@@ -265,16 +332,16 @@ class Drills:
             return Answer("replayed", answer.status, answer.value, answer.headers)  # answered without committing
         return answer
 
-    def _call(self, report: DrillReport, variant: int, label: str) -> Answer:
-        answer = self._invoke(self.adapter.request(report.key, variant))
+    def _call(self, report: DrillReport, variant: int, label: str, *, key: str | None = None) -> Answer:
+        answer = self._invoke(self.adapter.request(key or report.key, variant))
         self.boundary.revive()
         detail = f" [{answer.value}]" if answer.kind == "crashed" else ""
         report.steps.append(f"{label}: {answer.describe()}{detail}")
         report.answers.append(answer)
         return answer
 
-    def _replays_equal(self, report: DrillReport, first: Answer) -> None:
-        replay = self._call(report, 0, "replay")
+    def _replays_equal(self, report: DrillReport, first: Answer, *, key: str | None = None) -> None:
+        replay = self._call(report, 0, "replay", key=key)
         self._expect(report, replay, {"replayed"})
         self._equivalent(report, first, replay, "the first answer")
 

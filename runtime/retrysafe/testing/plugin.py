@@ -5,7 +5,9 @@ Fixtures:
 ``retrysafe_table``
     moto (in-process ``mock_aws``) with the idempotency table as the constructs
     deploy it (``pk``, TTL ``exp``, GSI ``outbox-unpublished``, stream);
-    ``RETRYSAFE_TABLE`` points at it. Yields the :class:`~retrysafe.DynamoStore`.
+    ``RETRYSAFE_TABLE`` points at it. Yields the :class:`~retrysafe.DynamoStore`,
+    whose client has DynamoDB's semantics (:class:`~retrysafe.testing.DynamoSemantics`
+    on ``retrysafe_clock``: atomic calls, transactions, ``ClientRequestToken``).
 ``retrysafe_clock``
     a controllable :class:`~retrysafe.testing.Clock` the drills give the engine.
 ``retrysafe_drills``
@@ -27,6 +29,7 @@ import pytest
 from ..store import DynamoStore
 from .adapters import HttpAdapter, SqsAdapter, TaskAdapter, WebhookAdapter
 from .drills import Adapter, Clock, Drills
+from .dynamodb_semantics import DynamoSemantics
 
 DEFAULT_TABLE = "idempotency"
 
@@ -64,8 +67,8 @@ def adapter_for(handler: Any, payload: Callable[[int], Any], **options: Any) -> 
 
 
 @pytest.fixture
-def retrysafe_table(monkeypatch: pytest.MonkeyPatch) -> Iterator[DynamoStore]:
-    """In-process moto with the idempotency table; ``RETRYSAFE_TABLE`` names it."""
+def retrysafe_table(monkeypatch: pytest.MonkeyPatch, retrysafe_clock: Clock) -> Iterator[DynamoStore]:
+    """In-process moto with the idempotency table; ``RETRYSAFE_TABLE`` names it; DynamoDB's semantics on its client."""
     import boto3
     from moto import mock_aws
 
@@ -77,7 +80,12 @@ def retrysafe_table(monkeypatch: pytest.MonkeyPatch) -> Iterator[DynamoStore]:
     with mock_aws():
         client = boto3.client("dynamodb")
         create_table(client, name)
-        yield DynamoStore.from_env()
+        store = DynamoStore.from_env()
+        semantics = DynamoSemantics(retrysafe_clock).install(store.client)
+        try:
+            yield store
+        finally:
+            semantics.uninstall(store.client)
 
 
 @pytest.fixture
