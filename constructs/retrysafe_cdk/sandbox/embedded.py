@@ -4,6 +4,7 @@ moto's ``TransactWriteItems`` backs a table up with a deep copy and restores it 
 transaction is cancelled; two concurrent requests could then lose a committed write (and
 detach stream readers from the restored table). DynamoDB transactions are serializable, so
 the sandbox runs DynamoDB requests one at a time; other services (SQS long polls) stay concurrent.
+With a :class:`~.guard.Guard`, every request is first evaluated against its caller's IAM policies.
 """
 
 from __future__ import annotations
@@ -16,13 +17,16 @@ from moto.moto_server.threaded_moto_server import ThreadedMotoServer
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
 from werkzeug.serving import make_server
 
+from .guard import Guard, middleware
+
 
 class EmbeddedAws(ThreadedMotoServer):
     """``ThreadedMotoServer`` bound to 127.0.0.1 with serialized DynamoDB requests."""
 
-    def __init__(self, port: int = 0) -> None:
+    def __init__(self, port: int = 0, guard: Guard | None = None) -> None:
         super().__init__(ip_address="127.0.0.1", port=port, verbose=False)
         self._dynamodb = threading.Lock()
+        self._guard = guard
 
     def _server_entry(self) -> None:
         app = DomainDispatcherApplication(create_backend_app)
@@ -33,6 +37,7 @@ class EmbeddedAws(ThreadedMotoServer):
                     return list(app(environ, start_response))
             return app(environ, start_response)  # type: ignore[no-any-return]
 
-        self._server = make_server(self._ip_address, self._port, serialized, True, request_handler=MotoRequestHandler)
+        entry = serialized if self._guard is None else middleware(serialized, self._guard)
+        self._server = make_server(self._ip_address, self._port, entry, True, request_handler=MotoRequestHandler)
         self._server_ready_event.set()
         self._server.serve_forever()

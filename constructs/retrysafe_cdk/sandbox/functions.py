@@ -40,6 +40,8 @@ class FunctionSpec:
     environment: Mapping[str, str]
     timeout: float
     memory: int
+    #: The credentials' access key: names the function's role to the embedded AWS's IAM guard.
+    access_key: str = "sandbox"
 
 
 @dataclass
@@ -92,7 +94,7 @@ class _Environment:
         env = {"PATH": os.environ.get("PATH", ""), "LANG": "C.UTF-8", "TZ": ":UTC",
                **spec.environment,
                "AWS_ENDPOINT_URL": endpoint, "AWS_REGION": REGION, "AWS_DEFAULT_REGION": REGION,
-               "AWS_ACCESS_KEY_ID": "sandbox", "AWS_SECRET_ACCESS_KEY": "sandbox", "AWS_SESSION_TOKEN": "sandbox",
+               "AWS_ACCESS_KEY_ID": spec.access_key, "AWS_SECRET_ACCESS_KEY": "sandbox", "AWS_SESSION_TOKEN": "sandbox",
                "AWS_LAMBDA_FUNCTION_NAME": spec.name, "AWS_LAMBDA_FUNCTION_TIMEOUT": str(spec.timeout),
                "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(spec.memory), "_HANDLER": spec.handler,
                "SANDBOX_ACCOUNT": ACCOUNT, CODE_PATH_ENV: os.pathsep.join(spec.code_paths),

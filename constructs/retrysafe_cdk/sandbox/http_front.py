@@ -1,11 +1,11 @@
 """The API over real HTTP on 127.0.0.1: requests become API Gateway proxy events.
 
-A REST API route gets a v1 event (``requestContext.authorizer``: a Lambda authorizer's
-context, Cognito ``claims`` or an IAM caller, per the method's ``AuthorizationType``);
-an HTTP API route a v2 event (``authorizer.jwt.claims``, ``authorizer.lambda`` or
-``authorizer.iam``). The tenant is the sandbox's configured local tenant. Required
-headers are validated as the REST API's request validator does; a function error answers
-502 as API Gateway does.
+A REST API route gets a v1 event, an HTTP API route a v2 event. Routes with an authorizer in
+the template are authorized by it (:mod:`.authorizers`: the Lambda authorizer's context,
+JWT/Cognito claims or the SigV4 caller go into ``requestContext``); a route whose authorizer
+is not in the template gets the sandbox's configured local tenant instead. Required headers
+are validated as the REST API's request validator does; a function error answers 502 as
+API Gateway does.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from .assembly import ACCOUNT
+from .authorizers import Gate, Granted, Request, method_arn
 from .functions import Invocation
 from .ledger import Ledger
 from .routes import Route
@@ -38,41 +39,29 @@ def _body(raw: bytes) -> tuple[str | None, bool]:
 
 
 def rest_event(route: Route, method: str, url: str, headers: dict[str, str], raw: bytes, params: dict[str, str],
-               tenant: str, source_ip: str) -> dict[str, Any]:
-    """An API Gateway REST (v1) proxy event."""
+               source_ip: str) -> dict[str, Any]:
+    """An API Gateway REST (v1) proxy event, before authorization (``requestContext.authorizer`` empty)."""
     parts = urlsplit(url)
     query = parse_qs(parts.query, keep_blank_values=True)
     body, encoded = _body(raw)
-    authorizers: dict[str, dict[str, Any]] = {
-        "CUSTOM": {"principalId": tenant, "tenantId": tenant, "integrationLatency": 0},
-        "COGNITO_USER_POOLS": {"claims": {"sub": tenant, "custom:tenant_id": tenant}},
-    }
-    authorizer = authorizers.get(route.authorization)
     identity: dict[str, Any] = {"sourceIp": source_ip, "userAgent": headers.get("User-Agent")}
-    if route.authorization == "AWS_IAM":
-        identity |= {"caller": tenant, "user": tenant, "userArn": f"arn:aws:iam::{ACCOUNT}:user/{tenant}",
-                     "accountId": ACCOUNT}
     return {"resource": route.path, "path": parts.path, "httpMethod": method, "headers": headers,
             "multiValueHeaders": {k: [v] for k, v in headers.items()},
             "queryStringParameters": {k: v[-1] for k, v in query.items()} or None,
             "multiValueQueryStringParameters": query or None, "pathParameters": params or None,
             "stageVariables": None, "body": body, "isBase64Encoded": encoded,
             "requestContext": {"resourcePath": route.path, "httpMethod": method, "path": parts.path,
-                               "stage": "sandbox", "requestId": str(uuid.uuid4()), "accountId": ACCOUNT,
+                               "stage": route.stage, "requestId": str(uuid.uuid4()), "accountId": ACCOUNT,
                                "apiId": route.api, "protocol": "HTTP/1.1", "identity": identity,
-                               "requestTimeEpoch": int(time.time() * 1000), "authorizer": authorizer}}
+                               "requestTimeEpoch": int(time.time() * 1000), "authorizer": None}}
 
 
 def http_event(route: Route, method: str, url: str, headers: dict[str, str], raw: bytes, params: dict[str, str],
-               tenant: str, source_ip: str) -> dict[str, Any]:
-    """An API Gateway HTTP API (v2, payload format 2.0) event."""
+               source_ip: str) -> dict[str, Any]:
+    """An API Gateway HTTP API (v2, payload format 2.0) event, before authorization."""
     parts = urlsplit(url)
     query = parse_qs(parts.query, keep_blank_values=True)
     body, encoded = _body(raw)
-    authorizer = {"JWT": {"jwt": {"claims": {"sub": tenant, "tenant_id": tenant}, "scopes": None}},
-                  "CUSTOM": {"lambda": {"tenantId": tenant}},
-                  "AWS_IAM": {"iam": {"accountId": ACCOUNT, "userArn": f"arn:aws:iam::{ACCOUNT}:user/{tenant}",
-                                      "userId": tenant}}}.get(route.authorization)
     route_key = f"{route.method} {route.path}"
     return {"version": "2.0", "routeKey": route_key, "rawPath": parts.path, "rawQueryString": parts.query,
             "headers": {k.lower(): v for k, v in headers.items()},
@@ -81,8 +70,18 @@ def http_event(route: Route, method: str, url: str, headers: dict[str, str], raw
             "requestContext": {"accountId": ACCOUNT, "apiId": route.api, "domainName": headers.get("Host", ""),
                                "http": {"method": method, "path": parts.path, "protocol": "HTTP/1.1",
                                         "sourceIp": source_ip, "userAgent": headers.get("User-Agent", "")},
-                               "requestId": str(uuid.uuid4()), "routeKey": route_key, "stage": "$default",
-                               "timeEpoch": int(time.time() * 1000), "authorizer": authorizer}}
+                               "requestId": str(uuid.uuid4()), "routeKey": route_key, "stage": route.stage,
+                               "timeEpoch": int(time.time() * 1000), "authorizer": None}}
+
+
+def local_tenant(route: Route, tenant: str) -> Granted:
+    """The authorization a route whose authorizer is not in the template gets: the configured tenant."""
+    v1: dict[str, dict[str, Any]] = {
+        "CUSTOM": {"principalId": tenant, "tenantId": tenant, "integrationLatency": 0},
+        "COGNITO_USER_POOLS": {"claims": {"sub": tenant, "custom:tenant_id": tenant}}}
+    v2: dict[str, dict[str, Any]] = {"JWT": {"jwt": {"claims": {"sub": tenant, "tenant_id": tenant}, "scopes": None}},
+                                      "CUSTOM": {"lambda": {"tenantId": tenant}}}
+    return Granted((v1 if route.version == 1 else v2).get(route.authorization))
 
 
 def proxy_response(invocation: Invocation, version: int) -> tuple[int, dict[str, str], bytes]:
@@ -105,9 +104,10 @@ class ApiServer(ThreadingHTTPServer):
     daemon_threads = True
 
     def __init__(self, routes: list[Route], invoke: Invoke, ledger: Ledger, tenant: str, port: int = 0,
-                 bad_request: dict[str, Any] | None = None) -> None:
+                 bad_request: dict[str, Any] | None = None, gate: Gate | None = None) -> None:
         super().__init__(("127.0.0.1", port), _Handler)
         self.routes, self.invoke, self.ledger, self.tenant, self.bad_request = routes, invoke, ledger, tenant, bad_request
+        self.gate = gate or Gate({}, invoke, ledger)
 
     @property
     def url(self) -> str:
@@ -145,8 +145,24 @@ class ApiServer(ThreadingHTTPServer):
         if missing:
             return self._missing(missing)
         build = rest_event if route.version == 1 else http_event
-        event = build(route, method, url, headers, raw, params, self.tenant, source_ip)
+        event = build(route, method, url, headers, raw, params, source_ip)
+        granted = self._authorize(route, Request(
+            route.version, method, f"http://{headers.get('Host', '127.0.0.1')}{url}", headers, raw, event,
+            method_arn(route.api, route.stage, method, urlsplit(url).path), route.scopes,
+            parse_qs(urlsplit(url).query, keep_blank_values=True)))
+        if not isinstance(granted, Granted):
+            return granted
+        event["requestContext"]["authorizer"] = granted.authorizer
+        if granted.identity:
+            event["requestContext"]["identity"] |= granted.identity
         return proxy_response(self.invoke(route.function, event), route.version)
+
+    def _authorize(self, route: Route, request: Request) -> Granted | tuple[int, dict[str, str], bytes]:
+        if route.authorizer is not None and route.authorizer in self.gate.authorizers:
+            return self.gate.authorize(route.authorizer, request)
+        if route.authorization == "AWS_IAM":
+            return self.gate.iam(request)
+        return local_tenant(route, self.tenant)
 
     def _missing(self, names: list[str]) -> tuple[int, dict[str, str], bytes]:
         detail = f"Missing required request parameters: [{', '.join(names)}]"

@@ -1,6 +1,7 @@
 """The sandbox's ledger: what happened, counted where it happened.
 
-Requests are counted by the HTTP front, messages and stream records by the pollers, and
+Requests and authorizer decisions are counted by the HTTP front, messages and stream records
+by the pollers, IAM decisions (and every denied action with its resource) by the guard, and
 everything inside a function (API round trips per service and operation, retrysafe's
 engine outcomes, events published as ``Published``) by its execution environment's botocore hooks.
 """
@@ -27,6 +28,9 @@ class Ledger:
         self.messages: Counter[str] = Counter()
         self.records: Counter[str] = Counter()
         self.sandbox_calls: Counter[str] = Counter()
+        self.iam: Counter[str] = Counter()
+        self.denied: Counter[str] = Counter()
+        self.authorizers: Counter[str] = Counter()
 
     def add(self, counter: str, name: str, amount: int = 1) -> None:
         """Add to one counter (``requests``, ``messages``, ``records``...)."""
@@ -63,6 +67,10 @@ class Ledger:
                      row("engine outcomes", self.outcomes),
                      row("messages", self.messages),
                      row("stream records", self.records),
+                     row("authorizers", self.authorizers),
+                     row("IAM-evaluated calls", self.iam),
+                     *(f"  {'IAM DENIED' if i == 0 else '':<22}{what} x{n}"
+                       for i, (what, n) in enumerate(sorted(self.denied.items()))),
                      row("sandbox's own calls", Counter(k.split(":")[0] for k in self.sandbox_calls.elements())),
                      f"  {'dynamodb round trips':<22}{self.dynamodb_round_trips} ({dynamodb})"]
         if effects is not None:

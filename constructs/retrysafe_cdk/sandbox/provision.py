@@ -16,14 +16,15 @@ from .assembly import ACCOUNT, REGION, Intrinsics, Resource, Stack
 
 #: Types with no local meaning (permissions, logging, alarms, deployment plumbing).
 IGNORED = frozenset({
-    "AWS::CDK::Metadata", "AWS::IAM::Role", "AWS::IAM::Policy", "AWS::IAM::ManagedPolicy", "AWS::Logs::LogGroup",
+    "AWS::CDK::Metadata", "AWS::IAM::Policy", "AWS::IAM::ManagedPolicy", "AWS::Logs::LogGroup",
     "AWS::Lambda::Permission", "AWS::CloudWatch::Alarm", "AWS::SQS::QueuePolicy", "AWS::SNS::TopicPolicy",
     "AWS::ApiGateway::Account", "AWS::ApiGateway::Deployment", "AWS::ApiGateway::Stage",
     "AWS::ApiGateway::RequestValidator", "AWS::ApiGateway::GatewayResponse", "AWS::ApiGatewayV2::Stage",
     "AWS::ApiGatewayV2::Deployment", "AWS::KMS::Key", "AWS::KMS::Alias",
 })
-#: Types the sandbox runs itself (functions, API Gateway) rather than on the embedded AWS.
+#: Types the sandbox runs itself (functions, API Gateway, roles it evaluates) rather than on the embedded AWS.
 LOCAL = frozenset({
+    "AWS::IAM::Role",
     "AWS::Lambda::Function", "AWS::Lambda::LayerVersion", "AWS::Lambda::EventSourceMapping",
     "AWS::ApiGateway::RestApi", "AWS::ApiGateway::Resource", "AWS::ApiGateway::Method", "AWS::ApiGateway::Authorizer",
     "AWS::ApiGatewayV2::Api", "AWS::ApiGatewayV2::Route", "AWS::ApiGatewayV2::Integration",
@@ -70,11 +71,14 @@ class Provisioner:
     """Creates one stack's resources through boto3 clients pointed at the embedded AWS.
 
     ``client(service)`` makes the clients; ``visibility_timeout`` overrides every queue's
-    visibility timeout (short redelivery for demos).
+    visibility timeout (short redelivery for demos); ``target_allowed(done, rule_arn, target_arn)``,
+    when given (called once every other resource exists), decides whether EventBridge may deliver to a rule's queue or topic (its resource
+    policy); a refused target is not wired, so the rule's events never arrive, as in AWS.
     """
 
-    def __init__(self, client: Callable[[str], Any], visibility_timeout: int | None = None) -> None:
-        self.client, self.visibility_timeout = client, visibility_timeout
+    def __init__(self, client: Callable[[str], Any], visibility_timeout: int | None = None,
+                 target_allowed: Callable[[Provisioned, str, str], bool] | None = None) -> None:
+        self.client, self.visibility_timeout, self.target_allowed = client, visibility_timeout, target_allowed
 
     def provision(self, stack: Stack) -> Provisioned:
         """Create every emulated resource of ``stack``; resolve their names, URLs and ARNs."""
@@ -102,6 +106,8 @@ class Provisioner:
                                                         Attributes={"RedrivePolicy": json.dumps(policy)})
         for subscription in stack.of_type("AWS::SNS::Subscription"):
             self._subscription(done, subscription)
+        for rule in stack.of_type("AWS::Events::Rule"):
+            self._rule_name(done, rule)
         for rule in stack.of_type("AWS::Events::Rule"):
             self._rule(done, rule)
         return done
@@ -200,10 +206,18 @@ class Provisioner:
         done.intrinsics.attributes.update({(resource.logical_id, "Type"): props.get("Type", "String"),
                                            (resource.logical_id, "Value"): props["Value"]})
 
+    @staticmethod
+    def _rule_name(done: Provisioned, resource: Resource) -> None:
+        props = resource.properties
+        name = done.intrinsics.resolve(props.get("Name")) or physical_name(done.stack, resource, 64)
+        bus = done.intrinsics.resolve(props.get("EventBusName", "default"))
+        done.intrinsics.refs[resource.logical_id] = name
+        done.intrinsics.attributes[(resource.logical_id, "Arn")] = (
+            f"arn:aws:events:{REGION}:{ACCOUNT}:rule/{'' if bus == 'default' else bus + '/'}{name}")
+
     def _rule(self, done: Provisioned, resource: Resource) -> None:
         props = done.intrinsics.resolve(resource.properties)
-        name = props.get("Name") or physical_name(done.stack, resource, 64)
-        done.intrinsics.refs[resource.logical_id] = name
+        name = done.intrinsics.ref(resource.logical_id)
         functions = {done.intrinsics.get_att(f.logical_id, "Arn"): f.logical_id
                      for f in done.stack.of_type("AWS::Lambda::Function")}
         targets = props.get("Targets", [])
@@ -213,8 +227,10 @@ class Provisioner:
                 done.schedules.append(Schedule(name, functions[target["Arn"]], every))
             elif target["Arn"] in functions or "ScheduleExpression" in props:
                 done.skip(resource, "AWS::Events::Rule (function target of an event pattern, or a cron schedule)")
+        rule_arn = str(done.intrinsics.get_att(resource.logical_id, "Arn"))
         queues = [{k: v for k, v in t.items() if k in ("Id", "Arn", "Input", "InputPath", "SqsParameters")}
-                  for t in targets if t["Arn"].startswith("arn:aws:sqs:") or t["Arn"].startswith("arn:aws:sns:")]
+                  for t in targets if (t["Arn"].startswith("arn:aws:sqs:") or t["Arn"].startswith("arn:aws:sns:"))
+                  and (self.target_allowed is None or self.target_allowed(done, rule_arn, t["Arn"]))]
         if "EventPattern" not in props or not queues:
             return
         events = self.client("events")
@@ -233,6 +249,11 @@ class Provisioner:
             name = resource.properties.get("FunctionName") or physical_name(done.stack, resource, 64)
             refs[lid] = name
             attributes[(lid, "Arn")] = f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{name}"
+        elif resource.type == "AWS::IAM::Role":
+            name = resource.properties.get("RoleName") or physical_name(done.stack, resource, 64)
+            refs[lid] = name
+            attributes[(lid, "Arn")] = f"arn:aws:iam::{ACCOUNT}:role/{name}"
+            attributes[(lid, "RoleId")] = f"AROASANDBOX{lid.upper()}"[:32]
         elif resource.type == "AWS::Lambda::LayerVersion":
             refs[lid] = f"arn:aws:lambda:{REGION}:{ACCOUNT}:layer:{physical_name(done.stack, resource, 64)}:1"
         elif resource.type in ("AWS::ApiGateway::RestApi", "AWS::ApiGatewayV2::Api"):

@@ -1,7 +1,8 @@
 """API routes from the template: REST API (v1) resources and methods, HTTP API (v2) routes.
 
 Each :class:`Route` knows its method, path template, target function (or a MOCK
-integration's canned answer), authorization type and the headers the gateway requires.
+integration's canned answer), authorization type and authorizer, its stage and the headers
+the gateway requires.
 """
 
 from __future__ import annotations
@@ -23,6 +24,9 @@ class Route:
     path: str
     function: str | None
     authorization: str = "NONE"
+    authorizer: str | None = None
+    scopes: tuple[str, ...] = ()
+    stage: str = "$default"
     required_headers: tuple[str, ...] = ()
     mock_status: int = 200
     mock_headers: dict[str, str] = field(default_factory=dict)
@@ -41,7 +45,8 @@ class Route:
         return found.groupdict() if found else None
 
 
-def _function_of(done: Provisioned, uri: Any) -> str | None:
+def function_of(done: Provisioned, uri: Any) -> str | None:
+    """The logical id of the function an integration or authorizer URI invokes."""
     text = str(done.intrinsics.resolve(uri))
     for resource in done.stack.of_type("AWS::Lambda::Function"):
         if done.intrinsics.get_att(resource.logical_id, "Arn") in text:
@@ -61,19 +66,30 @@ def _unquote(value: Any) -> str:
     return str(value).strip("'")
 
 
+def _ref(value: Any) -> str | None:
+    return str(value["Ref"]) if isinstance(value, dict) and "Ref" in value else None
+
+
+def _stages(done: Provisioned) -> dict[str, str]:
+    return {str(_ref(s.properties.get("RestApiId"))): str(s.properties.get("StageName", "prod"))
+            for s in done.stack.of_type("AWS::ApiGateway::Stage")}
+
+
 def rest_routes(done: Provisioned) -> list[Route]:
     """Routes of every REST API (``AWS::ApiGateway::Method``) in the stack."""
-    routes = []
+    routes, stages = [], _stages(done)
     for method in done.stack.of_type("AWS::ApiGateway::Method"):
         props = method.properties
         integration = props.get("Integration", {})
         required = tuple(name.split(".", 3)[3] for name, needed in props.get("RequestParameters", {}).items()
                          if needed and name.startswith("method.request.header.") and props.get("RequestValidatorId"))
         response = (integration.get("IntegrationResponses") or [{}])[0]
+        api = str(props["RestApiId"].get("Ref", "api"))
         routes.append(Route(
-            api=str(props["RestApiId"].get("Ref", "api")), version=1, method=props["HttpMethod"],
+            api=api, version=1, method=props["HttpMethod"], stage=stages.get(api, "prod"),
+            authorizer=_ref(props.get("AuthorizerId")), scopes=tuple(props.get("AuthorizationScopes", ())),
             path=_rest_path(done, props["ResourceId"]),
-            function=_function_of(done, integration["Uri"]) if integration.get("Type") == "AWS_PROXY" else None,
+            function=function_of(done, integration["Uri"]) if integration.get("Type") == "AWS_PROXY" else None,
             authorization=props.get("AuthorizationType", "NONE"), required_headers=required,
             mock_status=int(response.get("StatusCode", 200)),
             mock_headers={k.rsplit(".", 1)[1]: _unquote(v) for k, v in response.get("ResponseParameters", {}).items()
@@ -88,11 +104,13 @@ def http_routes(done: Provisioned) -> list[Route]:
         props = route.properties
         target = str(done.intrinsics.resolve(props.get("Target", ""))).removeprefix("integrations/")
         integration = done.stack.resources.get(target)
-        function = _function_of(done, integration.properties.get("IntegrationUri")) if integration else None
+        function = function_of(done, integration.properties.get("IntegrationUri")) if integration else None
         key = props["RouteKey"]
         method, path = ("ANY", "/{proxy+}") if key == "$default" else key.split(" ", 1)
         routes.append(Route(api=str(props["ApiId"].get("Ref", "api")), version=2, method=method, path=path,
-                            function=function, authorization=props.get("AuthorizationType", "NONE")))
+                            function=function, authorization=props.get("AuthorizationType", "NONE"),
+                            authorizer=_ref(props.get("AuthorizerId")),
+                            scopes=tuple(props.get("AuthorizationScopes", ()))))
     return routes
 
 

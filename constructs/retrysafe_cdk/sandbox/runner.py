@@ -6,17 +6,20 @@ fronts and pollers, ends every execution environment and stops the embedded AWS.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
 
 from .assembly import REGION, load_stacks
+from .authorizers import Gate, authorizers
 from .functions import FunctionPool, Invocation, function_specs, log_file
+from .guard import Guard
 from .http_front import ApiServer
 from .ledger import Ledger
 from .provision import Provisioned, Provisioner, Schedule
@@ -44,6 +47,7 @@ class Sandbox:
     def __init__(self, options: Options, notice: Callable[[str], None] = print) -> None:
         self.options, self.notice = options, notice
         self.ledger = Ledger()
+        self.guard = Guard(self.ledger)
         self.pools: dict[str, FunctionPool] = {}
         self.apis: list[ApiServer] = []
         self.pollers: list[SqsPoller | StreamPoller] = []
@@ -67,7 +71,7 @@ class Sandbox:
         from .embedded import EmbeddedAws
 
         logging.getLogger("werkzeug").setLevel(logging.ERROR)
-        self._server = EmbeddedAws(self.options.aws_port)
+        self._server = EmbeddedAws(self.options.aws_port, self.guard)
         self._server.start()
         host, port = self._server.get_host_and_port()
         self.endpoint = f"http://{host}:{port}"
@@ -78,14 +82,19 @@ class Sandbox:
                              f"it has {[s.name for s in stacks]}")
         port = self.options.port
         for stack in chosen:
-            done = Provisioner(self.client, self.options.visibility_timeout).provision(stack)
+            done = Provisioner(self.client, self.options.visibility_timeout, self._target_allowed).provision(stack)
             self.provisioned.append(done)
             for reason, ids in done.skipped.items():
                 self.notice(f"sandbox: {stack.name}: skipping {reason} (not emulated): {', '.join(ids)}")
-            self._run_functions(done)
+            keys = self.guard.add_stack(done)
+            while self.guard.notices:
+                self.notice(f"sandbox: {self.guard.notices.pop(0)}")
+            self._run_functions(done, keys)
+            found = authorizers(done)
             for api, routes in api_routes(done).items():
                 server = ApiServer(routes, self.invoke, self.ledger, self.options.tenant, port,
-                                   gateway_response(done, api, "BAD_REQUEST_PARAMETERS"))
+                                   gateway_response(done, api, "BAD_REQUEST_PARAMETERS"),
+                                   Gate(found, self.invoke, self.ledger))
                 port = port + 1 if port else 0
                 self.apis.append(server)
                 server.start()
@@ -110,22 +119,33 @@ class Sandbox:
 
     # -- wiring -------------------------------------------------------------------------------------
 
-    def client(self, service: str) -> Any:
-        """A boto3 client for the embedded AWS (its calls count in the ledger as ``sandbox``)."""
+    def client(self, service: str, access_key: str = "sandbox") -> Any:
+        """A boto3 client for the embedded AWS.
+
+        With the default key its calls are the sandbox's own (not IAM-evaluated, counted as
+        ``sandbox``); with a function's key they are made on that function's behalf, under its role.
+        """
         import boto3
 
         client = boto3.session.Session().client(service, endpoint_url=self.endpoint, region_name=REGION,
-                                                aws_access_key_id="sandbox", aws_secret_access_key="sandbox")
-        client.meta.events.register("before-call", lambda model, **_: self.ledger.add(
-            "sandbox_calls", f"{model.service_model.service_name}:{model.name}"))
+                                                aws_access_key_id=access_key, aws_secret_access_key="sandbox")
+        if access_key == "sandbox":
+            client.meta.events.register("before-call", lambda model, **_: self.ledger.add(
+                "sandbox_calls", f"{model.service_model.service_name}:{model.name}"))
         return client
+
+    def _target_allowed(self, done: Provisioned, rule_arn: str, target_arn: str) -> bool:
+        self.guard.add_stack(done)
+        action = "sns:Publish" if target_arn.startswith("arn:aws:sns:") else "sqs:SendMessage"
+        return self.guard.decide_service("events.amazonaws.com", action, target_arn, rule_arn).allowed
 
     def invoke(self, function: str, event: Any) -> Invocation:
         """Invoke a function (by logical id) as its event source would."""
         return self.pools[function].invoke(event)
 
-    def _run_functions(self, done: Provisioned) -> None:
+    def _run_functions(self, done: Provisioned, keys: Mapping[str, str]) -> None:
         for spec in function_specs(done, self.options.visibility_timeout).values():
+            spec = dataclasses.replace(spec, access_key=keys.get(spec.logical_id, "sandbox"))
             log = log_file(self.options.log_dir, spec) if self.options.log_dir else None
             if log is not None:
                 self._logs.append(log)
@@ -142,19 +162,20 @@ class Sandbox:
             if props.get("Enabled") is False:
                 continue
             if source in queues:
-                self.pollers.append(SqsPoller(props, queues[source], self.client("sqs"), pool, self.ledger, self._stop))
+                self.pollers.append(SqsPoller(props, queues[source], self.client("sqs", pool.spec.access_key), pool,
+                                              self.ledger, self._stop))
             elif ":dynamodb:" in source and "/stream/" in source:
-                destination = self._destination(queues)
-                self.pollers.append(StreamPoller(props, self.client("dynamodbstreams"), destination, pool,
-                                                 self.ledger, self._stop))
+                destination = self._destination(queues, pool.spec.access_key)
+                self.pollers.append(StreamPoller(props, self.client("dynamodbstreams", pool.spec.access_key),
+                                                 destination, pool, self.ledger, self._stop))
             else:
                 self.notice(f"sandbox: {done.stack.name}: skipping event source {source} of "
                             f"{pool.spec.logical_id} (not emulated)")
                 continue
             self.pollers[-1].start()
 
-    def _destination(self, queues: dict[str, str]) -> Callable[[str, str], None]:
-        sqs, sns = self.client("sqs"), self.client("sns")
+    def _destination(self, queues: dict[str, str], access_key: str) -> Callable[[str, str], None]:
+        sqs, sns = self.client("sqs", access_key), self.client("sns", access_key)
 
         def send(arn: str, body: str) -> None:
             if arn in queues:

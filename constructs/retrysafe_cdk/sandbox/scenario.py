@@ -1,6 +1,8 @@
 """The demo scenario: the example orders app driven over HTTP as a real client would, then checked.
 
-Steps: a first order; a retry after a lost response; the same key with another payload (422);
+Steps: requests without a token (401) and with a forged one (403), answered by the example's
+Lambda TOKEN authorizer, which the sandbox invokes from the template (once per token while its
+result is cached); then, with a token signed by the secret that authorizer reads, a first order; a retry after a lost response; the same key with another payload (422);
 concurrent duplicates; a payment captured twice; a webhook delivered twice (signed with the
 secret the sandbox provisioned); and, throughout, every queue consumer crashing once right
 after its first DynamoDB transaction committed, before it could acknowledge (the message comes
@@ -95,6 +97,21 @@ def _environment(sandbox: Sandbox, path: str, name: str) -> str:
     raise LookupError(f"no function behind {path} has {name} in its environment")
 
 
+def bearer_token(sandbox: Sandbox, tenant: str, path: str = "/orders") -> str:
+    """A token the example's authorizer accepts for ``tenant``: ``Bearer <tenant>.<HMAC-SHA256(secret, tenant)>``.
+
+    The secret is the one the route's authorizer function reads (``TOKEN_SECRET_ARN``).
+    """
+    for server in sandbox.apis:
+        for route in server.routes:
+            spec = server.gate.authorizers.get(route.authorizer or "")
+            if route.path == path and spec is not None and spec.function is not None:
+                arn = sandbox.pools[spec.function].spec.environment["TOKEN_SECRET_ARN"]
+                secret = sandbox.client("secretsmanager").get_secret_value(SecretId=arn)["SecretString"]
+                return f"Bearer {tenant}." + hmac.new(secret.encode(), tenant.encode(), hashlib.sha256).hexdigest()
+    raise LookupError(f"no Lambda authorizer with TOKEN_SECRET_ARN guards {path}")
+
+
 def _order(quantity: int) -> dict[str, Any]:
     return {"customer": "c-1", "items": [{"sku": SKU, "quantity": quantity, "price": "9.90"}]}
 
@@ -111,18 +128,26 @@ def run(sandbox: Sandbox, settle_seconds: float = 90.0) -> Report:
     for logical_id in consumers:
         sandbox.pools[logical_id].crash_once_after(CRASH_POINT)
     run_id = uuid.uuid4().hex[:8]
+    tenant = sandbox.options.tenant
+    token = bearer_token(sandbox, tenant)
+    anonymous = post(f"{base}/orders", _order(1), {"Idempotency-Key": f"{run_id}-x"})
+    forged = post(f"{base}/orders", _order(1), {"Idempotency-Key": f"{run_id}-x",
+                                                "Authorization": token[:-4] + "0000"})
+    report.check((anonymous.status, forged.status) == (401, 403),
+                 f"authorizer: no token {anonymous.status}, forged token {forged.status}")
+    auth = {"Authorization": token}
 
-    first = post(f"{base}/orders", _order(2), {"Idempotency-Key": f"{run_id}-a"})
+    first = post(f"{base}/orders", _order(2), {"Idempotency-Key": f"{run_id}-a", **auth})
     report.check(first.status == 201, f"first order: {first.status}")
     order_id = first.body["id"] if first.status == 201 else "missing"
 
-    post_and_drop(f"{base}/orders", _order(1), {"Idempotency-Key": f"{run_id}-b"})
+    post_and_drop(f"{base}/orders", _order(1), {"Idempotency-Key": f"{run_id}-b", **auth})
     time.sleep(1.0)  # the client's timeout, then its retry with the same key
-    retry = post(f"{base}/orders", _order(1), {"Idempotency-Key": f"{run_id}-b"})
+    retry = post(f"{base}/orders", _order(1), {"Idempotency-Key": f"{run_id}-b", **auth})
     report.check(retry.status == 201 and retry.replayed, f"retry after a lost response: {retry.status}, "
                                                           f"replayed={retry.replayed}")
 
-    reuse = post(f"{base}/orders", _order(5), {"Idempotency-Key": f"{run_id}-a"})
+    reuse = post(f"{base}/orders", _order(5), {"Idempotency-Key": f"{run_id}-a", **auth})
     report.check(reuse.status == 422, f"same key, other payload: {reuse.status}")
 
     replies: list[Reply] = []
@@ -130,7 +155,7 @@ def run(sandbox: Sandbox, settle_seconds: float = 90.0) -> Report:
 
     def duplicate() -> None:
         barrier.wait()
-        replies.append(post(f"{base}/orders", _order(3), {"Idempotency-Key": f"{run_id}-c"}))
+        replies.append(post(f"{base}/orders", _order(3), {"Idempotency-Key": f"{run_id}-c", **auth}))
 
     threads = [threading.Thread(target=duplicate) for _ in range(4)]
     for thread in threads:
@@ -143,7 +168,7 @@ def run(sandbox: Sandbox, settle_seconds: float = 90.0) -> Report:
                                                                   f"{len(ids)} order id")
 
     payment = {"amount_cents": 1980, "currency": "EUR"}
-    paid = [post(f"{base}/orders/{order_id}/payments", payment, {"Idempotency-Key": f"{run_id}-pay"})
+    paid = [post(f"{base}/orders/{order_id}/payments", payment, {"Idempotency-Key": f"{run_id}-pay", **auth})
             for _ in range(2)]
     report.check([p.status for p in paid] == [200, 200] and paid[1].replayed and paid[0].body == paid[1].body,
                  f"payment captured twice: {[p.status for p in paid]}, second replayed={paid[1].replayed}")
@@ -158,9 +183,19 @@ def run(sandbox: Sandbox, settle_seconds: float = 90.0) -> Report:
     report.check(all(200 <= h.status < 300 for h in hooks) and hooks[1].replayed,
                  f"webhook delivered twice: {[h.status for h in hooks]}, second replayed={hooks[1].replayed}")
 
+    invoked = {k: n for k, n in sandbox.ledger.authorizers.items() if k.endswith(": invoked")}
+    report.check(sum(invoked.values()) == 2, f"authorizer invoked once per token (result cached): {invoked}")
+
     settled = sandbox.settle(settle_seconds)
     report.check(settled, "queues drained and pollers idle")
     _effects(sandbox, report, orders_table, inventory_table, order_id, f"acme/{run_id}", f"{run_id}-head")
+    stored = ddb.get_item(TableName=orders_table, Key={"pk": {"S": f"order#{order_id}"}}).get("Item", {})
+    report.check(stored.get("tenant", {}).get("S") == tenant,
+                 f"tenant from the authorizer's context: {stored.get('tenant', {}).get('S')!r}")
+    denied = sandbox.ledger.denied
+    report.check(not denied and sandbox.ledger.iam["allowed"] > 0,
+                 f"IAM: {sandbox.ledger.iam['allowed']} call(s) allowed by the template's policies, "
+                 f"{sum(denied.values())} denied" + "".join(f"\n         denied: {d}" for d in denied))
     crashes = sum(n for k, n in sandbox.ledger.errors.items() if "InjectedCrash" in k)
     report.check(crashes == len(consumers), f"consumers crashed after committing, before acking: {crashes}")
     return report
