@@ -2,29 +2,19 @@
 
 from __future__ import annotations
 
+import json
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 from retrysafe_cdk.sandbox import Options, Sandbox, scenario
 
-ROOT = Path(__file__).resolve().parents[2]
 
-
-@pytest.fixture(scope="module")
-def assembly(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The example app synthesized once into a temporary cloud assembly."""
-    sys.path.insert(0, str(ROOT))
-    import app
-
-    outdir = tmp_path_factory.mktemp("cdk.out")
-    app.build(str(outdir)).synth()
-    return outdir
-
-
-def test_every_intent_applies_exactly_once(assembly: Path, tmp_path: Path) -> None:
+def test_every_intent_applies_exactly_once(example_assembly: Path, tmp_path: Path) -> None:
     notices: list[str] = []
-    with Sandbox(Options(assembly=assembly, visibility_timeout=2, log_dir=tmp_path), notices.append) as sandbox:
+    with Sandbox(Options(assembly=example_assembly, visibility_timeout=2, log_dir=tmp_path),
+                 notices.append) as sandbox:
         report = scenario.run(sandbox, settle_seconds=40)
         ledger = sandbox.ledger
     assert report.violations == [], "\n".join(report.steps)
@@ -32,3 +22,38 @@ def test_every_intent_applies_exactly_once(assembly: Path, tmp_path: Path) -> No
     assert ledger.outcomes["Replayed"] >= 5 and ledger.outcomes["KeyMismatch"] == 1
     assert sum(n for k, n in ledger.errors.items() if "InjectedCrash" in k) == 2
     assert ledger.messages["consumed"] >= 4
+    # every call the functions and their pollers made was evaluated against the template's IAM, none denied
+    assert ledger.iam["allowed"] > 100 and not ledger.denied
+    # the Lambda TOKEN authorizer from the template: 401 without a token, then once per token, then cached
+    assert ledger.authorizers["AuthorizerToken0E024415: 401 (no identity)"] == 1
+    assert ledger.authorizers["AuthorizerToken0E024415: invoked"] == 2
+    assert ledger.authorizers["AuthorizerToken0E024415: cached"] >= 8
+
+
+def _without_grant(assembly: Path, destination: Path, role_policy: str, action: str) -> Path:
+    """A copy of the assembly whose ``role_policy`` no longer grants ``action``."""
+    shutil.copytree(assembly, destination)
+    template_file = destination / "RetrysafeOrders.template.json"
+    template = json.loads(template_file.read_text())
+    [policy] = [r for lid, r in template["Resources"].items()
+                if r["Type"] == "AWS::IAM::Policy" and lid.startswith(role_policy)]
+    for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+        actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+        statement["Action"] = [a for a in actions if a != action]
+    template_file.write_text(json.dumps(template))
+    return destination
+
+
+def test_demo_names_a_missing_permission(example_assembly: Path, tmp_path: Path) -> None:
+    # CreateOrder commits the order with TransactWriteItems: IAM checks PutItem on each item's table
+    broken = _without_grant(example_assembly, tmp_path / "cdk.out", "CreateOrderRoleDefaultPolicy", "dynamodb:PutItem")
+    # its own process, as `make demo` runs it (moto's backends are per process)
+    demo = subprocess.run([sys.executable, "-m", "retrysafe_cdk.sandbox", "demo", "--assembly", str(broken),
+                           "--stack", "RetrysafeOrders", "--logs", str(tmp_path / "logs")],
+                          capture_output=True, text=True, timeout=300, check=False)
+    out = demo.stdout
+    assert demo.returncode == 1, out + demo.stderr
+    assert "IAM DENIED" in out and "CreateOrderRole207E4039: dynamodb:PutItem on arn:aws:dynamodb:" in out
+    assert "FAILED first order: 502" in out
+    log = (tmp_path / "logs" / "CreateOrderFunction4D4A6308.log").read_text()
+    assert "AccessDeniedException" in log and "is not authorized to perform: dynamodb:PutItem" in log

@@ -87,7 +87,6 @@ class Guard:
         if stack.name in self._stacks:
             return self._stacks[stack.name]
         documents: dict[str, list[Mapping[str, Any]]] = {}
-        self._unknown: dict[str, list[str]] = {}
         boundaries: dict[str, Mapping[str, Any]] = {}
         managed = {done.intrinsics.ref(p.logical_id): resolve(p.properties["PolicyDocument"])
                    for p in stack.of_type("AWS::IAM::ManagedPolicy")}
