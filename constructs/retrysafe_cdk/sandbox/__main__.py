@@ -1,4 +1,4 @@
-"""Command line: ``python -m retrysafe_cdk.sandbox {demo,serve}`` (``make demo`` / ``make sandbox``)."""
+"""Command line: ``python -m retrysafe_cdk.sandbox {demo,serve,token}`` (``make demo`` / ``make sandbox``)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,9 @@ import threading
 from pathlib import Path
 
 from . import scenario
+from .http_front import ApiServer
 from .runner import Options, Sandbox
+from .tokens import LOCAL_SECRET_KEY, mint
 
 
 def _options(args: argparse.Namespace) -> Options:
@@ -34,6 +36,32 @@ def demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def credentials(sandbox: Sandbox, server: ApiServer, tenant: str) -> list[str]:
+    """How a client authenticates as ``tenant`` on each authorizer of one API (printed by ``serve``)."""
+    lines, seen = [], set()
+    for route in server.routes:
+        spec = server.gate.authorizers.get(route.authorizer or "")
+        if spec is None:
+            if route.authorization == "AWS_IAM" and "AWS_IAM" not in seen:
+                seen.add("AWS_IAM")
+                lines.append(f"  AWS_IAM: curl --aws-sigv4 aws:amz:eu-west-1:execute-api --user {tenant}:{LOCAL_SECRET_KEY}")
+            continue
+        if spec.logical_id in seen:
+            continue
+        seen.add(spec.logical_id)
+        if spec.kind in ("JWT", "COGNITO_USER_POOLS"):
+            scopes = sorted({s for r in server.routes if r.authorizer == spec.logical_id for s in r.scopes})
+            token = mint(tenant, spec.issuer or "https://sandbox.local", spec.audience or ("sandbox",), scopes)
+            lines.append(f"  {spec.logical_id} ({spec.kind}): -H 'Authorization: Bearer {token}'")
+            continue
+        try:
+            example = f": -H 'Authorization: {scenario.bearer_token(sandbox, tenant, route.path)}'"
+        except LookupError:
+            example = ""
+        lines.append(f"  {spec.logical_id} (Lambda {spec.kind}, identity {', '.join(spec.identity) or '-'}){example}")
+    return lines
+
+
 def serve(args: argparse.Namespace) -> int:
     """Keep the app running until Ctrl-C (or SIGTERM); print the ledger on the way out."""
     stopped = threading.Event()
@@ -42,6 +70,7 @@ def serve(args: argparse.Namespace) -> int:
         for server in sandbox.apis:
             print(f"API: {server.url}  (tenant {args.tenant!r}; routes: "
                   f"{', '.join(f'{r.method} {r.path}' for r in server.routes if r.function)})")
+            print("\n".join(credentials(sandbox, server, args.tenant)))
         print(f"embedded AWS: {sandbox.endpoint}   function logs: {sandbox.options.log_dir}")
         print("Ctrl-C to stop.", flush=True)
         try:
@@ -52,14 +81,24 @@ def serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def token(args: argparse.Namespace) -> int:
+    """Print a local JWT for ``--tenant`` (``--issuer``, ``--audience``, ``--scope`` as the authorizer wants)."""
+    print(mint(args.tenant, args.issuer, args.audience or ["sandbox"], args.scope))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Parse the command line and run ``demo`` or ``serve``."""
+    """Parse the command line and run ``demo``, ``serve`` or ``token``."""
     parser = argparse.ArgumentParser(prog="python -m retrysafe_cdk.sandbox", description=__doc__)
-    parser.add_argument("command", choices=["demo", "serve"])
+    parser.add_argument("command", choices=["demo", "serve", "token"])
     parser.add_argument("--assembly", default="cdk.out", help="the synthesized cloud assembly (default cdk.out)")
     parser.add_argument("--stack", action="append", default=[], help="run only this stack (repeatable; default all)")
     parser.add_argument("--tenant", default=os.environ.get("SANDBOX_TENANT", "local"),
-                        help="the tenant the emulated authorizer reports (default $SANDBOX_TENANT or 'local')")
+                        help="the tenant tokens are minted for, and the one routes whose authorizer is not in "
+                             "the template report (default $SANDBOX_TENANT or 'local')")
+    parser.add_argument("--issuer", default="https://sandbox.local", help="token: the JWT's iss")
+    parser.add_argument("--audience", action="append", default=[], help="token: the JWT's aud (repeatable)")
+    parser.add_argument("--scope", action="append", default=[], help="token: a scope the JWT grants (repeatable)")
     parser.add_argument("--port", type=int, default=int(os.environ.get("SANDBOX_PORT", "0")),
                         help="port of the first API on 127.0.0.1 (0: any free port)")
     parser.add_argument("--aws-port", type=int, default=0, help="port of the embedded AWS on 127.0.0.1 (0: free)")
@@ -69,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "demo" and args.visibility_timeout is None:
         args.visibility_timeout = 2
-    return demo(args) if args.command == "demo" else serve(args)
+    return {"demo": demo, "serve": serve, "token": token}[args.command](args)
 
 
 if __name__ == "__main__":
