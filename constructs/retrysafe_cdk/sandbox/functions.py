@@ -43,6 +43,11 @@ class FunctionSpec:
     #: The credentials' access key: names the function's role to the embedded AWS's IAM guard.
     access_key: str = "sandbox"
 
+    @property
+    def arn(self) -> str:
+        """The function's ARN."""
+        return f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{self.name}"
+
 
 @dataclass
 class Invocation:

@@ -73,6 +73,7 @@ class Guard:
         self._secrets: dict[str, str] = {}
         self._unknown: dict[str, list[str]] = {}
         self._stacks: dict[str, dict[str, str]] = {}
+        self._policies: dict[tuple[str, str], Policies] = {}
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
 
@@ -114,10 +115,12 @@ class Guard:
         for secret in stack.of_type("AWS::SecretsManager::Secret"):
             arn = str(done.intrinsics.ref(secret.logical_id))
             self._secrets[arn.rsplit(":", 1)[-1].rsplit("-", 1)[0]] = arn
+        for role_id, found in documents.items():
+            self._policies[(stack.name, role_id)] = Policies(found, boundaries.get(role_id))
         keys = {}
         for function in stack.of_type("AWS::Lambda::Function"):
-            role = function.properties.get("Role", {})
-            role_id = role.get("Fn::GetAtt", [None])[0] if isinstance(role, dict) else None
+            reference = function.properties.get("Role", {})
+            role_id = str(reference.get("Fn::GetAtt", [""])[0]) if isinstance(reference, dict) else ""
             if role_id not in documents:
                 self.notices.append(f"{stack.name}: {function.logical_id} has a role outside the template; "
                                     "its calls are not evaluated")
@@ -125,11 +128,18 @@ class Guard:
             for name in self._unknown.get(role_id, []):
                 self.notices.append(f"{stack.name}: {role_id} uses the managed policy {name}, which the sandbox "
                                     "does not know; it grants nothing here")
-            keys[function.logical_id] = self.register(Role(
-                role_id, str(done.intrinsics.get_att(role_id, "Arn")), str(done.intrinsics.ref(function.logical_id)),
-                Policies(documents[role_id], boundaries.get(role_id))))
+            assumed = self.role(done, role_id, str(done.intrinsics.ref(function.logical_id)))
+            assert assumed is not None
+            keys[function.logical_id] = self.register(assumed)
         self._stacks[stack.name] = keys
         return keys
+
+    def role(self, done: Provisioned, role_id: str, session: str) -> Role | None:
+        """The stack's role ``role_id`` as assumed by ``session`` (``None``: not a role of the template)."""
+        policies = self._policies.get((done.stack.name, role_id))
+        if policies is None:
+            return None
+        return Role(role_id, str(done.intrinsics.get_att(role_id, "Arn")), session, policies)
 
     def _managed(self, stack: str, role: str, arn: str, in_template: Mapping[str, Any]) -> Mapping[str, Any]:
         if arn in in_template:

@@ -31,6 +31,7 @@ class Ledger:
         self.iam: Counter[str] = Counter()
         self.denied: Counter[str] = Counter()
         self.authorizers: Counter[str] = Counter()
+        self.executions: Counter[str] = Counter()
 
     def add(self, counter: str, name: str, amount: int = 1) -> None:
         """Add to one counter (``requests``, ``messages``, ``records``...)."""
@@ -68,6 +69,7 @@ class Ledger:
                      row("messages", self.messages),
                      row("stream records", self.records),
                      row("authorizers", self.authorizers),
+                     row("executions", self.executions),
                      row("IAM-evaluated calls", self.iam),
                      *(f"  {'IAM DENIED' if i == 0 else '':<22}{what} x{n}"
                        for i, (what, n) in enumerate(sorted(self.denied.items()))),

@@ -24,7 +24,7 @@ IGNORED = frozenset({
 })
 #: Types the sandbox runs itself (functions, API Gateway, roles it evaluates) rather than on the embedded AWS.
 LOCAL = frozenset({
-    "AWS::IAM::Role",
+    "AWS::IAM::Role", "AWS::StepFunctions::StateMachine",
     "AWS::Lambda::Function", "AWS::Lambda::LayerVersion", "AWS::Lambda::EventSourceMapping",
     "AWS::ApiGateway::RestApi", "AWS::ApiGateway::Resource", "AWS::ApiGateway::Method", "AWS::ApiGateway::Authorizer",
     "AWS::ApiGatewayV2::Api", "AWS::ApiGatewayV2::Route", "AWS::ApiGatewayV2::Integration",
@@ -254,6 +254,11 @@ class Provisioner:
             refs[lid] = name
             attributes[(lid, "Arn")] = f"arn:aws:iam::{ACCOUNT}:role/{name}"
             attributes[(lid, "RoleId")] = f"AROASANDBOX{lid.upper()}"[:32]
+        elif resource.type == "AWS::StepFunctions::StateMachine":
+            name = resource.properties.get("StateMachineName") or physical_name(done.stack, resource, 80)
+            refs[lid] = f"arn:aws:states:{REGION}:{ACCOUNT}:stateMachine:{name}"
+            attributes[(lid, "Arn")] = refs[lid]
+            attributes[(lid, "Name")] = name
         elif resource.type == "AWS::Lambda::LayerVersion":
             refs[lid] = f"arn:aws:lambda:{REGION}:{ACCOUNT}:layer:{physical_name(done.stack, resource, 64)}:1"
         elif resource.type in ("AWS::ApiGateway::RestApi", "AWS::ApiGatewayV2::Api"):

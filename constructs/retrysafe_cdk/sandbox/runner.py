@@ -25,6 +25,7 @@ from .ledger import Ledger
 from .provision import Provisioned, Provisioner, Schedule
 from .routes import api_routes, gateway_response
 from .sqs_poller import SqsPoller
+from .stepfunctions import PACKAGE, StepFunctions, machines, node_modules
 from .streams import StreamPoller
 
 
@@ -52,6 +53,7 @@ class Sandbox:
         self.apis: list[ApiServer] = []
         self.pollers: list[SqsPoller | StreamPoller] = []
         self.provisioned: list[Provisioned] = []
+        self.stepfunctions: StepFunctions | None = None
         self._stop = threading.Event()
         self._logs: list[IO[str]] = []
         self._server: Any = None
@@ -99,6 +101,7 @@ class Sandbox:
                 self.apis.append(server)
                 server.start()
             self._run_mappings(done)
+            self._run_machines(done)
             for schedule in done.schedules:
                 threading.Thread(target=self._every, args=(schedule,), daemon=True).start()
 
@@ -110,6 +113,8 @@ class Sandbox:
             server.server_close()
         for poller in self.pollers:
             poller.join(timeout=5)
+        if self.stepfunctions is not None:
+            self.stepfunctions.stop()
         for pool in self.pools.values():
             pool.stop()
         for log in self._logs:
@@ -173,6 +178,20 @@ class Sandbox:
                             f"{pool.spec.logical_id} (not emulated)")
                 continue
             self.pollers[-1].start()
+
+    def _run_machines(self, done: Provisioned) -> None:
+        found = machines(done, self.guard)
+        if not found:
+            return
+        modules = node_modules()
+        if modules is None:
+            self.notice(f"sandbox: {done.stack.name}: skipping state machines {', '.join(found)}: the ASL "
+                        f"interpreter is not installed (npm ci installs {PACKAGE} from package-lock.json)")
+            return
+        if self.stepfunctions is None:
+            self.stepfunctions = StepFunctions(
+                self.invoke, lambda function: str(self.pools[function].spec.arn), self.guard, self.ledger, modules)
+        self.stepfunctions.add(found)
 
     def _destination(self, queues: dict[str, str], access_key: str) -> Callable[[str, str], None]:
         sqs, sns = self.client("sqs", access_key), self.client("sns", access_key)

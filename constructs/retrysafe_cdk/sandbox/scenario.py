@@ -2,12 +2,13 @@
 
 Steps: requests without a token (401) and with a forged one (403), answered by the example's
 Lambda TOKEN authorizer, which the sandbox invokes from the template (once per token while its
-result is cached); then, with a token signed by the secret that authorizer reads, a first order; a retry after a lost response; the same key with another payload (422);
-concurrent duplicates; a payment captured twice; a webhook delivered twice (signed with the
+result is cached); then, with a token signed by the secret that authorizer reads, a first
+order; a retry after a lost response; the same key with another payload (422); concurrent duplicates; a payment captured twice; a webhook delivered twice (signed with the
 secret the sandbox provisioned); and, throughout, every queue consumer crashing once right
 after its first DynamoDB transaction committed, before it could acknowledge (the message comes
 back after its visibility timeout). Then the effects in the tables are compared with the
-intents: each must have happened exactly once.
+intents: each must have happened exactly once. Then the order saga (:mod:`.saga_demo`), when
+its state machine runs; last, no call may have been denied by IAM.
 
 The scenario knows the example's routes (``/orders``, ``/orders/{id}/payments``,
 ``/webhooks/github``); the tables and the secret it reads are found through the environment
@@ -29,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
+from . import saga_demo
 from .runner import Sandbox
 
 CRASH_POINT = "dynamodb:TransactWriteItems"
@@ -192,12 +194,14 @@ def run(sandbox: Sandbox, settle_seconds: float = 90.0) -> Report:
     stored = ddb.get_item(TableName=orders_table, Key={"pk": {"S": f"order#{order_id}"}}).get("Item", {})
     report.check(stored.get("tenant", {}).get("S") == tenant,
                  f"tenant from the authorizer's context: {stored.get('tenant', {}).get('S')!r}")
+    crashes = sum(n for k, n in sandbox.ledger.errors.items() if "InjectedCrash" in k)
+    report.check(crashes == len(consumers), f"consumers crashed after committing, before acking: {crashes}")
+    if sandbox.stepfunctions is not None and sandbox.stepfunctions.machines:
+        saga_demo.run(sandbox, report)
     denied = sandbox.ledger.denied
     report.check(not denied and sandbox.ledger.iam["allowed"] > 0,
                  f"IAM: {sandbox.ledger.iam['allowed']} call(s) allowed by the template's policies, "
                  f"{sum(denied.values())} denied" + "".join(f"\n         denied: {d}" for d in denied))
-    crashes = sum(n for k, n in sandbox.ledger.errors.items() if "InjectedCrash" in k)
-    report.check(crashes == len(consumers), f"consumers crashed after committing, before acking: {crashes}")
     return report
 
 
