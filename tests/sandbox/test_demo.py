@@ -28,6 +28,10 @@ def test_every_intent_applies_exactly_once(example_assembly: Path, tmp_path: Pat
     assert ledger.authorizers["AuthorizerToken0E024415: 401 (no identity)"] == 1
     assert ledger.authorizers["AuthorizerToken0E024415: invoked"] == 2
     assert ledger.authorizers["AuthorizerToken0E024415: cached"] >= 8
+    # the order saga on the ASL interpreter: happy path, declined + compensation, crash after the provider call
+    saga = "RetrysafeSaga-OrderSagaStateMachine15260A25"
+    assert ledger.executions == {f"{saga}: SUCCEEDED": 2, f"{saga}: FAILED": 1}
+    assert report.effects["saga charges"] == 2 and report.effects["saga refunds"] == 0
 
 
 def _without_grant(assembly: Path, destination: Path, role_policy: str, action: str) -> Path:
