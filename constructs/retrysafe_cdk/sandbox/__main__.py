@@ -71,6 +71,10 @@ def serve(args: argparse.Namespace) -> int:
             print(f"API: {server.url}  (tenant {args.tenant!r}; routes: "
                   f"{', '.join(f'{r.method} {r.path}' for r in server.routes if r.function)})")
             print("\n".join(credentials(sandbox, server, args.tenant)))
+        if sandbox.stepfunctions is not None:
+            for machine in sandbox.stepfunctions.machines.values():
+                print(f"state machine {machine.name}: curl -X POST {sandbox.stepfunctions.url}/executions/"
+                      f"{machine.name} -d '<input JSON>'")
         print(f"embedded AWS: {sandbox.endpoint}   function logs: {sandbox.options.log_dir}")
         print("Ctrl-C to stop.", flush=True)
         try:
