@@ -206,7 +206,10 @@ class Guard:
         if target:
             prefix, _, operation = target.partition(".")
             service = TARGETS.get(prefix, found.group(2))
-            params = json.loads(body or b"{}")
+            try:
+                params = json.loads(body or b"{}")
+            except ValueError:
+                return None  # not a request IAM could read: the service refuses it itself
         else:
             form = parse_qs(body.decode(errors="replace"))
             service, operation, params = found.group(2), query_params(form).get("Action", ""), query_params(form)
