@@ -35,8 +35,9 @@ typecheck: install
 synth: install
 	cdk synth --quiet
 
-# The example app on an embedded AWS (moto's server on 127.0.0.1), from the synthesized template:
-# a scripted client scenario over real HTTP, then the ledger; fails if any intent had two effects.
+# The example app on an embedded AWS (moto's server on 127.0.0.1), from the synthesized template
+# (its Lambda authorizer, IAM policies and state machine included): a scripted client scenario over
+# real HTTP and the order saga, then the ledger; fails if any intent had two effects or IAM denied a call.
 demo: synth
 	$(BIN)/python -m retrysafe_cdk.sandbox demo
 
