@@ -49,9 +49,20 @@ def _without_grant(assembly: Path, destination: Path, role_policy: str, action: 
     return destination
 
 
+def _without_resource(assembly: Path, prefix: str) -> None:
+    """Remove the resource whose logical id starts with ``prefix`` from the orders template."""
+    template_file = assembly / "RetrysafeOrders.template.json"
+    template = json.loads(template_file.read_text())
+    [found] = [lid for lid in template["Resources"] if lid.startswith(prefix)]
+    del template["Resources"][found]
+    template_file.write_text(json.dumps(template))
+
+
 def test_demo_names_a_missing_permission(example_assembly: Path, tmp_path: Path) -> None:
     # CreateOrder commits the order with TransactWriteItems: IAM checks PutItem on each item's table
     broken = _without_grant(example_assembly, tmp_path / "cdk.out", "CreateOrderRoleDefaultPolicy", "dynamodb:PutItem")
+    # and API Gateway may no longer invoke the webhook receiver (its AWS::Lambda::Permission for the stage)
+    _without_resource(broken, "ApiwebhooksgithubPOSTApiPermissionRetrysafe")
     # its own process, as `make demo` runs it (moto's backends are per process)
     demo = subprocess.run([sys.executable, "-m", "retrysafe_cdk.sandbox", "demo", "--assembly", str(broken),
                            "--stack", "RetrysafeOrders", "--logs", str(tmp_path / "logs")],
@@ -60,5 +71,9 @@ def test_demo_names_a_missing_permission(example_assembly: Path, tmp_path: Path)
     assert demo.returncode == 1, out + demo.stderr
     assert "IAM DENIED" in out and "CreateOrderRole207E4039: dynamodb:PutItem on arn:aws:dynamodb:" in out
     assert "FAILED first order: 502" in out
+    assert ("apigateway.amazonaws.com for arn:aws:execute-api:eu-west-1:123456789012:ApiCD79AAA0/prod/POST/webhooks/"
+            "github: lambda:InvokeFunction on arn:aws:lambda:eu-west-1:123456789012:function:RetrysafeOrders-"
+            "GitHubReceiverFunction") in out
+    assert "FAILED webhook delivered twice: [500, 500]" in out
     log = (tmp_path / "logs" / "CreateOrderFunction4D4A6308.log").read_text()
     assert "AccessDeniedException" in log and "is not authorized to perform: dynamodb:PutItem" in log

@@ -12,7 +12,8 @@
 - ``AWS_IAM``: a SigV4 signature with the local secret (:mod:`.tokens`); the key id is the caller.
 
 Denials answer as API Gateway does: 401 ``Unauthorized``, 403 (explicit deny / not authorized /
-``Forbidden``), 500 when the authorizer fails or answers malformed output.
+``Forbidden``), 500 when the authorizer fails, answers malformed output, or its function's
+``AWS::Lambda::Permission`` does not let API Gateway invoke it.
 """
 
 from __future__ import annotations
@@ -145,8 +146,10 @@ class Gate:
     """Authorizes requests of one API (thread-safe; owns the authorizers' result cache)."""
 
     def __init__(self, found: Mapping[str, Authorizer], invoke: Callable[[str, Any], Any], ledger: Ledger,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic,
+                 may_invoke: Callable[[str, str], bool] | None = None) -> None:
         self.authorizers, self.invoke, self.ledger, self.clock = found, invoke, ledger, clock
+        self.may_invoke = may_invoke
         self._cache: dict[tuple[str, tuple[str, ...]], tuple[float, Any]] = {}
         self._lock = threading.Lock()
 
@@ -183,6 +186,9 @@ class Gate:
             self.ledger.add("authorizers", f"{spec.logical_id}: cached")
             output = cached[1]
         else:
+            source = f"{request.method_arn.split('/', 1)[0]}/authorizers/{spec.logical_id}"
+            if self.may_invoke is not None and not self.may_invoke(str(spec.function), source):
+                return FAILED_V1 if spec.version == 1 else FAILED_V2
             invocation = self.invoke(str(spec.function), self._event(spec, request, values))
             self.ledger.add("authorizers", f"{spec.logical_id}: invoked")
             if invocation.error is not None:

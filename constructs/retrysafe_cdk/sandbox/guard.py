@@ -7,7 +7,8 @@ embedded AWS: it reads the caller's access key from the SigV4 ``Authorization`` 
 request into the actions and resources IAM checks (:mod:`.calls`), and evaluates them
 (:mod:`.iam`) against the role's identity policies (``AWS::IAM::Policy``, inline role policies,
 ``AWS::IAM::ManagedPolicy``) and the target's resource policy (``AWS::SQS::QueuePolicy``,
-``AWS::SNS::TopicPolicy``, ``AWS::SecretsManager::ResourcePolicy``). A denied call is answered
+``AWS::SNS::TopicPolicy``, ``AWS::SecretsManager::ResourcePolicy``, and ``AWS::Lambda::Permission``
+for the services that invoke functions: API Gateway, EventBridge schedules). A denied call is answered
 as AWS answers it (``AccessDeniedException``; SNS ``AuthorizationError``) and never reaches the
 service; it is listed in the ledger with the missing action and resource. Calls with the
 sandbox's own credentials (provisioning, the demo's checks) are not evaluated.
@@ -25,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs
 
-from .assembly import ACCOUNT
+from .assembly import ACCOUNT, REGION
 from .calls import TARGETS, checks, query_params
 from .iam import Decision, Policies, Principal, UnsupportedPolicy, evaluate
 from .ledger import Ledger
@@ -112,6 +113,20 @@ class Guard:
         for policy in stack.of_type("AWS::SecretsManager::ResourcePolicy"):
             self._resource_policies.setdefault(str(resolve(policy.properties["SecretId"])), []).append(
                 resolve(policy.properties["ResourcePolicy"]))
+        for permission in stack.of_type("AWS::Lambda::Permission"):
+            props = resolve(permission.properties)
+            target = str(props["FunctionName"])
+            target = target if target.startswith("arn:") else f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{target}"
+            principal = str(props["Principal"])
+            statement: dict[str, Any] = {
+                "Effect": "Allow", "Action": props["Action"], "Resource": target,
+                "Principal": {"Service": principal} if principal.endswith(".amazonaws.com") else {"AWS": principal}}
+            conditions = {k: v for k, v in (("ArnLike", ("aws:SourceArn", props.get("SourceArn"))),
+                                            ("StringEquals", ("aws:SourceAccount", props.get("SourceAccount"))))
+                          if v[1] is not None}
+            if conditions:
+                statement["Condition"] = {op: {key: value} for op, (key, value) in conditions.items()}
+            self._resource_policies.setdefault(target, []).append({"Statement": [statement]})
         for secret in stack.of_type("AWS::SecretsManager::Secret"):
             arn = str(done.intrinsics.ref(secret.logical_id))
             self._secrets[arn.rsplit(":", 1)[-1].rsplit("-", 1)[0]] = arn

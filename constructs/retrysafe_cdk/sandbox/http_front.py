@@ -104,10 +104,12 @@ class ApiServer(ThreadingHTTPServer):
     daemon_threads = True
 
     def __init__(self, routes: list[Route], invoke: Invoke, ledger: Ledger, tenant: str, port: int = 0,
-                 bad_request: dict[str, Any] | None = None, gate: Gate | None = None) -> None:
+                 bad_request: dict[str, Any] | None = None, gate: Gate | None = None,
+                 may_invoke: Callable[[str, str], bool] | None = None) -> None:
         super().__init__(("127.0.0.1", port), _Handler)
         self.routes, self.invoke, self.ledger, self.tenant, self.bad_request = routes, invoke, ledger, tenant, bad_request
         self.gate = gate or Gate({}, invoke, ledger)
+        self.may_invoke = may_invoke
 
     @property
     def url(self) -> str:
@@ -155,6 +157,11 @@ class ApiServer(ThreadingHTTPServer):
         event["requestContext"]["authorizer"] = granted.authorizer
         if granted.identity:
             event["requestContext"]["identity"] |= granted.identity
+        arn = method_arn(route.api, route.stage, method, urlsplit(url).path)
+        if self.may_invoke is not None and not self.may_invoke(route.function, arn):
+            # the function's resource policy does not let API Gateway invoke it: a configuration error
+            message = "Internal server error" if route.version == 1 else "Internal Server Error"
+            return 500, {"Content-Type": "application/json"}, json.dumps({"message": message}).encode()
         return proxy_response(self.invoke(route.function, event), route.version)
 
     def _authorize(self, route: Route, request: Request) -> Granted | tuple[int, dict[str, str], bytes]:

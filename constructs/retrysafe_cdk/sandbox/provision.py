@@ -18,13 +18,13 @@ from .assembly import ACCOUNT, REGION, Intrinsics, Resource, Stack
 IGNORED = frozenset({
     "AWS::CDK::Metadata", "AWS::IAM::Policy", "AWS::IAM::ManagedPolicy", "AWS::Logs::LogGroup",
     "AWS::Lambda::Permission", "AWS::CloudWatch::Alarm", "AWS::SQS::QueuePolicy", "AWS::SNS::TopicPolicy",
-    "AWS::ApiGateway::Account", "AWS::ApiGateway::Deployment", "AWS::ApiGateway::Stage",
-    "AWS::ApiGateway::RequestValidator", "AWS::ApiGateway::GatewayResponse", "AWS::ApiGatewayV2::Stage",
+    "AWS::ApiGateway::Account", "AWS::ApiGateway::Deployment",
+    "AWS::ApiGateway::RequestValidator", "AWS::ApiGateway::GatewayResponse",
     "AWS::ApiGatewayV2::Deployment", "AWS::KMS::Key", "AWS::KMS::Alias",
 })
 #: Types the sandbox runs itself (functions, API Gateway, roles it evaluates) rather than on the embedded AWS.
 LOCAL = frozenset({
-    "AWS::IAM::Role", "AWS::StepFunctions::StateMachine",
+    "AWS::IAM::Role", "AWS::StepFunctions::StateMachine", "AWS::ApiGateway::Stage", "AWS::ApiGatewayV2::Stage",
     "AWS::Lambda::Function", "AWS::Lambda::LayerVersion", "AWS::Lambda::EventSourceMapping",
     "AWS::ApiGateway::RestApi", "AWS::ApiGateway::Resource", "AWS::ApiGateway::Method", "AWS::ApiGateway::Authorizer",
     "AWS::ApiGatewayV2::Api", "AWS::ApiGatewayV2::Route", "AWS::ApiGatewayV2::Integration",
@@ -39,6 +39,7 @@ class Schedule:
     rule: str
     function_id: str
     seconds: float
+    rule_arn: str = ""
 
 
 @dataclass
@@ -222,12 +223,12 @@ class Provisioner:
                      for f in done.stack.of_type("AWS::Lambda::Function")}
         targets = props.get("Targets", [])
         every = _rate_seconds(props.get("ScheduleExpression", ""))
+        rule_arn = str(done.intrinsics.get_att(resource.logical_id, "Arn"))
         for target in targets:
             if target["Arn"] in functions and every is not None:
-                done.schedules.append(Schedule(name, functions[target["Arn"]], every))
+                done.schedules.append(Schedule(name, functions[target["Arn"]], every, rule_arn))
             elif target["Arn"] in functions or "ScheduleExpression" in props:
                 done.skip(resource, "AWS::Events::Rule (function target of an event pattern, or a cron schedule)")
-        rule_arn = str(done.intrinsics.get_att(resource.logical_id, "Arn"))
         queues = [{k: v for k, v in t.items() if k in ("Id", "Arn", "Input", "InputPath", "SqsParameters")}
                   for t in targets if (t["Arn"].startswith("arn:aws:sqs:") or t["Arn"].startswith("arn:aws:sns:"))
                   and (self.target_allowed is None or self.target_allowed(done, rule_arn, t["Arn"]))]
@@ -262,8 +263,10 @@ class Provisioner:
         elif resource.type == "AWS::Lambda::LayerVersion":
             refs[lid] = f"arn:aws:lambda:{REGION}:{ACCOUNT}:layer:{physical_name(done.stack, resource, 64)}:1"
         elif resource.type in ("AWS::ApiGateway::RestApi", "AWS::ApiGatewayV2::Api"):
-            refs[lid] = "sandbox"
+            refs[lid] = lid  # the API id in its execute-api ARNs (method ARNs, invoke permissions)
             attributes[(lid, "RootResourceId")] = "/"
             attributes[(lid, "ApiEndpoint")] = "http://127.0.0.1"
+        elif resource.type in ("AWS::ApiGateway::Stage", "AWS::ApiGatewayV2::Stage"):
+            refs[lid] = resource.properties.get("StageName", "$default")
         else:
             refs[lid] = lid

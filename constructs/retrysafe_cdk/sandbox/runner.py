@@ -94,9 +94,10 @@ class Sandbox:
             self._run_functions(done, keys)
             found = authorizers(done)
             for api, routes in api_routes(done).items():
+                may_invoke = self._may_invoke("apigateway.amazonaws.com")
                 server = ApiServer(routes, self.invoke, self.ledger, self.options.tenant, port,
                                    gateway_response(done, api, "BAD_REQUEST_PARAMETERS"),
-                                   Gate(found, self.invoke, self.ledger))
+                                   Gate(found, self.invoke, self.ledger, may_invoke=may_invoke), may_invoke)
                 port = port + 1 if port else 0
                 self.apis.append(server)
                 server.start()
@@ -138,6 +139,13 @@ class Sandbox:
             client.meta.events.register("before-call", lambda model, **_: self.ledger.add(
                 "sandbox_calls", f"{model.service_model.service_name}:{model.name}"))
         return client
+
+    def _may_invoke(self, service: str) -> Callable[[str, str], bool]:
+        """Whether ``service``, acting for a source ARN, may invoke a function (its ``AWS::Lambda::Permission`` s)."""
+        def allowed(function: str, source_arn: str) -> bool:
+            arn = self.pools[function].spec.arn
+            return self.guard.decide_service(service, "lambda:InvokeFunction", arn, source_arn).allowed
+        return allowed
 
     def _target_allowed(self, done: Provisioned, rule_arn: str, target_arn: str) -> bool:
         self.guard.add_stack(done)
@@ -204,8 +212,10 @@ class Sandbox:
         return send
 
     def _every(self, schedule: Schedule) -> None:
+        may_invoke = self._may_invoke("events.amazonaws.com")
         while not self._stop.wait(schedule.seconds):
-            self.invoke(schedule.function_id, {"source": "aws.events", "detail-type": "Scheduled Event",
+            if may_invoke(schedule.function_id, schedule.rule_arn):
+                self.invoke(schedule.function_id, {"source": "aws.events", "detail-type": "Scheduled Event",
                                                "resources": [schedule.rule], "detail": {}})
 
     # -- observation --------------------------------------------------------------------------------
