@@ -101,6 +101,7 @@ def test_transact_write_items_is_checked_per_item_and_batches_as_single_actions(
     assert checks("events", "PutEvents", {"Entries": [{"EventBusName": "Bus"}, {}]}) == [
         ("events:PutEvents", "arn:aws:events:eu-west-1:123456789012:event-bus/Bus"),
         ("events:PutEvents", "arn:aws:events:eu-west-1:123456789012:event-bus/default")]
+    assert checks("sts", "GetCallerIdentity", {}) == []
     stream = table + "Orders/stream/2026-01-01T00:00:00.000"
     assert checks("dynamodb", "GetRecords", {"ShardIterator": f"{stream}|1|abc"}) == [("dynamodb:GetRecords", stream)]
 

@@ -5,7 +5,8 @@ A call is read from its wire form (JSON protocol ``X-Amz-Target`` + body, or que
 (``sqs:SendMessageBatch`` needs ``sqs:SendMessage``, ``sns:PublishBatch`` needs ``sns:Publish``);
 ``TransactWriteItems`` is expanded into ``PutItem``/``UpdateItem``/``DeleteItem``/
 ``ConditionCheckItem`` on each item's table and ``TransactGetItems`` into ``GetItem``, as
-DynamoDB authorizes them. An operation with no known resource is checked against ``*``.
+DynamoDB authorizes them. An operation with no known resource is checked against ``*``;
+``sts:GetCallerIdentity`` needs no permission.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ TARGETS = {"DynamoDB_20120810": "dynamodb", "DynamoDBStreams_20120810": "dynamod
 #: Operations authorized as another action.
 ALIASES = {"sqs:SendMessageBatch": "sqs:SendMessage", "sqs:DeleteMessageBatch": "sqs:DeleteMessage",
            "sqs:ChangeMessageVisibilityBatch": "sqs:ChangeMessageVisibility", "sns:PublishBatch": "sns:Publish"}
+#: Calls IAM never denies.
+UNCHECKED = frozenset({"sts:GetCallerIdentity"})
 TRANSACT_WRITE = {"Put": "PutItem", "Update": "UpdateItem", "Delete": "DeleteItem",
                   "ConditionCheck": "ConditionCheckItem"}
 
@@ -68,6 +71,8 @@ def _dynamodb(operation: str, params: Mapping[str, Any]) -> list[Check]:
 def checks(service: str, operation: str, params: Mapping[str, Any], secret_arn: SecretArn = str) -> list[Check]:
     """The ``(action, resource ARN)`` pairs IAM evaluates for one call (``service``: the IAM prefix)."""
     action = ALIASES.get(f"{service}:{operation}", f"{service}:{operation}")
+    if action in UNCHECKED:
+        return []
     if service == "dynamodb":
         return _dynamodb(operation, params)
     if service == "sqs":
