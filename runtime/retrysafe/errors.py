@@ -55,6 +55,10 @@ class TransactionTooLargeError(RetrysafeError):
     """The transaction would exceed DynamoDB's limits (100 actions, 4 MB, 400 KB per item)."""
 
 
+class EventTooLargeError(TransactionTooLargeError):
+    """An outbox event cannot fit one message of the configured target; refused when appended, nothing committed."""
+
+
 class ResponseTooLargeError(TransactionTooLargeError):
     """The result to store cannot fit one DynamoDB item, even compressed."""
 

@@ -19,7 +19,9 @@ attribute      meaning
 ``payload``    JSON text
 ``at``         occurred-at, ISO-8601 UTC
 ``exp``        TTL (epoch seconds)
-``obq``        unpublished marker (sparse index key for the sweeper), removed once published
+``obq``        unpublished marker (sparse index key for the sweeper: ``u0``..``u7``), removed once
+               published; ``parked`` once the target refused the event permanently
+``parked_at``  when it was parked, with ``park_reason`` (see :mod:`retrysafe.outbox_parked`)
 =============  =============================================================
 """
 
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ._value import Value
@@ -38,6 +41,8 @@ OUTBOX_PREFIX = "outbox#"
 OUTBOX_KIND = "outbox"
 UNPUBLISHED_ATTRIBUTE = "obq"
 UNPUBLISHED_SHARDS = 8
+#: ``obq`` value of a parked event (refused permanently by the target): outside the sweeper's shards.
+PARKED = "parked"
 
 
 def event_id(record_id: str, index: int) -> str:
@@ -52,10 +57,20 @@ def event_id(record_id: str, index: int) -> str:
 class OutboxEvent(Value):
     """One event appended to the outbox."""
 
-    __slots__ = ("event_id", "event_type", "aggregate_type", "aggregate_id", "payload", "occurred_at", "sequence")
+    __slots__ = (
+        "_text",
+        "aggregate_id",
+        "aggregate_type",
+        "event_id",
+        "event_type",
+        "occurred_at",
+        "payload",
+        "sequence",
+    )
 
     def __init__(self, event_id: str, event_type: str, aggregate_type: str, aggregate_id: str, payload: Any,
                  occurred_at: datetime, sequence: int | None = None) -> None:
+        self._text: str | None = None
         self.event_id = event_id
         self.event_type = event_type
         self.aggregate_type = aggregate_type
@@ -74,7 +89,7 @@ class OutboxEvent(Value):
             "etype": {"S": self.event_type},
             "aggt": {"S": self.aggregate_type},
             "aggid": {"S": self.aggregate_id},
-            "payload": {"S": json.dumps(self.payload, separators=(",", ":"), ensure_ascii=False, default=str)},
+            "payload": {"S": self.payload_text},
             "at": {"S": _utc_iso(self.occurred_at)},
             "exp": {"N": str(expires_at)},
             UNPUBLISHED_ATTRIBUTE: {"S": f"u{shard}"},
@@ -82,6 +97,57 @@ class OutboxEvent(Value):
         if self.sequence is not None:
             item["seq"] = {"N": str(self.sequence)}
         return item
+
+    @property
+    def payload_text(self) -> str:
+        """The payload as stored: compact JSON text (computed once)."""
+        if self._text is None:
+            self._text = _payload_text(self.payload)
+        return self._text
+
+    def message(self) -> OutboxMessage:
+        """The message the publisher will send for this event."""
+        return OutboxMessage(event_id=self.event_id, event_type=self.event_type, aggregate_type=self.aggregate_type,
+                             aggregate_id=self.aggregate_id, payload=json.loads(self.payload_text),
+                             occurred_at=_utc_iso(self.occurred_at), sequence=self.sequence)
+
+
+class OutboxMessage(Value):
+    """An outbox item read back from the stream or the table (deserialized values)."""
+
+    __slots__ = ("aggregate_id", "aggregate_type", "event_id", "event_type", "occurred_at", "payload", "sequence")
+
+    def __init__(self, event_id: str, event_type: str, aggregate_type: str, aggregate_id: str, payload: Any,
+                 occurred_at: str, sequence: int | None = None) -> None:
+        self.event_id = event_id
+        self.event_type = event_type
+        self.aggregate_type = aggregate_type
+        self.aggregate_id = aggregate_id
+        self.payload = payload
+        self.occurred_at = occurred_at
+        self.sequence = sequence
+
+    @classmethod
+    def from_item(cls, item: Mapping[str, Any]) -> OutboxMessage:
+        """Build from a deserialized outbox item (see the table above)."""
+        seq = item.get("seq")
+        return cls(event_id=str(item["eid"]), event_type=str(item["etype"]), aggregate_type=str(item["aggt"]),
+                   aggregate_id=str(item["aggid"]), payload=json.loads(item["payload"]),
+                   occurred_at=str(item["at"]), sequence=None if seq is None else int(seq))
+
+    def envelope(self) -> dict[str, Any]:
+        """What consumers receive: the event with its id, type, aggregate, sequence and time."""
+        return {"event_id": self.event_id, "event_type": self.event_type, "aggregate_type": self.aggregate_type,
+                "aggregate_id": self.aggregate_id, "sequence": self.sequence, "occurred_at": self.occurred_at,
+                "payload": self.payload}
+
+    def body(self) -> str:
+        """The envelope as compact JSON text."""
+        return json.dumps(self.envelope(), separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def _payload_text(payload: Any) -> str:
+    return json.dumps(payload, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
 def _utc_iso(moment: datetime) -> str:

@@ -10,6 +10,14 @@ event goes to exactly one target, chosen by the environment:
 ``RETRYSAFE_TOPIC_ARN``       SNS ``PublishBatch`` (message = the envelope)
 ``RETRYSAFE_QUEUE_URL``       SQS ``SendMessageBatch`` (body = the envelope)
 
+Batches are cut by the target's limits (entries, bytes per message and per
+request: :mod:`retrysafe.outbox_targets`), not in fixed chunks. An event the
+target refuses permanently (larger than a message may be, malformed) is
+*parked*: its item is marked ``obq = parked`` (the sweeper no longer sees it),
+the ``OutboxEventParked`` metric is counted, and the stream moves on. List and
+republish parked events with :mod:`retrysafe.outbox_parked`. Transient
+refusals (throttling, internal errors) are retried by the stream and the sweeper.
+
 The envelope is ``{"event_id", "event_type", "aggregate_type", "aggregate_id",
 "sequence", "occurred_at", "payload"}``; SNS and SQS messages also carry the
 event id as the ``idempotency-key`` message attribute, and FIFO targets get
@@ -26,112 +34,39 @@ duplicates are harmless. Items never marked published are found by
 
 from __future__ import annotations
 
-import json
-import os
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any
 
-from .errors import ConfigurationError
 from .observability import telemetry
-from .outbox import OUTBOX_KIND, UNPUBLISHED_ATTRIBUTE
+from .outbox import OUTBOX_KIND, PARKED, UNPUBLISHED_ATTRIBUTE, OutboxMessage
+from .outbox_targets import (
+    BUS_ENV,
+    DEFAULT_SOURCE,
+    KEY_ATTRIBUTE,
+    MAX_ENTRIES,
+    PERMANENT_CODES,
+    QUEUE_ENV,
+    SOURCE_ENV,
+    TOPIC_ENV,
+    EventBridgeTarget,
+    Refusal,
+    SnsTarget,
+    SqsTarget,
+    Target,
+    target_from_env,
+)
 from .store import DynamoStore
 
-BUS_ENV = "RETRYSAFE_EVENT_BUS_NAME"
-SOURCE_ENV = "RETRYSAFE_EVENT_SOURCE"
-TOPIC_ENV = "RETRYSAFE_TOPIC_ARN"
-QUEUE_ENV = "RETRYSAFE_QUEUE_URL"
-DEFAULT_SOURCE = "retrysafe.outbox"
-KEY_ATTRIBUTE = "idempotency-key"
-#: Entries per PutEvents / PublishBatch / SendMessageBatch call.
-BATCH_SIZE = 10
-
-
-@dataclass(frozen=True)
-class OutboxMessage:
-    """An outbox item read back from the stream or the table (deserialized values)."""
-
-    event_id: str
-    event_type: str
-    aggregate_type: str
-    aggregate_id: str
-    payload: Any
-    occurred_at: str
-    sequence: int | None = None
-
-    @classmethod
-    def from_item(cls, item: Mapping[str, Any]) -> OutboxMessage:
-        """Build from a deserialized outbox item (see :mod:`retrysafe.outbox`)."""
-        seq = item.get("seq")
-        return cls(event_id=str(item["eid"]), event_type=str(item["etype"]), aggregate_type=str(item["aggt"]),
-                   aggregate_id=str(item["aggid"]), payload=json.loads(item["payload"]),
-                   occurred_at=str(item["at"]), sequence=None if seq is None else int(seq))
-
-    def envelope(self) -> dict[str, Any]:
-        """What consumers receive: the event with its id, type, aggregate, sequence and time."""
-        return {"event_id": self.event_id, "event_type": self.event_type, "aggregate_type": self.aggregate_type,
-                "aggregate_id": self.aggregate_id, "sequence": self.sequence, "occurred_at": self.occurred_at,
-                "payload": self.payload}
-
-    def body(self) -> str:
-        """The envelope as compact JSON text."""
-        return json.dumps(self.envelope(), separators=(",", ":"), ensure_ascii=False, default=str)
-
-
-class Target(Protocol):
-    """Where events go. ``send`` returns the ids of the events that were NOT accepted."""
-
-    def send(self, messages: Sequence[OutboxMessage]) -> set[str]:
-        """Send up to :data:`BATCH_SIZE` messages."""
-
-
-class EventBridgeTarget:
-    """``PutEvents`` to an event bus; per-entry failures are returned, not raised."""
-
-    def __init__(self, bus_name: str, source: str = DEFAULT_SOURCE, client: Any = None) -> None:
-        self.bus_name, self.source, self.client = bus_name, source, client or _client("events")
-
-    def send(self, messages: Sequence[OutboxMessage]) -> set[str]:
-        """One ``PutEvents`` call; entries answer in request order."""
-        entries = [{"EventBusName": self.bus_name, "Source": self.source, "DetailType": m.event_type,
-                    "Detail": m.body(), "Time": datetime.fromisoformat(m.occurred_at)} for m in messages]
-        response = self.client.put_events(Entries=entries)
-        return {m.event_id for m, r in zip(messages, response["Entries"], strict=True) if r.get("ErrorCode")}
-
-
-class SnsTarget:
-    """``PublishBatch`` to a topic (standard or FIFO)."""
-
-    def __init__(self, topic_arn: str, client: Any = None) -> None:
-        self.topic_arn, self.client = topic_arn, client or _client("sns")
-
-    def send(self, messages: Sequence[OutboxMessage]) -> set[str]:
-        """One ``PublishBatch`` call."""
-        fifo = self.topic_arn.endswith(".fifo")
-        entries = [{"Id": str(i), "Message": m.body(), "MessageAttributes": _attributes(m),
-                    **_fifo_fields(m, fifo)} for i, m in enumerate(messages)]
-        response = self.client.publish_batch(TopicArn=self.topic_arn, PublishBatchRequestEntries=entries)
-        return {messages[int(f["Id"])].event_id for f in response.get("Failed", [])}
-
-
-class SqsTarget:
-    """``SendMessageBatch`` to a queue (standard or FIFO)."""
-
-    def __init__(self, queue_url: str, client: Any = None) -> None:
-        self.queue_url, self.client = queue_url, client or _client("sqs")
-
-    def send(self, messages: Sequence[OutboxMessage]) -> set[str]:
-        """One ``SendMessageBatch`` call."""
-        fifo = self.queue_url.endswith(".fifo")
-        entries = [{"Id": str(i), "MessageBody": m.body(), "MessageAttributes": _attributes(m),
-                    **_fifo_fields(m, fifo)} for i, m in enumerate(messages)]
-        response = self.client.send_message_batch(QueueUrl=self.queue_url, Entries=entries)
-        return {messages[int(f["Id"])].event_id for f in response.get("Failed", [])}
+#: Most entries per batch call (the byte limits usually cut batches first).
+BATCH_SIZE = MAX_ENTRIES
+#: The metric counting parked events (an alarm in the constructs watches it).
+PARKED_METRIC = "OutboxEventParked"
+_DEFAULT_LIMIT = 256 * 1024
 
 
 class Publisher:
-    """Sends outbox messages to a target and marks the accepted ones published."""
+    """Sends outbox messages to a target in batches within its limits, marks what was accepted, parks what never can be."""
 
     def __init__(self, target: Target, store: DynamoStore) -> None:
         self.target = target
@@ -140,40 +75,66 @@ class Publisher:
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Publisher:
         """The target named by exactly one of the target variables, on the table of ``RETRYSAFE_TABLE``."""
-        env = os.environ if environ is None else environ
-        chosen = [name for name in (BUS_ENV, TOPIC_ENV, QUEUE_ENV) if env.get(name)]
-        if len(chosen) != 1:
-            raise ConfigurationError(f"set exactly one of {BUS_ENV}, {TOPIC_ENV}, {QUEUE_ENV} "
-                                     f"(found {', '.join(chosen) or 'none'})")
-        target: Target
-        if chosen[0] == BUS_ENV:
-            target = EventBridgeTarget(env[BUS_ENV], env.get(SOURCE_ENV) or DEFAULT_SOURCE)
-        elif chosen[0] == TOPIC_ENV:
-            target = SnsTarget(env[TOPIC_ENV])
-        else:
-            target = SqsTarget(env[QUEUE_ENV])
-        return cls(target, DynamoStore.from_env())
+        return cls(target_from_env(environ), DynamoStore.from_env())
 
     def publish(self, messages: Sequence[OutboxMessage]) -> set[str]:
-        """Publish in batches of ten and mark what was accepted; returns the ids that failed."""
-        from botocore.exceptions import BotoCoreError, ClientError, ParamValidationError
-
+        """Publish, mark accepted events published and park refused ones; returns the ids to retry."""
         failed: set[str] = set()
-        for start in range(0, len(messages), BATCH_SIZE):
-            chunk = messages[start:start + BATCH_SIZE]
-            try:
-                rejected = self.target.send(chunk)
-            except ParamValidationError:  # a bug, not an outage
-                raise
-            except (BotoCoreError, ClientError) as error:  # the whole call failed: every entry is retried
-                telemetry.logger.warning("outbox publish call failed", extra={"error": type(error).__name__})
-                rejected = {m.event_id for m in chunk}
-            failed |= rejected
-            for message in chunk:
-                if message.event_id not in rejected:
-                    self.mark_published(message.event_id)
+        for batch in self._batches(messages, failed):
+            failed |= self._send(batch)
         if failed:
             telemetry.logger.warning("outbox events not accepted by the target", extra={"count": len(failed)})
+        return failed
+
+    def _batches(self, messages: Sequence[OutboxMessage], failed: set[str]) -> Iterable[list[OutboxMessage]]:
+        limit_entries = getattr(self.target, "max_entries", BATCH_SIZE)
+        limit_entry = getattr(self.target, "max_entry_bytes", _DEFAULT_LIMIT)
+        limit_request = getattr(self.target, "max_request_bytes", _DEFAULT_LIMIT)
+        measure = getattr(self.target, "entry_size", None)
+        batch: list[OutboxMessage] = []
+        total = 0
+        for message in messages:
+            size = measure(message) if measure is not None else len(message.body().encode("utf-8"))
+            if size > limit_entry:
+                kind = getattr(self.target, "kind", "the target")
+                if not self.park(message, f"the message is {size} bytes; {kind} accepts {limit_entry}"):
+                    failed.add(message.event_id)
+                continue
+            if batch and (len(batch) >= limit_entries or total + size > limit_request):
+                yield batch
+                batch, total = [], 0
+            batch.append(message)
+            total += size
+        if batch:
+            yield batch
+
+    def _send(self, batch: list[OutboxMessage]) -> set[str]:
+        from botocore.exceptions import BotoCoreError, ClientError, ParamValidationError
+
+        try:
+            answer = self.target.send(batch)
+        except ParamValidationError:  # a bug, not an outage
+            raise
+        except ClientError as error:
+            code = str(error.response.get("Error", {}).get("Code", ""))
+            if code in PERMANENT_CODES or code == "BatchRequestTooLong":
+                if len(batch) > 1:  # find the entry the service refuses: send them one by one
+                    return set().union(*(self._send([m]) for m in batch))
+                return set() if self.park(batch[0], f"{code}: {error}") else {batch[0].event_id}
+            telemetry.logger.warning("outbox publish call failed", extra={"error": code})
+            return {m.event_id for m in batch}
+        except BotoCoreError as error:  # the whole call failed: every entry is retried
+            telemetry.logger.warning("outbox publish call failed", extra={"error": type(error).__name__})
+            return {m.event_id for m in batch}
+        refusals: Mapping[str, Refusal] = answer if isinstance(answer, Mapping) else {
+            eid: Refusal("refused") for eid in answer}
+        failed: set[str] = set()
+        for message in batch:
+            refusal = refusals.get(message.event_id)
+            if refusal is None:
+                self.mark_published(message.event_id)
+            elif not refusal.permanent or not self.park(message, refusal.reason):
+                failed.add(message.event_id)
         return failed
 
     def mark_published(self, event_id: str) -> None:
@@ -183,12 +144,40 @@ class Publisher:
         try:
             self.store.client.update_item(
                 TableName=self.store.table_name, Key={"pk": {"S": f"outbox#{event_id}"}},
-                UpdateExpression="REMOVE #obq SET #pa = :now", ConditionExpression="attribute_exists(pk)",
-                ExpressionAttributeNames={"#obq": UNPUBLISHED_ATTRIBUTE, "#pa": "published_at"},
-                ExpressionAttributeValues={":now": {"S": datetime.now(UTC).isoformat(timespec="milliseconds")}},
+                UpdateExpression="REMOVE #obq, #pr SET #pa = :now", ConditionExpression="attribute_exists(pk)",
+                ExpressionAttributeNames={"#obq": UNPUBLISHED_ATTRIBUTE, "#pa": "published_at", "#pr": "park_reason"},
+                ExpressionAttributeValues={":now": {"S": _now()}},
             )
         except (BotoCoreError, ClientError) as error:  # expired, throttled...: the event itself was delivered
             telemetry.logger.info("outbox item not marked published", extra={"error": type(error).__name__})
+
+    def park(self, message: OutboxMessage, reason: str) -> bool:
+        """Mark an event the target refuses permanently as parked; ``False`` if that write failed (retry it).
+
+        A parked item keeps its payload until its TTL (the retry horizon); list and
+        republish it with :mod:`retrysafe.outbox_parked` after fixing the cause.
+        """
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        try:
+            self.store.client.update_item(
+                TableName=self.store.table_name, Key={"pk": {"S": f"outbox#{message.event_id}"}},
+                UpdateExpression="SET #obq = :parked, #at = :now, #why = :why",
+                ConditionExpression="attribute_exists(pk)",
+                ExpressionAttributeNames={"#obq": UNPUBLISHED_ATTRIBUTE, "#at": "parked_at", "#why": "park_reason"},
+                ExpressionAttributeValues={":parked": {"S": PARKED}, ":now": {"S": _now()},
+                                           ":why": {"S": reason[:1000]}},
+            )
+        except ClientError as error:
+            if error.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
+                telemetry.logger.warning("outbox event not parked", extra={"error": type(error).__name__})
+                return False
+            # The item expired: nothing is left to deliver or park.
+        except BotoCoreError as error:
+            telemetry.logger.warning("outbox event not parked", extra={"error": type(error).__name__})
+            return False
+        telemetry.count(PARKED_METRIC, "outbox", message.event_id, event_type=message.event_type, reason=reason)
+        return True
 
 
 def outbox_inserts(records: Iterable[Any]) -> list[tuple[str, OutboxMessage | None]]:
@@ -237,31 +226,24 @@ def default_publisher() -> Publisher:
 
 def handler(event: Mapping[str, Any], context: Any = None, publisher: Publisher | None = None) -> dict[str, Any]:
     """Lambda entry point for the table's stream: publish outbox INSERTs, report the first failure."""
-    inserts = outbox_inserts(event.get("Records") or [])
-    readable = [m for _, m in inserts if m is not None]
-    failed = (publisher or default_publisher()).publish(readable) if readable else set()
-    first = next((seq for seq, m in inserts if m is None or m.event_id in failed), None)
-    if inserts:
-        telemetry.logger.info("outbox stream batch", extra={"published": len(readable) - len(failed),
-                                                            "failed": len(failed),
-                                                            "unreadable": len(inserts) - len(readable)})
-    return {"batchItemFailures": [{"itemIdentifier": first}] if first is not None else []}
+    try:
+        inserts = outbox_inserts(event.get("Records") or [])
+        readable = [m for _, m in inserts if m is not None]
+        failed = (publisher or default_publisher()).publish(readable) if readable else set()
+        first = next((seq for seq, m in inserts if m is None or m.event_id in failed), None)
+        if inserts:
+            telemetry.logger.info("outbox stream batch", extra={"sent_or_parked": len(readable) - len(failed),
+                                                                "failed": len(failed),
+                                                                "unreadable": len(inserts) - len(readable)})
+        return {"batchItemFailures": [{"itemIdentifier": first}] if first is not None else []}
+    finally:
+        telemetry.flush()
 
 
-def _attributes(message: OutboxMessage) -> dict[str, dict[str, str]]:
-    return {KEY_ATTRIBUTE: {"DataType": "String", "StringValue": message.event_id},
-            "event-type": {"DataType": "String", "StringValue": message.event_type}}
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
-def _fifo_fields(message: OutboxMessage, fifo: bool) -> dict[str, str]:
-    if not fifo:
-        return {}
-    return {"MessageGroupId": f"{message.aggregate_type}#{message.aggregate_id}",
-            "MessageDeduplicationId": message.event_id}
-
-
-def _client(service: str) -> Any:
-    import boto3
-    from botocore.config import Config
-
-    return boto3.session.Session().client(service, config=Config(retries={"mode": "standard", "max_attempts": 4}))
+__all__ = ["BATCH_SIZE", "BUS_ENV", "DEFAULT_SOURCE", "KEY_ATTRIBUTE", "PARKED_METRIC", "QUEUE_ENV", "SOURCE_ENV",
+           "TOPIC_ENV", "EventBridgeTarget", "OutboxMessage", "Publisher", "Refusal", "SnsTarget", "SqsTarget",
+           "Target", "default_publisher", "handler", "outbox_inserts"]

@@ -6,8 +6,10 @@ the event. Run ``handler`` on a schedule (every few minutes). It queries the
 sparse GSI ``outbox-unpublished`` for each shard ``u0``..``u7`` with
 ``at`` older than now minus ``RETRYSAFE_SWEEP_AFTER_SECONDS`` (default 900),
 and publishes what it finds through the same :class:`~retrysafe.outbox_publisher.Publisher`
-as the stream publisher, which marks each accepted item published. An event
-may reach consumers twice (stream and sweeper); consumers dedupe on its id.
+as the stream publisher, which marks each accepted item published and parks
+what the target refuses permanently (parked items leave the shards, so they are
+not retried forever; see :mod:`retrysafe.outbox_parked`). An event may reach
+consumers twice (stream and sweeper); consumers dedupe on its id.
 """
 
 from __future__ import annotations
@@ -91,4 +93,7 @@ def sweep_after_seconds(environ: Mapping[str, str] | None = None) -> int:
 def handler(event: Any = None, context: Any = None, publisher: Publisher | None = None) -> dict[str, int]:
     """Lambda entry point for the schedule: sweep with the publisher configured from the environment."""
     remaining = getattr(context, "get_remaining_time_in_millis", None)
-    return sweep(publisher or default_publisher(), sweep_after_seconds(), remaining_ms=remaining)
+    try:
+        return sweep(publisher or default_publisher(), sweep_after_seconds(), remaining_ms=remaining)
+    finally:
+        telemetry.flush()

@@ -13,6 +13,10 @@ message attribute, a top-level ``event_id``); else the SQS message id. The
 envelope ids that EventBridge and SNS assign (``id``, ``MessageId``) are not
 used by default: they change when the same event is published twice.
 
+A webhook receipt whose body the receiver stored in S3 (a claim check) is
+handed to the handler with the body fetched back inline, after its size and
+SHA-256 were verified; a missing or altered object fails the record.
+
 The fingerprint hashes the message content without its transport envelope (the
 EventBridge ``detail``, the SNS ``Message``, else the body), so a republished
 event matches its first delivery while a different message reusing a key is
@@ -33,6 +37,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, cast, overload
 
+from .claimcheck import resolve_receipt
 from .config import Mode, Retention
 from .engine import Completion, Engine, Intent
 from .errors import ConfigurationError
@@ -145,7 +150,11 @@ class SqsConsumer:
                         self.mode, self.retention, lease_seconds=self.lease_seconds)
 
         def work(txn: Transaction) -> Completion:
-            return Completion(self.handler(message, txn))
+            # A webhook receipt whose body was claim-checked to S3 reaches the handler inline (verified);
+            # fetched only when the handler runs, never for a replay.
+            resolved = resolve_receipt(content)
+            return Completion(self.handler(message if resolved is content else
+                                           Message(record=record, key=key, content=resolved), txn))
 
         remaining = getattr(context, "get_remaining_time_in_millis", None)
         return self.engine.execute(intent, work, remaining).result

@@ -130,18 +130,25 @@ class Transaction:
         """Append an outbox event; returns its deterministic id.
 
         Pass the aggregate's new version as ``sequence`` so consumers can order
-        and guard per aggregate.
+        and guard per aggregate. An event that cannot fit one message of the
+        configured target (``RETRYSAFE_OUTBOX_TARGET``; the strictest target
+        when unset) raises :class:`~retrysafe.errors.EventTooLargeError` here,
+        before anything is committed.
         """
         if occurred_at is None:
             from datetime import UTC, datetime
 
             occurred_at = datetime.now(UTC)
         eid = event_id(self.scope.record_id, self._appended)
-        self._appended += 1
-        self._events.append(OutboxEvent(
+        event = OutboxEvent(
             event_id=eid, event_type=event_type, aggregate_type=aggregate_type, aggregate_id=str(aggregate_id),
             payload=payload, occurred_at=occurred_at, sequence=sequence,
-        ))
+        )
+        from .outbox_targets import check_fits
+
+        check_fits(event)
+        self._appended += 1
+        self._events.append(event)
         return eid
 
     # -- recovery points ------------------------------------------------------

@@ -83,11 +83,15 @@ def test_github_delivery_is_received_once_and_replayed(store: Any, ddb: Any, cal
     assert len(outbox_items(ddb)) == 1
 
 
-def test_one_delivery_id_shared_by_two_hooks_is_two_receipts(store: Any, ddb: Any) -> None:
+def test_hook_ids_are_unsigned_so_hooks_are_kept_apart_by_source(store: Any, ddb: Any) -> None:
+    """X-GitHub-Hook-ID is not signed: the same signed body from another "hook" is a replay. Two real hooks
+    that must stay separate are two sources (two endpoints with their own secrets)."""
     receiver = github(store)
     assert receiver(github_event(hook="h-1"))["statusCode"] == 202
-    assert receiver(github_event(hook="h-2"))["statusCode"] == 202
-    assert receiver(github_event(hook="h-2")).get("headers", {}).get("Idempotent-Replayed") == "true"
+    assert receiver(github_event(hook="h-2"))["headers"].get("Idempotent-Replayed") == "true"
+    assert len(outbox_items(ddb)) == 1
+    org_hook = WebhookReceiver(GitHub(), source="github-org", secrets=lambda: [SECRET], store=store)
+    assert "Idempotent-Replayed" not in org_hook(github_event(hook="h-2"))["headers"]
     assert len(outbox_items(ddb)) == 2
 
 
@@ -107,11 +111,18 @@ def test_bad_signatures_write_nothing(store: Any, ddb: Any, calls: Any, event: d
     assert calls.total == 0 and ddb.scan(TableName=TABLE)["Count"] == 0
 
 
-def test_same_delivery_id_with_another_body_is_refused(store: Any, ddb: Any) -> None:
+def test_identity_is_what_the_provider_signs(store: Any, ddb: Any) -> None:
+    """GitHub: a reused (unsigned) X-GitHub-Delivery with another signed body is another delivery.
+    Stripe: the event id is signed in the body, so the same id with another body is refused (422)."""
     receiver = github(store)
     assert receiver(github_event())["statusCode"] == 202
-    assert receiver(github_event(body=json.dumps({"action": "closed"})))["statusCode"] == 422
-    assert len(outbox_items(ddb)) == 1
+    assert receiver(github_event(body=json.dumps({"action": "closed"})))["statusCode"] == 202
+    assert len(outbox_items(ddb)) == 2
+    now = time.time()
+    stripe = WebhookReceiver(Stripe(clock=lambda: now), store=store, secrets=lambda: [SECRET])
+    assert stripe(stripe_event(json.dumps({"id": "evt_9", "type": "a"}), int(now), [SECRET]))["statusCode"] == 202
+    assert stripe(stripe_event(json.dumps({"id": "evt_9", "type": "b"}), int(now), [SECRET]))["statusCode"] == 422
+    assert len(outbox_items(ddb)) == 3
 
 
 def stripe_event(body: str, timestamp: int, secrets: list[bytes]) -> dict[str, Any]:
@@ -135,13 +146,14 @@ def test_stripe_style_rotation_tolerance_and_body_delivery_id(store: Any, ddb: A
     assert json.loads(item["payload"]["S"])["event"] == "invoice.paid" and item["aggid"]["S"] == "evt_1"
 
 
-def test_generic_hmac_and_a_missing_delivery_id(store: Any, ddb: Any) -> None:
+def test_generic_hmac_identity_is_the_signed_body(store: Any, ddb: Any) -> None:
     receiver = WebhookReceiver(GenericHmac(), source="crm", secrets=lambda: [SECRET], store=store)
     sig = hmac.new(SECRET, b"ping", hashlib.sha256).hexdigest()
     ok = http_event(raw_body="ping", key=None, tenant=None, headers={"X-Signature": sig, "X-Webhook-Id": "w-1"})
     assert receiver(ok)["statusCode"] == 202
+    # The delivery header is unsigned metadata: without it (or with another) the same signed body is a replay.
     missing = http_event(raw_body="ping", key=None, tenant=None, headers={"X-Signature": f"sha256={sig}"})
-    assert receiver(missing)["statusCode"] == 400
+    assert receiver(missing)["headers"]["Idempotent-Replayed"] == "true"
     too_big = WebhookReceiver(GenericHmac(), secrets=lambda: [SECRET], store=store, max_body_bytes=3)
     assert too_big(ok)["statusCode"] == 413
     assert len(outbox_items(ddb)) == 1

@@ -7,6 +7,7 @@ import json
 from .._value import Value
 from ..errors import (
     BusinessConditionFailedError,
+    EventTooLargeError,
     FencingError,
     InvalidKeyError,
     KeyReuseMismatchError,
@@ -23,7 +24,7 @@ TYPE_PREFIX = "urn:retrysafe:problem:"
 class Problem(Value):
     """One problem document and the HTTP status and headers that carry it."""
 
-    __slots__ = ("status", "slug", "title", "detail", "headers")
+    __slots__ = ("detail", "headers", "slug", "status", "title")
 
     def __init__(self, status: int, slug: str, title: str, detail: str,
                  headers: dict[str, str] | None = None) -> None:
@@ -72,6 +73,8 @@ def problem_for(error: Exception) -> Problem | None:
         return Problem(503, "store-unavailable", "Idempotency store temporarily unavailable",
                        "Nothing was executed; retry with the same Idempotency-Key.",
                        {"Retry-After": str(error.retry_after_seconds)})
+    if isinstance(error, EventTooLargeError):
+        return Problem(500, "event-too-large", "An outbox event is too large for its target", str(error))
     if isinstance(error, TransactionTooLargeError):
         return Problem(500, "result-too-large", "The result could not be stored", str(error))
     if isinstance(error, MalformedRequestError):

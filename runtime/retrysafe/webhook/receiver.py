@@ -2,26 +2,34 @@
 
 Order of work for each request:
 
-1. the signature is verified before anything else; missing or wrong: 401
-   problem+json, nothing written;
-2. the delivery id is scoped by source (tenant) and hook (operation), since
-   GitHub shares one ``X-GitHub-Delivery`` among all hooks of an event;
-3. the receipt (raw body, event name, ids) is appended to the outbox in the
-   engine's atomic transaction together with the processed-delivery record and
-   any writes of ``on_receipt``: one ``TransactWriteItems``, before the 2xx;
-4. the answer is 202; a redelivery replays it without a new effect. Heavy work
+1. the signature is verified before anything else; missing, malformed or
+   wrong: 401 problem+json, nothing written;
+2. the delivery's identity is what the provider signs: a digest of the body
+   for GitHub and the generic HMAC provider (their delivery, hook and event
+   headers are unsigned), the event id for Stripe, ``webhook-id`` for Standard
+   Webhooks. It is scoped by source (tenant) and, when the provider's hook is
+   configuration rather than an unsigned header, by hook. A captured body resent
+   with fresh unsigned ids is therefore a replay;
+3. the receipt (body, event name, ids) goes to the outbox inline when its
+   envelope fits the configured target, else the body is stored in S3 first
+   (a claim check, ``RETRYSAFE_CLAIM_CHECK_BUCKET``) and the envelope carries
+   the pointer; a body no configured path can carry is refused with 413 before
+   anything is written;
+4. the receipt is appended to the outbox in the engine's atomic transaction
+   together with the processed-delivery record and any writes of
+   ``on_receipt``: one ``TransactWriteItems``, before the 2xx;
+5. the answer is 202; a redelivery replays it without a new effect. Heavy work
    runs downstream, from the outbox event (publisher -> queue -> consumer).
 """
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
+from ..claimcheck import ClaimCheck
 from ..config import Mode, Retention
 from ..engine import Completion, Engine, Intent
 from ..errors import ConfigurationError, RetrysafeError, TransactionTooLargeError
@@ -33,7 +41,8 @@ from ..keys import Scope
 from ..observability import telemetry
 from ..store import DynamoStore
 from ..transaction import Transaction
-from .signatures import PROVIDERS, Provider, SignatureError
+from .receipt import RECEIPT_EVENT, Receipt, metadata
+from .signatures import NO_HOOK, PROVIDERS, Provider, SignatureError, body_digest
 
 SECRET_ARN_ENV = "RETRYSAFE_WEBHOOK_SECRET_ARN"
 SECRET_PARAMETER_ENV = "RETRYSAFE_WEBHOOK_SECRET_PARAMETER"
@@ -41,31 +50,14 @@ PROVIDER_ENV = "RETRYSAFE_WEBHOOK_PROVIDER"
 SOURCE_ENV = "RETRYSAFE_WEBHOOK_SOURCE"
 #: Seconds a fetched secret is cached in the container (Powertools parameters cache).
 SECRET_MAX_AGE = 300
-#: Outbox events travel as EventBridge/SNS/SQS messages (256 KB); keep the body under that.
-DEFAULT_MAX_BODY_BYTES = 200 * 1024
-RECEIPT_EVENT = "WebhookReceived"
+#: The largest body accepted at all: Lambda's synchronous request payload limit (6 MB).
+DEFAULT_MAX_BODY_BYTES = 6 * 1024 * 1024
 
 SecretSource = Callable[[], Sequence[bytes]]
 
 
-@dataclass(frozen=True)
-class Receipt:
-    """A verified delivery, as persisted in the outbox event's payload."""
-
-    source: str
-    hook: str
-    delivery_id: str
-    event: str
-    body: bytes
-
-    def payload(self) -> dict[str, Any]:
-        """The outbox payload: ids, event name and the raw body (text, or base64 when not UTF-8)."""
-        try:
-            text, encoding = self.body.decode("utf-8"), "utf-8"
-        except UnicodeDecodeError:
-            text, encoding = base64.b64encode(self.body).decode("ascii"), "base64"
-        return {"source": self.source, "hook": self.hook, "delivery_id": self.delivery_id, "event": self.event,
-                "body": text, "body_encoding": encoding}
+class PayloadTooLargeError(TransactionTooLargeError):
+    """No configured path can carry the delivery (answered 413 before anything is written)."""
 
 
 def secret_from_env() -> SecretSource:
@@ -110,21 +102,26 @@ class WebhookReceiver:
     """An API Gateway Lambda handler receiving one provider's webhooks.
 
     ``provider``: :class:`~retrysafe.webhook.GitHub`, :class:`~retrysafe.webhook.Stripe`,
-    :class:`~retrysafe.webhook.GenericHmac` or your own. ``source``: the scope's
-    tenant (default the provider's name). ``secrets``: where the signing secrets
-    come from (default :func:`secret_from_env`). ``on_receipt(receipt, txn)``:
-    optional light work committed in the receipt's transaction (keep it quick;
-    heavy work belongs behind the outbox).
+    :class:`~retrysafe.webhook.StandardWebhooks`, :class:`~retrysafe.webhook.GenericHmac`
+    or your own. ``source``: the scope's tenant (default the provider's name).
+    ``secrets``: where the signing secrets come from (default :func:`secret_from_env`).
+    ``on_receipt(receipt, txn)``: optional light work committed in the receipt's
+    transaction (keep it quick; heavy work belongs behind the outbox).
+    ``claim_check``: where bodies too large for the outbox target go (default
+    ``RETRYSAFE_CLAIM_CHECK_BUCKET``; without one such bodies are refused with 413).
+    ``max_body_bytes``: refuse larger bodies outright (413).
     """
 
     def __init__(self, provider: Provider, *, source: str | None = None, secrets: SecretSource | None = None,
                  on_receipt: Callable[[Receipt, Transaction], None] | None = None,
                  max_body_bytes: int = DEFAULT_MAX_BODY_BYTES, horizon_seconds: int | None = None,
-                 store: DynamoStore | None = None, engine: Engine | None = None) -> None:
+                 claim_check: ClaimCheck | None = None, store: DynamoStore | None = None,
+                 engine: Engine | None = None) -> None:
         self.provider = provider
         self.source = source or provider.name
         self.secrets = secrets or secret_from_env()
         self.on_receipt = on_receipt
+        self.claim_check = claim_check if claim_check is not None else ClaimCheck.from_env()
         self.max_body_bytes = max_body_bytes
         self.retention = Retention.from_env(horizon_seconds=horizon_seconds)
         self.engine = engine or Engine(store or DynamoStore.from_env())
@@ -144,28 +141,47 @@ class WebhookReceiver:
         return {"statusCode": response.status, "headers": headers, "body": response.body}
 
     def _receive(self, request: HttpRequest) -> tuple[StoredResponse, bool]:
-        self.provider.verify(request, self.secrets())
+        self._verify(request)
         if len(request.body) > self.max_body_bytes:
-            raise TransactionTooLargeError(f"the delivery is {len(request.body)} bytes; the limit is "
-                                           f"{self.max_body_bytes}")
-        delivery = self.provider.delivery_id(request)
-        if not delivery:
-            raise MalformedRequestError("the delivery carries no delivery id")
-        receipt = Receipt(self.source, self.provider.hook(request), delivery, self.provider.event_name(request),
-                          request.body)
+            raise PayloadTooLargeError(f"the delivery is {len(request.body)} bytes; the limit is {self.max_body_bytes}")
+        receipt = self._receipt(request)
+        payload = receipt.payload()
+        inline, why = receipt.fits_inline(payload)
+        if not inline:
+            if self.claim_check is None:
+                raise PayloadTooLargeError(f"{why}, and no claim-check bucket is configured for larger bodies")
+            payload = receipt.claim_check_payload(self.claim_check.put(receipt.object_key(), receipt.body))
 
         def work(txn: Transaction) -> Completion:
-            txn.append_event(RECEIPT_EVENT, receipt.payload(), aggregate_type=f"webhook:{receipt.source}",
-                             aggregate_id=receipt.delivery_id)
+            txn.append_event(RECEIPT_EVENT, payload, aggregate_type=f"webhook:{receipt.source}",
+                             aggregate_id=receipt.key)
             if self.on_receipt is not None:
                 self.on_receipt(receipt, txn)
             body = json.dumps({"status": "accepted", "delivery": receipt.delivery_id})
             return Completion(StoredResponse(202, {"Content-Type": "application/json"}, body).to_result())
 
-        intent = Intent(Scope(self.source, f"webhook/{receipt.hook}", delivery),
+        scope_hook = receipt.hook if "hook" not in receipt.unsigned else NO_HOOK
+        intent = Intent(Scope(self.source, f"webhook/{scope_hook}", receipt.key),
                         fingerprint(["webhook/v1", request.body]), Mode.ATOMIC, self.retention)
         outcome = self.engine.execute(intent, work)
         return StoredResponse.from_result(outcome.result), outcome.replayed
+
+    def _verify(self, request: HttpRequest) -> None:
+        try:
+            self.provider.verify(request, self.secrets())
+        except (ValueError, TypeError, UnicodeError) as error:  # a custom provider's parser choking on input
+            telemetry.logger.warning("webhook signature check raised", extra={"error": type(error).__name__})
+            raise SignatureError("the signature headers are malformed") from None
+
+    def _receipt(self, request: HttpRequest) -> Receipt:
+        unsigned = frozenset(getattr(self.provider, "unsigned", frozenset()))
+        dedupe = getattr(self.provider, "dedupe_key", None)
+        key = dedupe(request) if dedupe is not None else body_digest(request.body)
+        if not key:
+            raise MalformedRequestError("the delivery carries no id")
+        delivery = metadata(self.provider.delivery_id(request), key)
+        return Receipt(self.source, metadata(self.provider.hook(request), NO_HOOK), delivery,
+                       metadata(self.provider.event_name(request), "event"), request.body, key=key, unsigned=unsigned)
 
 
 def _problem(error: Exception) -> Problem | None:
@@ -182,9 +198,10 @@ _default: WebhookReceiver | None = None
 def handler(event: Any, context: Any = None) -> dict[str, Any]:
     """Lambda entry point configured from the environment.
 
-    ``RETRYSAFE_WEBHOOK_PROVIDER`` (``github`` (default), ``stripe`` or ``hmac``),
+    ``RETRYSAFE_WEBHOOK_PROVIDER`` (``github`` (default), ``stripe``, ``standard`` or ``hmac``),
     ``RETRYSAFE_WEBHOOK_SOURCE`` (default the provider's name), the secret
-    variables of :func:`secret_from_env` and ``RETRYSAFE_TABLE``.
+    variables of :func:`secret_from_env`, ``RETRYSAFE_TABLE``, and
+    ``RETRYSAFE_CLAIM_CHECK_BUCKET`` / ``RETRYSAFE_OUTBOX_TARGET`` for large bodies.
     """
     global _default
     if _default is None:

@@ -1,0 +1,273 @@
+"""Where outbox events go, and how much each target accepts per message and per request.
+
+Limits, from the services' documentation (checked November 2026):
+
+=============  ==========================================  ===========================================
+target         per message                                 per request
+=============  ==========================================  ===========================================
+EventBridge    ``PutEvents`` entry < 256 KB: 14 bytes for  10 entries, total entry size < 256 KB
+               ``Time`` + UTF-8 bytes of ``Source``,
+               ``DetailType``, ``Detail`` and ``Resources``
+SNS            ``PublishBatch``: body + message attributes  10 entries, sum of all messages <= the same
+               <= the topic's ``MaximumMessageSize``        limit (256 KiB unless raised, 1 MiB max)
+               (256 KiB default, up to 1 MiB)
+SQS            ``SendMessageBatch``: body + message         10 entries, sum of all messages <= 1 MiB
+               attributes <= the queue's
+               ``MaximumMessageSize`` (up to 1 MiB since
+               2025; 256 KiB here unless raised)
+=============  ==========================================  ===========================================
+
+``RETRYSAFE_OUTBOX_MAX_MESSAGE_BYTES`` raises the SNS/SQS per-message limit to
+what the topic or queue is configured for (at most 1 MiB). Producers that
+append events learn the target kind from ``RETRYSAFE_OUTBOX_TARGET``
+(``eventbridge``, ``sns`` or ``sqs``; the constructs set it); without it an
+event must fit the strictest target.
+
+``send`` answers per event: accepted, refused for now (throttled, internal
+error: retried), or refused permanently (malformed, too large: parked, see
+:mod:`retrysafe.outbox_parked`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any, Protocol
+
+from ._value import Value
+from .errors import ConfigurationError, EventTooLargeError
+from .outbox import OutboxEvent, OutboxMessage
+
+BUS_ENV = "RETRYSAFE_EVENT_BUS_NAME"
+SOURCE_ENV = "RETRYSAFE_EVENT_SOURCE"
+TOPIC_ENV = "RETRYSAFE_TOPIC_ARN"
+QUEUE_ENV = "RETRYSAFE_QUEUE_URL"
+KIND_ENV = "RETRYSAFE_OUTBOX_TARGET"
+MAX_MESSAGE_ENV = "RETRYSAFE_OUTBOX_MAX_MESSAGE_BYTES"
+DEFAULT_SOURCE = "retrysafe.outbox"
+KEY_ATTRIBUTE = "idempotency-key"
+KINDS = ("eventbridge", "sns", "sqs")
+
+KIB = 1024
+#: Entries per PutEvents / PublishBatch / SendMessageBatch call.
+MAX_ENTRIES = 10
+EVENTBRIDGE_MAX_BYTES = 256 * KIB - 1  # "less than 256 KB", per entry and per request
+DEFAULT_MESSAGE_BYTES = 256 * KIB
+MAX_MESSAGE_BYTES = 1024 * KIB
+SQS_MAX_REQUEST_BYTES = 1024 * KIB
+#: Size EventBridge counts for an entry's ``Time``.
+EVENTBRIDGE_TIME_BYTES = 14
+
+#: Per-entry error codes that no retry can fix (anything else is retried).
+PERMANENT_CODES = frozenset({
+    "InvalidParameterValue", "InvalidParameter", "InvalidMessageContents", "InvalidAttributeValue",
+    "InvalidAttributeName", "MessageTooLong", "ValidationException", "ValidationError", "MalformedDetail",
+    "InvalidArgument", "UnsupportedOperation",
+})
+
+
+class Refusal(Value):
+    """Why the target did not take an event; ``permanent`` ones are parked instead of retried."""
+
+    __slots__ = ("permanent", "reason")
+
+    def __init__(self, reason: str, permanent: bool = False) -> None:
+        self.reason = reason
+        self.permanent = permanent
+
+
+class Target(Protocol):
+    """A publishing target: its limits, how it measures a message, and ``send``.
+
+    ``send`` receives a batch within the limits and returns the events it did
+    not accept (event id -> :class:`Refusal`; a plain set of ids means transient refusals).
+    """
+
+    kind: str
+    max_entries: int
+    max_entry_bytes: int
+    max_request_bytes: int
+
+    def entry_size(self, message: OutboxMessage) -> int:
+        """The size the service counts for ``message``."""
+
+    def send(self, messages: Sequence[OutboxMessage]) -> Mapping[str, Refusal] | set[str]:
+        """One batch call."""
+
+
+def _utf8(text: str) -> int:
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+def attributes(message: OutboxMessage) -> dict[str, dict[str, str]]:
+    """SNS/SQS message attributes: the event id (consumers' idempotency key) and type."""
+    return {KEY_ATTRIBUTE: {"DataType": "String", "StringValue": message.event_id},
+            "event-type": {"DataType": "String", "StringValue": message.event_type}}
+
+
+def message_size(message: OutboxMessage) -> int:
+    """SNS/SQS size: the body plus each attribute's name, data type and value (UTF-8 bytes)."""
+    size = _utf8(message.body())
+    for name, value in attributes(message).items():
+        size += _utf8(name) + _utf8(value["DataType"]) + _utf8(value["StringValue"])
+    return size
+
+
+def eventbridge_size(message: OutboxMessage, source: str) -> int:
+    """EventBridge's entry size: ``Time`` (14) + ``Source`` + ``DetailType`` + ``Detail``."""
+    return EVENTBRIDGE_TIME_BYTES + _utf8(source) + _utf8(message.event_type) + _utf8(message.body())
+
+
+def _fifo_fields(message: OutboxMessage, fifo: bool) -> dict[str, str]:
+    if not fifo:
+        return {}
+    return {"MessageGroupId": f"{message.aggregate_type}#{message.aggregate_id}",
+            "MessageDeduplicationId": message.event_id}
+
+
+def _refusal(failure: Mapping[str, Any]) -> Refusal:
+    code = str(failure.get("Code") or failure.get("ErrorCode") or "Unknown")
+    text = f"{code}: {failure.get('Message') or failure.get('ErrorMessage') or ''}".strip()
+    permanent = code in PERMANENT_CODES and failure.get("SenderFault", True) is not False
+    return Refusal(text, permanent)
+
+
+class EventBridgeTarget:
+    """``PutEvents`` to an event bus; per-entry failures are returned, not raised."""
+
+    kind = "eventbridge"
+    max_entries = MAX_ENTRIES
+    max_entry_bytes = EVENTBRIDGE_MAX_BYTES
+    max_request_bytes = EVENTBRIDGE_MAX_BYTES
+
+    def __init__(self, bus_name: str, source: str = DEFAULT_SOURCE, client: Any = None) -> None:
+        self.bus_name, self.source, self.client = bus_name, source, client or _client("events")
+
+    def entry_size(self, message: OutboxMessage) -> int:
+        """See :func:`eventbridge_size`."""
+        return eventbridge_size(message, self.source)
+
+    def send(self, messages: Sequence[OutboxMessage]) -> dict[str, Refusal]:
+        """One ``PutEvents`` call; entries answer in request order."""
+        entries = [{"EventBusName": self.bus_name, "Source": self.source, "DetailType": m.event_type,
+                    "Detail": m.body(), "Time": datetime.fromisoformat(m.occurred_at)} for m in messages]
+        response = self.client.put_events(Entries=entries)
+        return {m.event_id: _refusal(r) for m, r in zip(messages, response["Entries"], strict=True)
+                if r.get("ErrorCode")}
+
+
+class SnsTarget:
+    """``PublishBatch`` to a topic (standard or FIFO)."""
+
+    kind = "sns"
+    max_entries = MAX_ENTRIES
+
+    def __init__(self, topic_arn: str, client: Any = None, max_message_bytes: int = DEFAULT_MESSAGE_BYTES) -> None:
+        self.topic_arn, self.client = topic_arn, client or _client("sns")
+        self.max_entry_bytes = self.max_request_bytes = max_message_bytes
+
+    def entry_size(self, message: OutboxMessage) -> int:
+        """See :func:`message_size`."""
+        return message_size(message)
+
+    def send(self, messages: Sequence[OutboxMessage]) -> dict[str, Refusal]:
+        """One ``PublishBatch`` call."""
+        fifo = self.topic_arn.endswith(".fifo")
+        entries = [{"Id": str(i), "Message": m.body(), "MessageAttributes": attributes(m),
+                    **_fifo_fields(m, fifo)} for i, m in enumerate(messages)]
+        response = self.client.publish_batch(TopicArn=self.topic_arn, PublishBatchRequestEntries=entries)
+        return {messages[int(f["Id"])].event_id: _refusal(f) for f in response.get("Failed", [])}
+
+
+class SqsTarget:
+    """``SendMessageBatch`` to a queue (standard or FIFO)."""
+
+    kind = "sqs"
+    max_entries = MAX_ENTRIES
+    max_request_bytes = SQS_MAX_REQUEST_BYTES
+
+    def __init__(self, queue_url: str, client: Any = None, max_message_bytes: int = DEFAULT_MESSAGE_BYTES) -> None:
+        self.queue_url, self.client = queue_url, client or _client("sqs")
+        self.max_entry_bytes = max_message_bytes
+
+    def entry_size(self, message: OutboxMessage) -> int:
+        """See :func:`message_size`."""
+        return message_size(message)
+
+    def send(self, messages: Sequence[OutboxMessage]) -> dict[str, Refusal]:
+        """One ``SendMessageBatch`` call."""
+        fifo = self.queue_url.endswith(".fifo")
+        entries = [{"Id": str(i), "MessageBody": m.body(), "MessageAttributes": attributes(m),
+                    **_fifo_fields(m, fifo)} for i, m in enumerate(messages)]
+        response = self.client.send_message_batch(QueueUrl=self.queue_url, Entries=entries)
+        return {messages[int(f["Id"])].event_id: _refusal(f) for f in response.get("Failed", [])}
+
+
+def max_message_bytes(environ: Mapping[str, str] | None = None) -> int:
+    """``RETRYSAFE_OUTBOX_MAX_MESSAGE_BYTES`` (SNS/SQS per-message limit), default 256 KiB, at most 1 MiB."""
+    env = os.environ if environ is None else environ
+    raw = env.get(MAX_MESSAGE_ENV) or str(DEFAULT_MESSAGE_BYTES)
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ConfigurationError(f"{MAX_MESSAGE_ENV}={raw!r} is not a whole number of bytes") from None
+    if not 1024 <= value <= MAX_MESSAGE_BYTES:
+        raise ConfigurationError(f"{MAX_MESSAGE_ENV} must be 1024..{MAX_MESSAGE_BYTES}, got {value}")
+    return value
+
+
+def target_from_env(environ: Mapping[str, str] | None = None) -> Target:
+    """The target named by exactly one of the target variables."""
+    env = os.environ if environ is None else environ
+    chosen = [name for name in (BUS_ENV, TOPIC_ENV, QUEUE_ENV) if env.get(name)]
+    if len(chosen) != 1:
+        raise ConfigurationError(f"set exactly one of {BUS_ENV}, {TOPIC_ENV}, {QUEUE_ENV} "
+                                 f"(found {', '.join(chosen) or 'none'})")
+    if chosen[0] == BUS_ENV:
+        return EventBridgeTarget(env[BUS_ENV], env.get(SOURCE_ENV) or DEFAULT_SOURCE)
+    if chosen[0] == TOPIC_ENV:
+        return SnsTarget(env[TOPIC_ENV], max_message_bytes=max_message_bytes(env))
+    return SqsTarget(env[QUEUE_ENV], max_message_bytes=max_message_bytes(env))
+
+
+def fits(message: OutboxMessage, environ: Mapping[str, str] | None = None) -> tuple[int, int, str]:
+    """(size, limit, target) of ``message`` for the configured target kind; the strictest when none is set.
+
+    Used where events are produced (``txn.append_event``, the webhook receiver)
+    so that what is accepted there is publishable later.
+    """
+    env = os.environ if environ is None else environ
+    kind = env.get(KIND_ENV) or ("eventbridge" if env.get(BUS_ENV) else "sns" if env.get(TOPIC_ENV)
+                                 else "sqs" if env.get(QUEUE_ENV) else "")
+    if kind and kind not in KINDS:
+        raise ConfigurationError(f"{KIND_ENV}={kind!r}: choose one of {', '.join(KINDS)}")
+    source = env.get(SOURCE_ENV) or DEFAULT_SOURCE
+    if kind == "eventbridge":
+        return eventbridge_size(message, source), EVENTBRIDGE_MAX_BYTES, kind
+    if kind in ("sns", "sqs"):
+        return message_size(message), max_message_bytes(env), kind
+    size = max(eventbridge_size(message, source), message_size(message))
+    return size, min(EVENTBRIDGE_MAX_BYTES, DEFAULT_MESSAGE_BYTES), "any target"
+
+
+def check_fits(event: OutboxEvent, environ: Mapping[str, str] | None = None) -> None:
+    """Refuse an event (:class:`EventTooLargeError`) that the configured target could never accept.
+
+    The exact envelope is measured only when the payload comes near the limit.
+    """
+    overhead = 2048 + 3 * (len(event.event_type) + len(event.aggregate_type) + len(event.aggregate_id))
+    if len(event.payload_text) * 4 + overhead < EVENTBRIDGE_MAX_BYTES:  # far below any limit, even as UTF-8
+        return
+    size, limit, kind = fits(event.message(), environ)
+    if size > limit:
+        raise EventTooLargeError(
+            f"outbox event {event.event_type!r} would be a {size}-byte message; {kind} accepts {limit} bytes. "
+            "Store large content elsewhere (e.g. S3, see retrysafe.claimcheck) and append a reference to it.")
+
+
+def _client(service: str) -> Any:
+    import boto3
+    from botocore.config import Config
+
+    return boto3.session.Session().client(service, config=Config(retries={"mode": "standard", "max_attempts": 4}))
