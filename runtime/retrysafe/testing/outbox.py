@@ -24,9 +24,16 @@ from .events import DrillContext, sqs_record
 
 def outbox_stream_event(store: DynamoStore) -> dict[str, Any]:
     """A DynamoDB Streams event with one INSERT record per outbox item still marked unpublished."""
-    items = store.client.scan(TableName=store.table_name, ConsistentRead=True,
-                              FilterExpression="kind = :k AND attribute_exists(obq)",
-                              ExpressionAttributeValues={":k": {"S": "outbox"}})["Items"]
+    request: dict[str, Any] = {"TableName": store.table_name, "ConsistentRead": True,
+                               "FilterExpression": "kind = :k AND attribute_exists(obq)",
+                               "ExpressionAttributeValues": {":k": {"S": "outbox"}}}
+    items: list[dict[str, Any]] = []
+    while True:  # a scan page holds at most 1 MB: large events span pages
+        page = store.client.scan(**request)
+        items.extend(page["Items"])
+        if "LastEvaluatedKey" not in page:
+            break
+        request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
     return {"Records": [{"eventID": str(i), "eventName": "INSERT", "eventSource": "aws:dynamodb",
                          "dynamodb": {"Keys": {"pk": item["pk"]}, "NewImage": item,
                                       "SequenceNumber": f"{i + 1:021d}", "StreamViewType": "NEW_IMAGE"}}
