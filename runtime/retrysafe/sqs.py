@@ -150,8 +150,8 @@ class SqsConsumer:
                         self.mode, self.retention, lease_seconds=self.lease_seconds)
 
         def work(txn: Transaction) -> Completion:
-            # A webhook receipt whose body was claim-checked to S3 reaches the handler inline (verified);
-            # fetched only when the handler runs, never for a replay.
+            # A webhook receipt whose body was claim-checked to S3 reaches the handler inline (verified),
+            # fetched only when the handler runs (a replay found before it, in claim-first mode, skips it).
             resolved = resolve_receipt(content)
             return Completion(self.handler(message if resolved is content else
                                            Message(record=record, key=key, content=resolved), txn))
