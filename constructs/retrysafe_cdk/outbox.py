@@ -71,9 +71,11 @@ class Outbox(Construct):
     - ``failure_queue``: the on-failure destination; default a new encrypted queue.
     - ``sweep_every``: default 5 minutes. ``sweep_after``: unpublished events older than this
       are re-published by the sweeper (default 900 s).
-    - ``alarms``: default True (publisher errors, iterator age > 5 min, failure queue depth).
+    - ``alarms``: default True (publisher errors, iterator age > 5 min, failure queue depth, parked
+      events: ``OutboxEventParked`` >= 1, an event the target refuses permanently; see
+      ``python -m retrysafe.outbox_parked``).
 
-    Attributes: ``publisher``, ``sweeper``, ``failure_queue``, ``event_source``, ``schedule``, ``alarms``.
+    Attributes: ``table``, ``publisher``, ``sweeper``, ``failure_queue``, ``event_source``, ``schedule``, ``alarms``.
     """
 
     def __init__(self, scope: Construct, construct_id: str, *, table: IdempotencyTable, target: OutboxTarget,
@@ -82,6 +84,7 @@ class Outbox(Construct):
                  sweep_after: Duration = SWEEP_AFTER, alarms: bool = True) -> None:
         super().__init__(scope, construct_id)
         _validate(self, max_record_age, retry_attempts)
+        self.table = table
         env = target.environment()
         self.failure_queue = failure_queue or _failure_queue(self)
         self.publisher = IdempotentFunction(self, "Publisher", table=table, code=_runtime_only(),
@@ -114,6 +117,10 @@ class Outbox(Construct):
         """How far the publisher lags behind the stream (maximum, milliseconds)."""
         return self.publisher.function.metric("IteratorAge", statistic="Maximum")
 
+    def metric_parked_events(self) -> cloudwatch.Metric:
+        """``OutboxEventParked``: events the target refused permanently (too large, malformed), set aside."""
+        return self.table.metric("OutboxEventParked")
+
     def _alarms(self) -> list[cloudwatch.Alarm]:
         above = cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD
         calm = cloudwatch.TreatMissingData.NOT_BREACHING
@@ -125,6 +132,10 @@ class Outbox(Construct):
                 self, "IteratorAgeAlarm", threshold=300_000, evaluation_periods=3, comparison_operator=above,
                 treat_missing_data=calm, alarm_description=f"{self.node.path}: publisher > 5 min behind the stream"),
             _depth_alarm(self, self.failure_queue),
+            self.metric_parked_events().create_alarm(
+                self, "ParkedEventsAlarm", threshold=1, evaluation_periods=1, comparison_operator=above,
+                treat_missing_data=calm, alarm_description=f"{self.node.path}: outbox events parked (refused "
+                "permanently by the target); fix, then republish with python -m retrysafe.outbox_parked"),
         ]
 
 

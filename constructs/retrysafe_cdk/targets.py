@@ -10,6 +10,9 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 
 DEFAULT_EVENT_SOURCE = "retrysafe.outbox"
+KIND_ENV = "RETRYSAFE_OUTBOX_TARGET"
+MAX_MESSAGE_ENV = "RETRYSAFE_OUTBOX_MAX_MESSAGE_BYTES"
+MAX_MESSAGE_BYTES = 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -20,11 +23,17 @@ class OutboxTarget:
     sns_topic: sns.ITopic | None = None
     sqs_queue: sqs.IQueue | None = None
     event_source: str = DEFAULT_EVENT_SOURCE
+    #: The topic's or queue's ``MaximumMessageSize`` when raised above 256 KiB (at most 1 MiB).
+    max_message_bytes: int | None = None
 
     def __post_init__(self) -> None:
         if sum(t is not None for t in (self.bus, self.sns_topic, self.sqs_queue)) != 1:
             raise ValueError("OutboxTarget needs exactly one target: use OutboxTarget.event_bus(bus), "
                              "OutboxTarget.topic(topic) or OutboxTarget.queue(queue).")
+        if self.max_message_bytes is not None and (
+                self.bus is not None or not 1024 <= self.max_message_bytes <= MAX_MESSAGE_BYTES):
+            raise ValueError(f"OutboxTarget: max_message_bytes is for topics and queues, {1024}..{MAX_MESSAGE_BYTES} "
+                             f"bytes (their MaximumMessageSize), got {self.max_message_bytes}.")
 
     @classmethod
     def event_bus(cls, bus: events.IEventBus, source: str = DEFAULT_EVENT_SOURCE) -> OutboxTarget:
@@ -32,14 +41,28 @@ class OutboxTarget:
         return cls(bus=bus, event_source=source)
 
     @classmethod
-    def topic(cls, topic: sns.ITopic) -> OutboxTarget:
-        """Publish to an SNS topic."""
-        return cls(sns_topic=topic)
+    def topic(cls, topic: sns.ITopic, max_message_bytes: int | None = None) -> OutboxTarget:
+        """Publish to an SNS topic (``max_message_bytes``: its MaximumMessageSize, when raised)."""
+        return cls(sns_topic=topic, max_message_bytes=max_message_bytes)
 
     @classmethod
-    def queue(cls, queue: sqs.IQueue) -> OutboxTarget:
-        """Publish to an SQS queue."""
-        return cls(sqs_queue=queue)
+    def queue(cls, queue: sqs.IQueue, max_message_bytes: int | None = None) -> OutboxTarget:
+        """Publish to an SQS queue (``max_message_bytes``: its MaximumMessageSize, when raised)."""
+        return cls(sqs_queue=queue, max_message_bytes=max_message_bytes)
+
+    @property
+    def kind(self) -> str:
+        """``eventbridge``, ``sns`` or ``sqs``."""
+        return "eventbridge" if self.bus is not None else "sns" if self.sns_topic is not None else "sqs"
+
+    def producer_environment(self) -> dict[str, str]:
+        """What functions appending events need to size them for this target (``RETRYSAFE_OUTBOX_TARGET``...)."""
+        env = {KIND_ENV: self.kind}
+        if self.max_message_bytes is not None:
+            env[MAX_MESSAGE_ENV] = str(self.max_message_bytes)
+        if self.bus is not None:
+            env["RETRYSAFE_EVENT_SOURCE"] = self.event_source
+        return env
 
     @property
     def arn(self) -> str:
@@ -52,13 +75,15 @@ class OutboxTarget:
         return self.sqs_queue.queue_arn
 
     def environment(self) -> dict[str, str]:
-        """The publisher's and sweeper's target variables (exactly one target)."""
+        """The publisher's and sweeper's target variables (exactly one target), with its size settings."""
         if self.bus is not None:
-            return {"RETRYSAFE_EVENT_BUS_NAME": self.bus.event_bus_name, "RETRYSAFE_EVENT_SOURCE": self.event_source}
-        if self.sns_topic is not None:
-            return {"RETRYSAFE_TOPIC_ARN": self.sns_topic.topic_arn}
-        assert self.sqs_queue is not None
-        return {"RETRYSAFE_QUEUE_URL": self.sqs_queue.queue_url}
+            target = {"RETRYSAFE_EVENT_BUS_NAME": self.bus.event_bus_name}
+        elif self.sns_topic is not None:
+            target = {"RETRYSAFE_TOPIC_ARN": self.sns_topic.topic_arn}
+        else:
+            assert self.sqs_queue is not None
+            target = {"RETRYSAFE_QUEUE_URL": self.sqs_queue.queue_url}
+        return {**target, **self.producer_environment()}
 
     def grant_publish(self, grantee: iam.IGrantable) -> iam.Grant:
         """Let ``grantee`` publish to the target, and use its KMS key if it has one.

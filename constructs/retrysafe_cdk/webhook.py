@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from aws_cdk import Duration
+import math
+
+from aws_cdk import CfnElement, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as events_targets
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_secretsmanager as secretsmanager
 
 from constructs import Construct
@@ -18,8 +21,11 @@ from .queue import IdempotentQueueConsumer
 from .table import IdempotencyTable
 from .targets import OutboxTarget
 
-PROVIDERS = ("github", "stripe", "hmac")
+PROVIDERS = ("github", "stripe", "standard", "hmac")
 RECEIPT_EVENT = "WebhookReceived"
+CLAIM_CHECK_ENV = "RETRYSAFE_CLAIM_CHECK_BUCKET"
+#: The object key prefix the runtime writes receipts' bodies under (``retrysafe.webhook.receipt``).
+BODIES_PREFIX = "webhooks/"
 
 
 class WebhookReceiver(Construct):
@@ -29,24 +35,31 @@ class WebhookReceiver(Construct):
     Secrets Manager, records the delivery and a ``WebhookReceived`` outbox event in one
     transaction and answers 202. The table's :class:`Outbox` publishes the event to
     ``outbox_target``'s bus; a rule sends this hook's receipts to a queue consumed by ``worker``.
+    Bodies whose receipt would not fit one EventBridge event go to the ``bodies`` bucket (a
+    claim check: SSE-S3, TLS only, no public access, objects expire after the retry horizon);
+    the receiver may put objects, the worker may read them, and ``@idempotent_sqs`` hands the
+    worker the body inline after checking its SHA-256.
 
     Props:
 
     - ``table``, ``api``, ``worker`` (required): the table, the REST API to add the route to,
       and the :class:`IdempotentFunction` doing the heavy work (``retrysafe.sqs.idempotent_sqs``).
     - ``outbox_target`` (required): the table's outbox target; must be an event bus.
-    - ``path``: default ``/webhooks/<provider>``. ``provider``: ``github`` (default), ``stripe``, ``hmac``.
+    - ``path``: default ``/webhooks/<provider>``. ``provider``: ``github`` (default), ``stripe``,
+      ``standard`` (Standard Webhooks; the secret holds the ``whsec_...`` value), ``hmac``.
     - ``source``: the sender's name, scoping delivery ids (default: the provider).
     - ``secret``: an existing secret holding the signing secret; default a new generated one
       (set the same value at the provider).
 
-    Attributes: ``receiver``, ``secret``, ``rule``, ``consumer``, ``method``.
+    - ``bodies``: an existing bucket for large bodies; default a new one.
+
+    Attributes: ``receiver``, ``secret``, ``rule``, ``consumer``, ``method``, ``bodies``.
     """
 
     def __init__(self, scope: Construct, construct_id: str, *, table: IdempotencyTable, api: IdempotentRestApi,
                  worker: IdempotentFunction, outbox_target: OutboxTarget, provider: str = "github",
                  path: str | None = None, source: str | None = None,
-                 secret: secretsmanager.ISecret | None = None) -> None:
+                 secret: secretsmanager.ISecret | None = None, bodies: s3.IBucket | None = None) -> None:
         super().__init__(scope, construct_id)
         if provider not in PROVIDERS:
             raise ValueError(f"{self.node.path}: provider must be one of {', '.join(PROVIDERS)}, got {provider!r}.")
@@ -60,7 +73,8 @@ class WebhookReceiver(Construct):
             code=lambda_.Code.from_inline("# The handler is in the retrysafe runtime layer (/opt/python).\n"),
             handler="retrysafe.webhook.handler", timeout=Duration.seconds(10),
             environment={"RETRYSAFE_WEBHOOK_SECRET_ARN": self.secret.secret_arn,
-                         "RETRYSAFE_WEBHOOK_PROVIDER": provider, "RETRYSAFE_WEBHOOK_SOURCE": self.source},
+                         "RETRYSAFE_WEBHOOK_PROVIDER": provider, "RETRYSAFE_WEBHOOK_SOURCE": self.source,
+                         **outbox_target.producer_environment()},
             description=f"retrysafe webhook receiver ({provider})")
         self.secret.grant_read(self.receiver.role)
         self.method = api.add_route("POST", path or f"/webhooks/{provider}", self.receiver, key_required=False,
@@ -71,6 +85,43 @@ class WebhookReceiver(Construct):
             event_pattern=events.EventPattern(source=[outbox_target.event_source], detail_type=[RECEIPT_EVENT],
                                               detail={"aggregate_type": [f"webhook:{self.source}"]}),
             targets=[events_targets.SqsQueue(self.consumer.queue)])
+        # After the consumer: its queue's redelivery window is part of the horizon the objects must outlive.
+        self.bodies = bodies or self._new_bucket(table)
+        self.receiver.add_environment(CLAIM_CHECK_ENV, self.bodies.bucket_name)
+        self.grant_put_bodies(self.receiver.role)
+        self.grant_read_bodies(worker.role)
+
+    def grant_put_bodies(self, grantee: iam.IGrantable) -> iam.Grant:
+        """``s3:PutObject`` on the claim-check objects (``webhooks/*``) only."""
+        return self._grant_bodies(grantee, "s3:PutObject", "write")
+
+    def grant_read_bodies(self, grantee: iam.IGrantable) -> iam.Grant:
+        """``s3:GetObject`` on the claim-check objects (``webhooks/*``) only: what ``@idempotent_sqs`` fetches."""
+        return self._grant_bodies(grantee, "s3:GetObject", "read")
+
+    def _grant_bodies(self, grantee: iam.IGrantable, action: str, verb: str) -> iam.Grant:
+        grant = iam.Grant.add_to_principal(grantee=grantee, actions=[action],
+                                           resource_arns=[self.bodies.arn_for_objects(f"{BODIES_PREFIX}*")])
+        bucket = self.bodies.node.default_child
+        if isinstance(grantee, Construct) and isinstance(bucket, CfnElement):
+            logical_id = Stack.of(self).get_logical_id(bucket)
+            acknowledge(grantee, f"AwsSolutions::AwsSolutions-IAM5[Resource::<{logical_id}.Arn>/{BODIES_PREFIX}*]",
+                        f"The role may {verb} the webhook bodies stored under {BODIES_PREFIX} (object keys are "
+                        "made per delivery at run time); one action, that prefix only.")
+        return grant
+
+    def _new_bucket(self, table: IdempotencyTable) -> s3.Bucket:
+        days = math.ceil(table.retention_seconds / 86_400) + 1
+        bucket = s3.Bucket(
+            self, "Bodies", encryption=s3.BucketEncryption.S3_MANAGED, enforce_ssl=True,
+            block_public_access=s3.BlockPublicAccess.BLOCK_ALL, object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+            lifecycle_rules=[s3.LifecycleRule(expiration=Duration.days(days), abort_incomplete_multipart_upload_after=
+                                              Duration.days(1))],
+            removal_policy=RemovalPolicy.RETAIN)
+        acknowledge(bucket, "AwsSolutions-S1",
+                    "Claim-check objects are written by one receiver role and read by one worker role and expire "
+                    "after the retry horizon; their access is in CloudTrail data events where enabled.")
+        return bucket
 
     def _new_secret(self) -> secretsmanager.Secret:
         secret = secretsmanager.Secret(

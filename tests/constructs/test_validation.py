@@ -93,11 +93,16 @@ def test_outbox_validation(stack: cdk.Stack) -> None:
 
 def test_outbox_target_environment_names(stack: cdk.Stack) -> None:
     topic, queue = sns.Topic(stack, "Topic"), sqs.Queue(stack, "Queue")
-    assert set(OutboxTarget.topic(topic).environment()) == {"RETRYSAFE_TOPIC_ARN"}
-    assert set(OutboxTarget.queue(queue).environment()) == {"RETRYSAFE_QUEUE_URL"}
+    assert OutboxTarget.topic(topic).environment()["RETRYSAFE_OUTBOX_TARGET"] == "sns"
+    assert set(OutboxTarget.topic(topic).environment()) == {"RETRYSAFE_TOPIC_ARN", "RETRYSAFE_OUTBOX_TARGET"}
+    raised = OutboxTarget.queue(queue, max_message_bytes=1024 * 1024).environment()
+    assert set(raised) == {"RETRYSAFE_QUEUE_URL", "RETRYSAFE_OUTBOX_TARGET", "RETRYSAFE_OUTBOX_MAX_MESSAGE_BYTES"}
+    assert raised["RETRYSAFE_OUTBOX_MAX_MESSAGE_BYTES"] == "1048576"
     bus_env = OutboxTarget.event_bus(events.EventBus(stack, "Bus")).environment()
-    assert set(bus_env) == {"RETRYSAFE_EVENT_BUS_NAME", "RETRYSAFE_EVENT_SOURCE"}
+    assert set(bus_env) == {"RETRYSAFE_EVENT_BUS_NAME", "RETRYSAFE_EVENT_SOURCE", "RETRYSAFE_OUTBOX_TARGET"}
     assert bus_env["RETRYSAFE_EVENT_SOURCE"] == "retrysafe.outbox"
+    with pytest.raises(ValueError, match="max_message_bytes"):
+        OutboxTarget.queue(queue, max_message_bytes=2 * 1024 * 1024)
 
 
 def test_api_requires_an_authenticated_caller(stack: cdk.Stack) -> None:
