@@ -8,7 +8,7 @@ from typing import Any
 
 from retrysafe import Transaction, idempotent_http, idempotent_sqs, idempotent_task
 from retrysafe.sqs import Message
-from retrysafe.webhook import GitHub, WebhookReceiver
+from retrysafe.webhook import GitHub, StandardWebhooks, WebhookReceiver
 
 ORDERS = "orders"
 SECRET = b"drill-secret"
@@ -82,6 +82,8 @@ def notify(message: Message, txn: Transaction) -> str:
 
 
 receiver = WebhookReceiver(GitHub(), secrets=lambda: [SECRET])
+#: Standard Webhooks signs its id: the same id with another body is a key reuse (422).
+standard_receiver = WebhookReceiver(StandardWebhooks(), secrets=lambda: [b"whsec_ZHJpbGwtc2VjcmV0"])
 
 
 @idempotent_task

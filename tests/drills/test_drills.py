@@ -33,6 +33,7 @@ PATHS = {
     "sqs-atomic": (lambda: bill, order_event, None),
     "sqs-claim-first": (lambda: notify, order_event, lambda orders: provider.charges),
     "webhook": (lambda: receiver, order_event, None),
+    "webhook-standard": (lambda: handlers.standard_receiver, order_event, None),
     "workflow-task": (lambda: capture, order_event, lambda orders: provider.charges),
 }
 

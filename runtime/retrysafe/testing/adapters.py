@@ -7,6 +7,7 @@ JSON body, replayed headers; never the ``Idempotent-Replayed`` marker itself).
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import hmac
 import json
@@ -130,6 +131,11 @@ class WebhookAdapter(HttpAdapter):
         super().__init__(receiver, payload, route=route, tenant=None)
         self.receiver = receiver
 
+    @property
+    def identity_is_body(self) -> bool:
+        """The provider signs only the body (GitHub, generic HMAC): the delivery id is unsigned metadata."""
+        return "delivery_id" in getattr(self.receiver.provider, "unsigned", ())
+
     def request(self, key: str, variant: int = 0) -> Any:
         """A signed delivery whose delivery id is ``key``."""
         body = json.dumps(self.payload(variant))
@@ -139,7 +145,7 @@ class WebhookAdapter(HttpAdapter):
 
 
 def sign(provider: Any, secret: bytes, body: bytes, delivery: str) -> dict[str, str]:
-    """Headers of a correctly signed delivery for the GitHub, Stripe or generic HMAC provider."""
+    """Headers of a correctly signed delivery for the GitHub, Stripe, Standard Webhooks or generic HMAC provider."""
     kind = type(provider).__name__
     if kind == "GitHub":
         return {"X-Hub-Signature-256": "sha256=" + hmac.new(secret, body, hashlib.sha256).hexdigest(),
@@ -151,7 +157,15 @@ def sign(provider: Any, secret: bytes, body: bytes, delivery: str) -> dict[str, 
     if kind == "GenericHmac":
         digest = hmac.new(secret, body, hashlib.sha256).hexdigest()
         return {provider.signature_header: provider.prefix + digest, provider.delivery_header: delivery}
-    raise TypeError(f"no drill signer for webhook provider {kind}; use GitHub, Stripe or GenericHmac")
+    if kind == "StandardWebhooks":
+        from ..webhook import standard_secret
+
+        stamp = str(int(time.time()))
+        signed = delivery.encode() + b"." + stamp.encode() + b"." + body
+        digest = base64.b64encode(hmac.new(standard_secret(secret), signed, hashlib.sha256).digest()).decode()
+        return {"webhook-id": delivery, "webhook-timestamp": stamp, "webhook-signature": "v1," + digest}
+    raise TypeError(f"no drill signer for webhook provider {kind}; use GitHub, Stripe, StandardWebhooks or "
+                    "GenericHmac")
 
 
 class SqsAdapter:
