@@ -64,9 +64,12 @@ def test_the_receiver_may_put_bodies_and_the_worker_may_read_them(raw: dict[str,
                 found |= set([statement["Action"]] if isinstance(statement["Action"], str) else statement["Action"])
         return found
 
-    assert "s3:PutObject" in actions(role) and not {a for a in actions(role) if a.startswith("s3:Get")}
-    readers = [r for r in of_type(raw, "AWS::IAM::Role") if r != role and "s3:GetObject*" in actions(r)]
-    assert len(readers) == 1 and not {a for a in actions(readers[0]) if a.startswith("s3:Put")}
+    assert actions(role) == {"s3:PutObject"}  # exact actions, no wildcards
+    readers = [r for r in of_type(raw, "AWS::IAM::Role") if r != role and actions(r)]
+    assert len(readers) == 1 and actions(readers[0]) == {"s3:GetObject"}
+    for statement in statements(raw, role) + statements(raw, readers[0]):
+        if name in str(statement["Resource"]):
+            assert statement["Resource"] == {"Fn::Join": ["", [{"Fn::GetAtt": [name, "Arn"]}, "/webhooks/*"]]}
 
 
 def test_parked_outbox_events_raise_an_alarm(raw: dict[str, Any]) -> None:

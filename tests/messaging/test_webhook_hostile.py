@@ -150,6 +150,27 @@ def test_fuzzed_entry_point_never_crashes(store: Any, calls: Any, doc: Any, raw:
             assert response["statusCode"] == 401 and calls.total == 0
 
 
+SIGNATURE_HEADERS = ["X-Hub-Signature-256", "Stripe-Signature", "X-Signature", "webhook-id", "webhook-timestamp",
+                     "webhook-signature", "X-GitHub-Delivery", "X-Webhook-Id"]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(headers=st.dictionaries(st.sampled_from(SIGNATURE_HEADERS).map(lambda h: h.swapcase() if len(h) % 2 else h)
+                               | hostile_text, hostile_text | st.integers(), max_size=6),
+       body=st.binary(max_size=100), v2=st.booleans())
+def test_fuzzed_headers_on_every_receiver_are_4xx_without_dynamodb_calls(store: Any, calls: Any,
+                                                                         headers: dict[str, Any], body: bytes,
+                                                                         v2: bool) -> None:
+    secret = b"whsec_" + base64.b64encode(SECRET)
+    raw = base64.b64encode(body).decode()
+    event = (http_event if v2 else rest_event)(raw_body=raw, base64=True, key=None, tenant=None, headers=headers)
+    for provider in (GitHub(), Stripe(), GenericHmac(), StandardWebhooks()):
+        calls.reset()
+        response = WebhookReceiver(provider, store=store, secrets=lambda: [secret])(event)
+        assert response["statusCode"] in (400, 401) and calls.total == 0, response
+        assert response["headers"]["Content-Type"] == "application/problem+json"
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(doc=hostile_json)
 def test_stripe_ids_from_hostile_bodies_never_crash(store: Any, doc: Any) -> None:

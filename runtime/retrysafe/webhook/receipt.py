@@ -26,9 +26,9 @@ def encode_body(body: bytes) -> tuple[str, str]:
         return base64.b64encode(body).decode("ascii"), "base64"
 
 
-def metadata(value: str | None, default: str) -> str:
+def metadata(value: object, default: str) -> str:
     """An unsigned header value usable as metadata: encodable text of bounded length, else ``default``."""
-    if not value:
+    if not isinstance(value, str) or not value:
         return default
     try:
         value.encode("utf-8")

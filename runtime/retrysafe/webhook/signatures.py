@@ -79,10 +79,10 @@ def body_digest(body: bytes) -> str:
 
 def _header(request: HttpRequest, name: str) -> str | None:
     """A signature header as ASCII text, or ``None`` when absent; anything else is a :class:`SignatureError`."""
-    value = request.header(name)
+    value: object = request.header(name)
     if value is None or value == "":
         return None
-    if len(value) > MAX_SIGNATURE_HEADER or not value.isascii():
+    if not isinstance(value, str) or len(value) > MAX_SIGNATURE_HEADER or not value.isascii():
         raise SignatureError(f"{name} is malformed (too long or not ASCII)")
     return value
 
