@@ -120,3 +120,57 @@ def test_published_twice_applied_once(clients: dict[str, Any]) -> None:
     assert consumer(sqs_event_from_messages(messages, "shipping"), LambdaContext()) == {"batchItemFailures": []}
     shipment = clients["dynamodb"].get_item(TableName=ORDERS, Key={"pk": {"S": "shipment#1"}})["Item"]
     assert shipment["n"]["N"] == "1" and seen == [event_id, event_id]
+
+
+def test_a_1mb_github_delivery_through_the_real_stream_is_consumed_once(clients: dict[str, Any], server: str,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """Receiver -> S3 claim check + outbox -> the table's stream (GetRecords) -> publisher -> bus -> rule ->
+    queue -> consumer that gets the body back inline, all on moto's server."""
+    import base64
+    import hashlib
+    import hmac
+
+    from retrysafe.claimcheck import ClaimCheck
+    from retrysafe.webhook import GitHub, WebhookReceiver
+
+    from tests.events import rest_event
+
+    s3 = boto3.client("s3", region_name="eu-west-1", endpoint_url=server)
+    s3.create_bucket(Bucket="bodies", CreateBucketConfiguration={"LocationConstraint": "eu-west-1"})
+    store = DynamoStore(TABLE, client=clients["dynamodb"])
+    secret = b"hook-secret"
+    body = json.dumps({"ref": "refs/heads/main", "commits": [{"message": "\u00fc" * 500, "id": f"{i:040x}"}
+                                                             for i in range(1000)]}).encode()
+    assert len(body) > 1_000_000
+    receiver = WebhookReceiver(GitHub(), secrets=lambda: [secret], store=store,
+                               claim_check=ClaimCheck("bodies", client=s3))
+    signature = "sha256=" + hmac.new(secret, body, hashlib.sha256).hexdigest()
+    for delivery in ("d-1", "d-1-redelivered"):
+        event = rest_event(raw_body=base64.b64encode(body).decode(), base64=True, key=None, tenant=None,
+                           resource="/hooks/github", headers={"X-Hub-Signature-256": signature,
+                                                              "X-GitHub-Delivery": delivery, "X-GitHub-Event": "push"})
+        assert receiver(event, LambdaContext())["statusCode"] == 202
+
+    stream_arn, records = read_stream(clients)
+    publisher = Publisher(EventBridgeTarget("orders-bus", client=clients["events"]), store)
+    lambda_event = stream_event(records, stream_arn)
+    assert handler(lambda_event, LambdaContext(), publisher=publisher) == {"batchItemFailures": []}
+    messages = receive_all(clients["sqs"], clients["queue_url"], expected=1)
+    assert len(messages) == 1 and json.loads(messages[0]["Body"])["detail"]["payload"]["body_encoding"] == "s3"
+
+    pushes: list[int] = []
+
+    def build(message: Message, txn: Transaction) -> None:
+        receipt = message.content["payload"]
+        assert receipt["body"].encode() == body and receipt["body_sha256"] == hashlib.sha256(body).hexdigest()
+        pushes.append(len(json.loads(receipt["body"])["commits"]))
+        txn.update({"pk": "builds"}, "ADD n :one", values={":one": 1}, table=ORDERS)
+
+    # The consumer's own S3 client (boto3 defaults) reaches the server through the standard endpoint variable.
+    monkeypatch.setenv("AWS_ENDPOINT_URL_S3", server)
+    consumer = idempotent_sqs(build, subscriber="ci", store=store)
+    sqs_event = sqs_event_from_messages(messages, "shipping")
+    assert consumer(sqs_event, LambdaContext()) == {"batchItemFailures": []}
+    assert consumer(sqs_event, LambdaContext()) == {"batchItemFailures": []}  # redelivered
+    item = clients["dynamodb"].get_item(TableName=ORDERS, Key={"pk": {"S": "builds"}})["Item"]
+    assert item["n"]["N"] == "1" and set(pushes) == {1000}
