@@ -168,3 +168,27 @@ def test_what_no_configured_path_carries_is_413_before_anything_is_written(store
     capped = receiver(store, s3, max_body_bytes=50_000)(github_event(body))
     assert capped["statusCode"] == 413 and calls.total == 0 and objects(s3) == []
     assert receiver(store, s3)(github_event(body))["statusCode"] == 202 and len(objects(s3)) == 1
+
+
+def test_an_unreachable_bucket_is_503_and_nothing_is_recorded(store: Any, ddb: Any, s3: Any) -> None:
+    body = big_push(400_000)
+    missing = WebhookReceiver(GitHub(), secrets=lambda: [SECRET], store=store,
+                              claim_check=ClaimCheck("no-such-bucket", client=s3))
+    response = missing(github_event(body))
+    assert response["statusCode"] == 503 and response["headers"]["Retry-After"] == "5"
+    assert response["headers"]["Content-Type"] == "application/problem+json"
+    assert ddb.scan(TableName=TABLE)["Count"] == 0  # the sender's retry starts from scratch
+
+
+def test_a_body_that_fits_a_1mib_queue_but_not_a_dynamodb_item_goes_to_s3(store: Any, ddb: Any, s3: Any,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """250 KB of quotes fits an SQS message raised to 1 MiB once escaped (~500 KB), but not a 400 KB item."""
+    monkeypatch.setenv("RETRYSAFE_OUTBOX_TARGET", "sqs")
+    monkeypatch.setenv("RETRYSAFE_OUTBOX_MAX_MESSAGE_BYTES", str(1024 * 1024))
+    body = json.dumps({"text": '"' * 125_000}).encode()
+    assert receiver(store, s3)(github_event(body))["statusCode"] == 202
+    (payload,) = outbox_payloads(ddb)
+    assert payload["body_encoding"] == "s3" and len(objects(s3)) == 1
+    small = json.dumps({"text": "a" * 300_000}).encode()  # 300 KB inline: SQS at 1 MiB carries it
+    assert receiver(store, s3)(github_event(small))["statusCode"] == 202
+    assert sorted(p["body_encoding"] for p in outbox_payloads(ddb)) == ["s3", "utf-8"]

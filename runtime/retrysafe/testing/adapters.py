@@ -136,11 +136,19 @@ class WebhookAdapter(HttpAdapter):
         """The provider signs only the body (GitHub, generic HMAC): the delivery id is unsigned metadata."""
         return "delivery_id" in getattr(self.receiver.provider, "unsigned", ())
 
-    def request(self, key: str, variant: int = 0) -> Any:
-        """A signed delivery whose delivery id is ``key``."""
-        body = json.dumps(self.payload(variant))
+    def request(self, key: str, variant: int = 0, *, delivery: str | None = None) -> Any:
+        """A signed delivery whose delivery id is ``key`` (or ``delivery``: the same body under another id).
+
+        When the provider signs only the body (its delivery id is unsigned), the
+        body is the payload plus ``"delivery": key``, so that each key is its own
+        signed delivery, as each real delivery's body differs.
+        """
+        payload = self.payload(variant)
+        if self.identity_is_body and isinstance(payload, dict):
+            payload = {**payload, "delivery": key}
+        body = json.dumps(payload)
         headers = {"Content-Type": "application/json", **sign(self.receiver.provider, self.receiver.secrets()[0],
-                                                              body.encode(), key)}
+                                                              body.encode(), delivery or key)}
         return api_event(body, headers=headers, tenant=None, route=self.route, version=self.version)
 
 

@@ -170,7 +170,8 @@ class Drills:
         if getattr(self.adapter, "identity_is_body", False):
             # The provider signs only the body, so its delivery id is unsigned metadata: another body is another
             # delivery. What an attacker can reuse is the signed body, under fresh ids: it must be a replay.
-            other = self._call(report, 0, "the same signed body under another delivery id", key=report.key + "-resent")
+            resent = self.adapter.request(report.key, 0, delivery=f"{report.key}-resent")
+            other = self._call(report, 0, "the same signed body under another delivery id", request=resent)
             self._expect(report, other, {"replayed"})
         else:
             other = self._call(report, 1, "the same key with a different payload")
@@ -338,8 +339,9 @@ class Drills:
             return Answer("replayed", answer.status, answer.value, answer.headers)  # answered without committing
         return answer
 
-    def _call(self, report: DrillReport, variant: int, label: str, *, key: str | None = None) -> Answer:
-        answer = self._invoke(self.adapter.request(key or report.key, variant))
+    def _call(self, report: DrillReport, variant: int, label: str, *, key: str | None = None,
+              request: Any = None) -> Answer:
+        answer = self._invoke(request if request is not None else self.adapter.request(key or report.key, variant))
         self.boundary.revive()
         detail = f" [{answer.value}]" if answer.kind == "crashed" else ""
         report.steps.append(f"{label}: {answer.describe()}{detail}")

@@ -32,7 +32,7 @@ from typing import Any
 from ..claimcheck import ClaimCheck
 from ..config import Mode, Retention
 from ..engine import Completion, Engine, Intent
-from ..errors import ConfigurationError, RetrysafeError, TransactionTooLargeError
+from ..errors import ConfigurationError, RetrysafeError, StoreUnavailableError, TransactionTooLargeError
 from ..fingerprint import fingerprint
 from ..http.core import StoredResponse
 from ..http.problem import MalformedRequestError, Problem, problem_for
@@ -150,7 +150,7 @@ class WebhookReceiver:
         if not inline:
             if self.claim_check is None:
                 raise PayloadTooLargeError(f"{why}, and no claim-check bucket is configured for larger bodies")
-            payload = receipt.claim_check_payload(self.claim_check.put(receipt.object_key(), receipt.body))
+            payload = receipt.claim_check_payload(self._store_body(receipt))
 
         def work(txn: Transaction) -> Completion:
             txn.append_event(RECEIPT_EVENT, payload, aggregate_type=f"webhook:{receipt.source}",
@@ -165,6 +165,16 @@ class WebhookReceiver:
                         fingerprint(["webhook/v1", request.body]), Mode.ATOMIC, self.retention)
         outcome = self.engine.execute(intent, work)
         return StoredResponse.from_result(outcome.result), outcome.replayed
+
+    def _store_body(self, receipt: Receipt) -> dict[str, Any]:
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        assert self.claim_check is not None
+        try:
+            return self.claim_check.put(receipt.object_key(), receipt.body)
+        except (BotoCoreError, ClientError) as error:  # nothing is recorded yet: the sender retries on 503
+            telemetry.logger.warning("webhook body not stored", extra={"error": type(error).__name__})
+            raise StoreUnavailableError("the webhook body could not be stored; retry the delivery", 5) from None
 
     def _verify(self, request: HttpRequest) -> None:
         try:
