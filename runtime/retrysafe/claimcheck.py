@@ -70,10 +70,17 @@ def fetch(pointer: Mapping[str, Any], client: Any = None) -> bytes:
         import boto3
 
         client = boto3.client("s3")
+    from botocore.exceptions import ClientError
+
     try:
         body: bytes = client.get_object(Bucket=bucket, Key=key)["Body"].read()
-    except client.exceptions.NoSuchKey:
-        raise ClaimCheckError(f"s3://{bucket}/{key} is gone (expired after the retry horizon?)") from None
+    except ClientError as error:
+        code = str(error.response.get("Error", {}).get("Code", ""))
+        if code not in ("NoSuchKey", "404", "AccessDenied", "403"):  # throttling, 5xx: raised as is, retried
+            raise
+        # Without s3:ListBucket (the constructs grant GetObject only) a missing object answers AccessDenied.
+        raise ClaimCheckError(f"s3://{bucket}/{key} is gone or not readable ({code}; expired after the retry "
+                              "horizon?)") from None
     if len(body) != size or hashlib.sha256(body).hexdigest() != digest:
         raise ClaimCheckError(f"s3://{bucket}/{key} does not match its pointer's size and SHA-256")
     return body
