@@ -92,3 +92,12 @@ class StoreUnavailableError(RetrysafeError):
     def __init__(self, message: str, retry_after_seconds: int = 1) -> None:
         super().__init__(message)
         self.retry_after_seconds = retry_after_seconds
+
+
+class InvalidInputError(RetrysafeError):
+    """The request or message has no canonical form, so it cannot be fingerprinted; nothing was executed.
+
+    A duplicate JSON object member name, a lone surrogate (``"\\ud800"``: not
+    Unicode text), JSON nested too deeply. HTTP answers 400 problem+json, an SQS
+    record is reported failed, a Step Functions task raises ``TaskPayloadError``.
+    """

@@ -40,8 +40,8 @@ from typing import Any, Protocol, cast, overload
 from .claimcheck import resolve_receipt
 from .config import Mode, Retention
 from .engine import Completion, Engine, Intent
-from .errors import ConfigurationError
-from .fingerprint import canonical_json, fingerprint
+from .errors import ConfigurationError, InvalidInputError
+from .fingerprint import canonical_document, fingerprint, parse_json
 from .keys import Scope
 from .observability import telemetry
 from .store import DynamoStore
@@ -80,18 +80,25 @@ def unwrap(body: str) -> tuple[Any, dict[str, str]]:
     """The content of a message body and the envelope's string attributes (SNS ``MessageAttributes``)."""
     try:
         doc = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):
         return body, {}
+    message, content, attributes = _envelope(doc)
+    if message is not None:
+        content, _ = unwrap(message)
+    return content, attributes
+
+
+def _envelope(doc: Any) -> tuple[str | None, Any, dict[str, str]]:
+    """``(SNS Message text, None, its attributes)`` for a notification, else ``(None, content, {})``."""
     if not isinstance(doc, dict):
-        return doc, {}
+        return None, doc, {}
     if doc.get("Type") == "Notification" and "TopicArn" in doc and isinstance(doc.get("Message"), str):
         attributes = {k: str(v.get("Value")) for k, v in (doc.get("MessageAttributes") or {}).items()
                       if isinstance(v, dict)}
-        inner, _ = unwrap(doc["Message"])
-        return inner, attributes
+        return doc["Message"], None, attributes
     if "detail-type" in doc and "source" in doc and "detail" in doc:
-        return doc["detail"], {}
-    return doc, {}
+        return None, doc["detail"], {}
+    return None, doc, {}
 
 
 def default_key(paths: Sequence[str] = DEFAULT_KEY_PATHS, attribute: str = KEY_ATTRIBUTE) -> KeyExtractor:
@@ -115,11 +122,35 @@ def default_key(paths: Sequence[str] = DEFAULT_KEY_PATHS, attribute: str = KEY_A
     return extract
 
 
-def content_fingerprint(content: Any) -> str:
-    """Hash of the canonical message content (envelope excluded)."""
-    raw = content.encode("utf-8") if isinstance(content, str) else json.dumps(content).encode("utf-8")
-    canonical = canonical_json(raw)
-    return fingerprint(["sqs/v1", b"json:" + canonical if canonical is not None else b"raw:" + raw])
+def message_fingerprint(body: str) -> str:
+    """Hash of the canonical message content (envelope excluded), read from the body's text.
+
+    The content is canonicalised as :mod:`retrysafe.fingerprint` does (exact numbers, no
+    duplicate member names); content that is not JSON is hashed as its text. Raises
+    :class:`~retrysafe.errors.InvalidInputError` when the content has no canonical form.
+    """
+    content = _canonical_content(body)
+    part = b"raw:" + content.encode("utf-8", "surrogatepass") if isinstance(content, str) else \
+        b"json:" + canonical_document(content.document)
+    return fingerprint(["sqs/v1", part])
+
+
+class _Parsed:
+    """A parsed JSON document (as opposed to the text of a body that is not JSON)."""
+
+    __slots__ = ("document",)
+
+    def __init__(self, document: Any) -> None:
+        self.document = document
+
+
+def _canonical_content(body: str) -> _Parsed | str:
+    """What :func:`unwrap` finds, parsed by :func:`~retrysafe.fingerprint.parse_json` (exact numbers)."""
+    is_json, doc = parse_json(body)
+    if not is_json:
+        return body
+    message, content, _ = _envelope(doc)
+    return _canonical_content(message) if message is not None else _Parsed(content)
 
 
 class SqsConsumer:
@@ -146,7 +177,9 @@ class SqsConsumer:
         content, _ = unwrap(record.body)
         key = self.key(record, content) or record.message_id
         message = Message(record=record, key=key, content=content)
-        intent = Intent(Scope(self.subscriber, self.operation, key), content_fingerprint(content),
+        if not isinstance(key, str) or not _is_unicode(key):
+            raise InvalidInputError("the message key is not Unicode text")
+        intent = Intent(Scope(self.subscriber, self.operation, key), message_fingerprint(record.body),
                         self.mode, self.retention, lease_seconds=self.lease_seconds)
 
         def work(txn: Transaction) -> Completion:
@@ -228,6 +261,14 @@ def idempotent_sqs(func: RecordHandler | None = None,
     handler = cast(SqsLambdaHandler, wrapper)
     handler.consumer = consumer
     return handler
+
+
+def _is_unicode(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _visibility_timeout(explicit: float | None) -> float | None:

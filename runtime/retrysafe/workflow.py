@@ -37,8 +37,8 @@ from typing import Any, Protocol, cast, overload
 
 from .config import Mode, Retention
 from .engine import Completion, Engine, Intent
-from .errors import KeyReuseMismatchError, RequestInFlightError, RetrysafeError
-from .fingerprint import fingerprint
+from .errors import InvalidInputError, KeyReuseMismatchError, RequestInFlightError, RetrysafeError
+from .fingerprint import canonical_value, fingerprint
 from .keys import Scope
 from .observability import telemetry
 from .store import DynamoStore
@@ -65,7 +65,17 @@ class TaskKeyMismatch(KeyReuseMismatchError):
 
 
 class TaskPayloadError(RetrysafeError):
-    """The task payload lacks the execution id or state name from the context object (do not retry)."""
+    """The task payload lacks the execution id or state name from the context object, or its input has
+    no canonical form (a lone surrogate, NaN): do not retry."""
+
+
+def _is_unicode(text: str) -> bool:
+    """Non-empty text without lone surrogates (it is hashed into the record id)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return bool(text)
 
 
 @dataclass(frozen=True)
@@ -84,21 +94,29 @@ class TaskRequest:
         if not isinstance(payload, dict):
             raise TaskPayloadError("the task payload must be a JSON object with 'execution', 'state' and 'input'")
         missing = [name for name in ("execution", "state") if not isinstance(payload.get(name), str)
-                   or not payload[name]]
+                   or not _is_unicode(payload[name])]
         if missing:
             raise TaskPayloadError(
                 f"the task payload has no {' or '.join(repr(m) for m in missing)}: pass "
                 '"execution.$": "$$.Execution.Id" and "state.$": "$$.State.Name" in the LambdaInvoke Payload'
             )
         iteration = payload.get("iteration")
+        state_machine = payload.get("stateMachine") or None
+        if not (state_machine is None or isinstance(state_machine, str) and _is_unicode(state_machine)) \
+                or not (iteration is None or _is_unicode(str(iteration))):
+            raise TaskPayloadError("the task payload's 'stateMachine' and 'iteration' must be Unicode text")
         return cls(execution=payload["execution"], state=payload["state"], input=payload.get("input"),
-                   state_machine=payload.get("stateMachine") or None,
-                   iteration=None if iteration is None else str(iteration))
+                   state_machine=state_machine, iteration=None if iteration is None else str(iteration))
 
     def fingerprint(self) -> str:
-        """Hash of the canonical JSON input: a retry sends the same input, another input is a mismatch."""
-        canonical = json.dumps(self.input, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-        return fingerprint(["task/v1", canonical])
+        """Hash of the canonical JSON input: a retry sends the same input, another input is a mismatch.
+
+        Raises :class:`TaskPayloadError` when the input has no canonical form (a lone surrogate, NaN).
+        """
+        try:
+            return fingerprint(["task/v1", canonical_value(self.input)])
+        except InvalidInputError as error:
+            raise TaskPayloadError(f"the task input cannot be fingerprinted: {error}") from None
 
     def key(self) -> str:
         """The idempotency key: execution id, plus the iteration when given (never the retry count)."""

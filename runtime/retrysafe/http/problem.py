@@ -9,6 +9,7 @@ from ..errors import (
     BusinessConditionFailedError,
     EventTooLargeError,
     FencingError,
+    InvalidInputError,
     InvalidKeyError,
     KeyReuseMismatchError,
     RequestInFlightError,
@@ -77,6 +78,6 @@ def problem_for(error: Exception) -> Problem | None:
         return Problem(500, "event-too-large", "An outbox event is too large for its target", str(error))
     if isinstance(error, TransactionTooLargeError):
         return Problem(500, "result-too-large", "The result could not be stored", str(error))
-    if isinstance(error, MalformedRequestError):
+    if isinstance(error, (MalformedRequestError, InvalidInputError)):
         return Problem(400, "malformed-request", "Malformed request", str(error))
     return None
