@@ -3,7 +3,7 @@
 The default extractor reads, in order: a Lambda authorizer's context
 (``tenantId``/``tenant_id``/``tenant``), JWT or Cognito claims
 (``custom:tenant_id``, ``tenant_id``, then ``sub``), a Lambda authorizer's
-``principalId``, and the IAM caller (user ARN or account). Pass your own
+``principalId``, and the IAM caller (:func:`iam_caller`). Pass your own
 callable to use something else, e.g. ``tenant=lambda request: ...``.
 """
 
@@ -42,11 +42,33 @@ def authorizer_tenant(claims: Sequence[str] = CLAIM_KEYS, context_keys: Sequence
         if auth.get("principalId"):
             return str(auth["principalId"])
         iam = auth.get("iam") if isinstance(auth.get("iam"), Mapping) else rc.get("identity")
-        if isinstance(iam, Mapping):
-            return _first(iam, ("userArn", "accountId"))
-        return None
+        return iam_caller(iam) if isinstance(iam, Mapping) else None
 
     return extract
+
+
+def iam_caller(identity: Mapping[str, Any]) -> str | None:
+    """The tenant of an IAM-authorized caller: what tells two callers apart.
+
+    ``identity`` is ``requestContext.identity`` (REST v1) or
+    ``requestContext.authorizer.iam`` (HTTP API v2). Callers signing with
+    Cognito identity pool credentials all share one assumed-role ARN, so their
+    Cognito identity id comes first (``cognitoIdentityId``, v2
+    ``cognitoIdentity.identityId``). Otherwise the full caller ARN
+    (``userArn``: the IAM user, or the role and its session name), else the caller
+    id qualified by its account. Never the account alone: that would merge
+    every principal of the account into one tenant. ``None`` when nothing fits.
+    """
+    nested = identity.get("cognitoIdentity")
+    cognito = _first(nested, ("identityId",)) if isinstance(nested, Mapping) else _first(identity, ("cognitoIdentityId",))
+    if cognito:
+        return cognito
+    arn = _first(identity, ("userArn",))
+    if arn:
+        return arn
+    caller = _first(identity, ("caller", "callerId"))
+    account = _first(identity, ("accountId",))
+    return f"{account}:{caller}" if caller and account else None
 
 
 def _first(source: Mapping[str, Any], names: Sequence[str]) -> str | None:
