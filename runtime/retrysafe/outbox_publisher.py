@@ -202,8 +202,12 @@ def outbox_inserts(records: Iterable[Any]) -> list[tuple[str, OutboxMessage | No
             stream = DynamoDBRecord(record).dynamodb
             if stream is None or stream.new_image.get("kind") != OUTBOX_KIND:
                 continue
-            found.append((str(stream.sequence_number), OutboxMessage.from_item(stream.new_image)))
-        except (AttributeError, KeyError, TypeError, ValueError) as error:  # an unreadable outbox INSERT
+            message = OutboxMessage.from_item(stream.new_image)
+            message.body().encode("utf-8")  # a lone surrogate would fail the whole batch in the target's call
+            if not isinstance(stream.sequence_number, str):
+                raise KeyError("SequenceNumber")
+            found.append((stream.sequence_number, message))
+        except (AttributeError, KeyError, TypeError, ValueError, RecursionError) as error:  # an unreadable INSERT
             image = record.get("dynamodb")
             sequence = image.get("SequenceNumber") if isinstance(image, dict) else None
             telemetry.logger.error("unreadable outbox stream record", extra={"error": type(error).__name__,

@@ -12,7 +12,7 @@ from typing import Any
 from .._value import Value
 from ..config import Mode, Retention
 from ..engine import Completion, Engine, Intent
-from ..errors import BusinessConditionFailedError, RetrysafeError, TenantRequiredError
+from ..errors import BusinessConditionFailedError, InvalidInputError, RetrysafeError, TenantRequiredError
 from ..keys import Scope, parse_key
 from ..observability import telemetry
 from ..store import DynamoStore
@@ -150,8 +150,8 @@ class HttpIdempotency:
             if not found:
                 raise TenantRequiredError("this operation needs an authenticated caller; no tenant was found "
                                           "in the authorizer context")
-            tenant = found
-        op = self.operation or operation or request.route
+            tenant = _unicode(found, "the tenant")
+        op = _unicode(self.operation or operation or request.route, "the operation")
         key = parse_key(request.header(self.header), required=self.key_required)
 
         originals: list[Any] = []
@@ -169,6 +169,15 @@ class HttpIdempotency:
             outcome = self.engine.execute(intent, work, remaining_ms)
         original = originals[-1] if originals and not outcome.replayed else None
         return HttpAnswer(StoredResponse.from_result(outcome.result), replayed=outcome.replayed, original=original)
+
+
+def _unicode(value: str, what: str) -> str:
+    """``value`` when it is Unicode text (it is hashed into the record id); else :class:`InvalidInputError`."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidInputError(f"{what} holds a lone surrogate; it is not Unicode text") from None
+    return value
 
 
 def _refusal(error: Exception) -> HttpAnswer:
