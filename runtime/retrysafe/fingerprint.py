@@ -252,16 +252,3 @@ def fingerprint(parts: Iterable[bytes | str]) -> str:
         buffer += len(data).to_bytes(8, "big")
         buffer += data
     return base64.urlsafe_b64encode(hashlib.sha256(buffer).digest()).rstrip(b"=").decode("ascii")
-
-
-def length_prefixed(items: Iterable[str]) -> bytes:
-    """``items`` as one part: each UTF-8 encoded behind its 4-byte length (decodable, so injective)."""
-    buffer = bytearray()
-    for item in items:
-        try:
-            data = item.encode("utf-8")
-        except UnicodeEncodeError:
-            raise InvalidInputError("the request holds a lone surrogate; it is not Unicode text") from None
-        buffer += len(data).to_bytes(4, "big")
-        buffer += data
-    return bytes(buffer)

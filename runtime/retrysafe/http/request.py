@@ -10,7 +10,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from .._value import Value
-from ..fingerprint import canonical_json, fingerprint, length_prefixed
+from ..fingerprint import canonical_json, fingerprint
 from .problem import MalformedRequestError
 
 #: Content types whose bodies are canonicalised as JSON (besides ``*/*+json`` and an absent Content-Type).
@@ -56,8 +56,8 @@ class HttpRequest(Value):
     def fingerprint(self, query_params: Collection[str] | None = None) -> str:
         """Hash of method, route, path, the chosen query parameters (all when ``None``) and the canonical body.
 
-        Each parameter is one part holding its name and its values in order, length-prefixed, so no
-        two different parameter lists share a fingerprint; parameters are sorted by name. A JSON body
+        The parameters, sorted by name, each with its values in order, are one unambiguous part, so no
+        two different parameter lists share a fingerprint. A JSON body
         (Content-Type ``application/json``, ``*/*+json`` or none) is hashed in its canonical form
         (:mod:`retrysafe.fingerprint`), any other body as its bytes. Raises
         :class:`~retrysafe.errors.InvalidInputError` when the request has no canonical form.
@@ -70,8 +70,14 @@ class HttpRequest(Value):
         else:
             names = sorted(n for n in query_params if n in self.query)
         parts: list[bytes | str] = ["http/v1", self.method, self.route, self.path]
-        for name in names:
-            parts.append(self._query_form + length_prefixed((name, *self.query[name])))
+        if names:  # one part: every name and value behind its length, and each value count (injective)
+            text: list[str] = []
+            for name in names:
+                values = self.query[name]
+                text.append(f"{len(name)}:{name}{len(values)}:")
+                for value in values:
+                    text.append(f"{len(value)}:{value}")
+            parts.append(self._query_form + "".join(text).encode("utf-8", "surrogatepass"))
         parts.append(self._body_part())
         return fingerprint(parts)
 
@@ -127,7 +133,7 @@ def parse_event(event: Any) -> HttpRequest:
         version = "1.0"
     if not method:
         raise MalformedRequestError("the event has no HTTP method (is this an API Gateway proxy event?)")
-    headers = {str(k).lower(): _text(v, "a header") for k, v in _mapping(event, "headers").items() if v is not None}
+    headers = {str(k).lower(): str(v) for k, v in _mapping(event, "headers").items() if v is not None}
     body, text = _body(event)
     return HttpRequest(event=event, version=version, method=method, route=route, path=path, headers=headers,
                        query=query, body=body, text=text, raw_query=raw_query)
@@ -141,12 +147,14 @@ def raw_query_parameters(raw: str) -> dict[str, tuple[str, ...]]:
     so two query strings that API Gateway could present differently never share a form.
     ``a`` and ``a=`` both give ``a`` the empty value; empty ``&&`` segments are skipped.
     """
-    params: dict[str, list[str]] = {}
+    params: dict[str, tuple[str, ...]] = {}
     for segment in raw.split("&"):
         if segment:
             name, _, value = segment.partition("=")
-            params.setdefault(_normalise(name), []).append(_normalise(value))
-    return {name: tuple(values) for name, values in params.items()}
+            if "%" in segment:
+                name, value = _normalise(name), _normalise(value)
+            params[name] = (*params[name], value) if name in params else (value,)
+    return params
 
 
 _ESCAPE = re.compile(r"%([0-9A-Fa-f]{2})")
@@ -159,7 +167,7 @@ def _unescape(match: re.Match[str]) -> str:
 
 
 def _normalise(component: str) -> str:
-    return _ESCAPE.sub(_unescape, component) if "%" in component else component
+    return _ESCAPE.sub(_unescape, component)
 
 
 def _text(value: Any, what: str) -> str:
