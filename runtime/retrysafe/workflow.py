@@ -70,12 +70,12 @@ class TaskPayloadError(RetrysafeError):
 
 
 def _is_unicode(text: str) -> bool:
-    """Non-empty text without lone surrogates (it is hashed into the record id)."""
+    """Text without lone surrogates (it is hashed into the record id)."""
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
         return False
-    return bool(text)
+    return True
 
 
 @dataclass(frozen=True)
@@ -94,7 +94,7 @@ class TaskRequest:
         if not isinstance(payload, dict):
             raise TaskPayloadError("the task payload must be a JSON object with 'execution', 'state' and 'input'")
         missing = [name for name in ("execution", "state") if not isinstance(payload.get(name), str)
-                   or not _is_unicode(payload[name])]
+                   or not payload[name]]
         if missing:
             raise TaskPayloadError(
                 f"the task payload has no {' or '.join(repr(m) for m in missing)}: pass "
@@ -102,9 +102,13 @@ class TaskRequest:
             )
         iteration = payload.get("iteration")
         state_machine = payload.get("stateMachine") or None
-        if not (state_machine is None or isinstance(state_machine, str) and _is_unicode(state_machine)) \
-                or not (iteration is None or _is_unicode(str(iteration))):
-            raise TaskPayloadError("the task payload's 'stateMachine' and 'iteration' must be Unicode text")
+        if not isinstance(state_machine, (str, type(None))):
+            raise TaskPayloadError("the task payload's 'stateMachine' is not a string: pass "
+                                   '"stateMachine.$": "$$.StateMachine.Id"')
+        for name, value in (("execution", payload["execution"]), ("state", payload["state"]),
+                            ("stateMachine", state_machine), ("iteration", iteration)):
+            if value is not None and not _is_unicode(str(value)):
+                raise TaskPayloadError(f"the task payload's {name!r} is not Unicode text (a lone surrogate)")
         return cls(execution=payload["execution"], state=payload["state"], input=payload.get("input"),
                    state_machine=state_machine, iteration=None if iteration is None else str(iteration))
 

@@ -36,6 +36,7 @@ from retrysafe.testing.plugin import create_table
 from retrysafe.workflow import TaskPayloadError
 
 KEYS = (f"hostile-{n}" for n in itertools.count())
+MACHINE = "arn:aws:states:eu-west-1:123456789012:stateMachine:Hostile"
 FUZZ = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                         HealthCheck.function_scoped_fixture])
 WRITES = frozenset({"PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems", "BatchWriteItem"})
@@ -330,22 +331,26 @@ task_inputs = st.recursive(
 
 
 @FUZZ
-@example(task_input={"x": "\ud800"}, execution="exec", state="Charge")
-@example(task_input=float("nan"), execution="exec", state="Charge")
-@example(task_input={"ok": 1}, execution="exec\udc00", state="Charge")
-@given(task_input=task_inputs, execution=strings, state=strings)
+@example(task_input={"x": "\ud800"}, execution="exec", state="Charge", machine=MACHINE)
+@example(task_input=float("nan"), execution="exec", state="Charge", machine=MACHINE)
+@example(task_input={"ok": 1}, execution="exec\udc00", state="Charge", machine=MACHINE)
+@example(task_input={"ok": 1}, execution="exec", state="Charge", machine=7)
+@given(task_input=task_inputs, execution=strings, state=strings,
+       machine=st.one_of(st.just(MACHINE), strings, st.integers()))
 def test_task_answers_hostile_payloads_with_its_result_or_task_payload_error(world: World, task_input: Any,
-                                                                            execution: str, state: str) -> None:
+                                                                            execution: str, state: str,
+                                                                            machine: Any) -> None:
     payload = task_payload(task_input, execution=f"{execution}-{next(KEYS)}", state=state or "S")
+    payload["stateMachine"] = machine
+    valid = _task_input_ok(task_input) and _is_unicode(execution) and _is_unicode(state or "S") \
+        and isinstance(machine, str) and bool(machine) and _is_unicode(machine)
     world.writes.clear()
     try:
         result = world.task(payload, DrillContext())
     except TaskPayloadError:
-        assert sum(world.writes.values()) == 0
-        assert not _task_input_ok(task_input) or not _is_unicode(execution) or not _is_unicode(state or "S")
+        assert not valid and sum(world.writes.values()) == 0
     else:
-        assert result == {"ok": True}
-        assert _task_input_ok(task_input) and _is_unicode(execution) and _is_unicode(state or "S")
+        assert valid and result == {"ok": True}
 
 
 def _task_input_ok(value: Any) -> bool:
