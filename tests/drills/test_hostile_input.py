@@ -85,7 +85,8 @@ def refused(body: str) -> bool:
         return dict(members)
 
     try:
-        doc = json.loads(body, object_pairs_hook=pairs, parse_constant=constant)
+        # Numbers as text: the oracle judges structure, without the interpreter's limit on integer digits.
+        doc = json.loads(body, object_pairs_hook=pairs, parse_constant=constant, parse_int=str, parse_float=str)
     except (Duplicate, RecursionError):
         return True
     except ValueError:
@@ -241,6 +242,7 @@ def envelope(kind: str, body: str) -> str:
 @FUZZ
 @example(body='{"x":"\\ud800"}', kind="plain")
 @example(body='{"a":1,"a":2}', kind="sns")
+@example(body='{"":"","":' + "9" * 5000 + "}", kind="plain")  # a duplicate beside an integer json.loads refuses
 @given(body=bodies, kind=st.sampled_from(["plain", "sns", "eventbridge"]))
 def test_sqs_fails_exactly_the_hostile_record_and_writes_nothing_for_it(world: World, body: str, kind: str) -> None:
     hostile = sqs_record(envelope(kind, body))
@@ -260,7 +262,7 @@ def test_sqs_fails_exactly_the_hostile_record_and_writes_nothing_for_it(world: W
 
 def _parses(text: str) -> bool:
     try:
-        json.loads(text)
+        json.loads(text, parse_int=str, parse_float=str)
     except (ValueError, RecursionError):
         return False
     return True
