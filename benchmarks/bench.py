@@ -1,25 +1,24 @@
 """Side-by-side benchmark of retrysafe and Powertools idempotency (``make bench``).
 
-Writes ``benchmarks/results.json``, ``benchmarks/RESULTS.md`` and ``benchmarks/comparison.png``.
-Every ratio is retrysafe / Powertools from runs interleaved in this one invocation.
+Both libraries run the same create-order workload (HTTP API v2 request, one order write, one event
+write, ~1 KiB JSON answer) on real botocore clients whose HTTP layer is answered in-process by a
+small DynamoDB model (:mod:`benchmarks.ddb_model`): request building, validation, signing and
+parsing are paid by both sides, the network by neither. Every ratio is retrysafe (atomic) /
+Powertools from measurements interleaved in this one run. Writes ``benchmarks/results.json``,
+``benchmarks/RESULTS.md`` and ``benchmarks/comparison.png``.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import io
 import json
 import os
 import platform
-import re
-import socket
 import statistics
 import subprocess
 import sys
-import threading
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from importlib.metadata import version
 from pathlib import Path
@@ -33,11 +32,17 @@ os.environ.update({"AWS_DEFAULT_REGION": REGION, "AWS_REGION": REGION, "AWS_ACCE
                    "POWERTOOLS_IDEMPOTENCY_DISABLED": "0", "AWS_LAMBDA_FUNCTION_NAME": "bench"})
 sys.path.insert(0, str(ROOT))
 
-from benchmarks import workload  # noqa: E402
-from benchmarks.stub import InstantDynamoDB  # noqa: E402
+from benchmarks import moto_server, report, workload
+from benchmarks.ddb_model import DynamoModel, item_size
 
 SIDES = ("retrysafe_atomic", "retrysafe_claim_first", "powertools")
-
+#: The latency model: one request at a time, as in one Lambda container.
+CALL_MS = 4.0
+TRANSACTION_MS = 8.0
+REPLAY_SHARES = (0.0, 0.05, 0.5)
+#: retrysafe (atomic) / Powertools, and whether lower is better.
+TARGETS = {"first_cpu": (0.35, "<="), "replay_cpu": (0.8, "<="), "cold_start": (0.7, "<="),
+           "throughput_5": (2.2, ">="), "throughput_50": (1.35, ">=")}
 
 _SINK = open(os.devnull, "w")  # noqa: SIM115 - kept open: loggers created inside quiet() hold on to it
 
@@ -49,50 +54,84 @@ def quiet() -> Iterator[None]:
         yield
 
 
-def make_handler(side: str, client: Any) -> Callable[[dict[str, Any], Any], Any]:
-    """The workload handler of ``side`` on ``client``."""
+class Side:
+    """One library on its own model tables: its handler, the keys it completed, its DynamoDB calls."""
+
+    def __init__(self, side: str) -> None:
+        self.side = side
+        self.model = DynamoModel(workload.model_tables())
+        self.handler = make_handler(side, self.model)
+        self.completed: list[str] = []
+        self.replays = 0
+
+    def run(self, key: str) -> tuple[float, list[str], dict[str, Any]]:
+        """(thread CPU µs of one request, the model's own time excluded; its DynamoDB calls; the response)."""
+        calls_before, model_before = len(self.model.usage.calls), self.model.cpu_ns
+        start = time.thread_time_ns()
+        response = self.handler(workload.order_event(key), workload.Context())
+        spent = time.thread_time_ns() - start - (self.model.cpu_ns - model_before)
+        if response.get("statusCode") != 201:
+            raise RuntimeError(f"{self.side}: request {key} answered {response}")
+        return spent / 1000, self.model.usage.calls[calls_before:], response
+
+    def first(self) -> tuple[float, list[str], dict[str, Any]]:
+        key = f"{self.side}-{len(self.completed)}"
+        self.completed.append(key)
+        return self.run(key)
+
+    def replay(self) -> tuple[float, list[str], dict[str, Any]]:
+        self.replays += 1
+        return self.run(self.completed[(self.replays * 7919) % len(self.completed)])
+
+
+def make_handler(side: str, model: DynamoModel | None = None, client: Any = None) -> Callable[..., Any]:
+    """The workload handler of ``side``; its clients answered by ``model`` (or ``client`` as given)."""
     if side == "powertools":
+        if client is None:
+            client = workload.user_client()
+        if model is not None:
+            model.install(client)
         return workload.powertools_handler(client)
     from retrysafe import DynamoStore, Engine
 
-    engine = Engine(DynamoStore(workload.TABLE, client=client))
-    return workload.retrysafe_handler("atomic" if side == "retrysafe_atomic" else "claim_first", engine)
+    store = DynamoStore(workload.TABLE, client=client)  # without a client: the store's own, as deployed
+    if model is not None:
+        model.install(store.client)
+    return workload.retrysafe_handler("atomic" if side == "retrysafe_atomic" else "claim_first", Engine(store))
 
 
-# -- 1. round trips -----------------------------------------------------------
-def round_trips() -> dict[str, dict[str, int]]:
-    """DynamoDB API calls per request (botocore before-call hooks), against in-process moto."""
-    import boto3
-    from moto import mock_aws
-
-    results: dict[str, dict[str, int]] = {}
-    with mock_aws(), quiet():
-        client = boto3.client("dynamodb", region_name=REGION)
-        workload.create_tables(client)
-        count = [0]
-        client.meta.events.register("before-call.dynamodb", lambda **_: count.__setitem__(0, count[0] + 1))
+# -- 1. round trips and capacity units ---------------------------------------------
+def round_trips_and_units() -> dict[str, Any]:
+    """DynamoDB calls and capacity units of a first request, its replay and an in-flight duplicate."""
+    result: dict[str, Any] = {}
+    with quiet():
         for side in SIDES:
-            handler = make_handler(side, client)
-            key = f"{side}-{uuid.uuid4()}"
-            first = _count_call(count, lambda: handler(workload.order_event(key), workload.Context()))
-            replay = _count_call(count, lambda: handler(workload.order_event(key), workload.Context()))
-            # In-flight duplicate: the duplicate arrives while the first request is inside its handler.
-            in_flight = _in_flight(side, client, count, f"{side}-{uuid.uuid4()}")
-            results[side] = {"first": first, "replay": replay, "in_flight_duplicate": in_flight}
-    return results
+            runner = Side(side)
+            runner.model.reset_usage()
+            runner.first()
+            first = runner.model.reset_usage().as_dict()
+            runner.replay()
+            replay = runner.model.reset_usage().as_dict()
+            result[side] = {"first": first, "replay": replay, "in_flight_duplicate": _in_flight(side)}
+    return result
 
 
-def _in_flight(side: str, client: Any, count: list[int], key: str) -> int:
+def _in_flight(side: str) -> list[str]:
     """Calls made by a duplicate that arrives while the first request is still inside the same handler."""
-    measured: list[int] = []
+    model = DynamoModel(workload.model_tables())
+    measured: list[list[str]] = []
     state = {"entered": False}
 
-    def body(event: dict[str, Any], again: Callable[[], Any]) -> dict[str, Any]:
+    def body(again: Callable[[], Any]) -> dict[str, Any]:
         if not state["entered"]:
             state["entered"] = True
-            measured.append(_count_call(count, lambda: _swallow(again)))
+            before = len(model.usage.calls)
+            with contextlib.suppress(Exception):  # Powertools raises IdempotencyAlreadyInProgressError
+                again()
+            measured.append(model.usage.calls[before:])
         return {"statusCode": 201, "body": "{}"}
 
+    event = workload.order_event("in-flight")
     if side == "powertools":
         from aws_lambda_powertools.utilities.idempotency import (
             DynamoDBPersistenceLayer,
@@ -100,275 +139,140 @@ def _in_flight(side: str, client: Any, count: list[int], key: str) -> int:
             idempotent,
         )
 
-        config = IdempotencyConfig(event_key_jmespath='headers."Idempotency-Key"', payload_validation_jmespath="body")
-        persistence = DynamoDBPersistenceLayer(table_name=workload.POWERTOOLS_TABLE, boto3_client=client)
+        client = model.install(workload.user_client())
+        config = IdempotencyConfig(event_key_jmespath='headers."idempotency-key"', payload_validation_jmespath="body")
 
-        @idempotent(persistence_store=persistence, config=config)
+        @idempotent(persistence_store=DynamoDBPersistenceLayer(table_name=workload.POWERTOOLS_TABLE,
+                                                               boto3_client=client), config=config)
         def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-            return body(event, lambda: handler(event, context))
+            return body(lambda: handler(event, context))
     else:
         from retrysafe import DynamoStore, Engine, idempotent_http
 
-        mode = "atomic" if side == "retrysafe_atomic" else "claim_first"
-        engine = Engine(DynamoStore(workload.TABLE, client=client))
+        store = DynamoStore(workload.TABLE)
+        model.install(store.client)
 
-        @idempotent_http(operation="InFlight", mode=mode, engine=engine)
+        @idempotent_http(operation="InFlight", mode="atomic" if side == "retrysafe_atomic" else "claim_first",
+                         engine=Engine(store))
         def handler(event: dict[str, Any], context: Any, txn: Any) -> dict[str, Any]:
-            return body(event, lambda: handler(event, context))
+            return body(lambda: handler(event, context))
 
-    handler(workload.order_event(key), workload.Context())
+    handler(event, workload.Context())
     return measured[0]
 
 
-def _count_call(count: list[int], call: Callable[[], Any]) -> int:
-    before = count[0]
-    call()
-    return count[0] - before
-
-
-def _swallow(call: Callable[[], Any]) -> None:
-    try:
-        call()
-    except Exception:  # Powertools raises IdempotencyAlreadyInProgressError for an in-flight duplicate
-        pass
-
-
-# -- 2. library overhead ----------------------------------------------------------
-def overhead(calls: int) -> dict[str, Any]:
-    """Per-call time with DynamoDB answered instantly by a stub (first requests and replays), interleaved."""
-    existing = _captured_records()
-    timings: dict[str, dict[str, list[float]]] = {s: {"first": [], "replay": []} for s in SIDES}
-    block = 250
+# -- 2. CPU per request ------------------------------------------------------------
+def cpu_per_request(requests: int, block: int = 20) -> dict[str, Any]:
+    """Thread CPU time per request (µs), first requests and replays, sides interleaved block by block."""
+    samples: dict[str, dict[str, list[float]]] = {s: {"first": [], "replay": []} for s in SIDES}
+    calls: dict[str, dict[str, list[str]]] = {}
     with quiet():
-        handlers = {}
-        for side in SIDES:
-            handlers[side] = {"first": make_handler(side, InstantDynamoDB()),
-                              "replay": make_handler(side, InstantDynamoDB(existing[side]))}
-        events = {s: [workload.order_event(f"k-{s}-{i}") for i in range(calls)] for s in SIDES}
-        replay_event = workload.order_event("replayed-key")
-        ctx = workload.Context()
-        for side in SIDES:  # warm-up
-            for i in range(50):
-                handlers[side]["first"](workload.order_event(f"warm-{side}-{i}"), ctx)
-                handlers[side]["replay"](replay_event, ctx)
-        for start in range(0, calls, block):
-            for side in SIDES:
-                first, replay, out = handlers[side]["first"], handlers[side]["replay"], timings[side]
-                for event in events[side][start:start + block]:
-                    t0 = time.perf_counter_ns()
-                    first(event, ctx)
-                    t1 = time.perf_counter_ns()
-                    replay(replay_event, ctx)
-                    t2 = time.perf_counter_ns()
-                    out["first"].append((t1 - t0) / 1000)
-                    out["replay"].append((t2 - t1) / 1000)
+        runners = {s: Side(s) for s in SIDES}
+        for runner in runners.values():  # warm-up: imports, caches, branch predictors
+            for _ in range(30):
+                runner.first()
+                runner.replay()
+        for round_index in range(max(1, requests // block)):
+            order = SIDES[round_index % 3:] + SIDES[:round_index % 3]
+            for side in order:
+                runner = runners[side]
+                for _ in range(block):
+                    spent, first_calls, _ = runner.first()
+                    samples[side]["first"].append(spent)
+                    spent, replay_calls, _ = runner.replay()
+                    samples[side]["replay"].append(spent)
+                    calls[side] = {"first": first_calls, "replay": replay_calls}
     result: dict[str, Any] = {}
     for side in SIDES:
-        both = timings[side]["first"] + timings[side]["replay"]
-        result[side] = {
-            "mean": statistics.fmean(both), "median": statistics.median(both),
-            "first_median": statistics.median(timings[side]["first"]),
-            "replay_median": statistics.median(timings[side]["replay"]), "calls": len(both),
-        }
+        first, replay = samples[side]["first"], samples[side]["replay"]
+        result[side] = {"first_median": statistics.median(first), "replay_median": statistics.median(replay),
+                        "first_p90": _percentile(first, 0.9), "replay_p90": _percentile(replay, 0.9),
+                        "first_calls": calls[side]["first"], "replay_calls": calls[side]["replay"],
+                        "requests": len(first) + len(replay)}
     return result
 
 
-def _captured_records() -> dict[str, dict[str, Any]]:
-    """Real stored records of each side, captured from moto, for the stub to answer replays with."""
-    import boto3
-    from moto import mock_aws
-
-    captured: dict[str, dict[str, Any]] = {}
-    with mock_aws(), quiet():
-        client = boto3.client("dynamodb", region_name=REGION)
-        workload.create_tables(client)
-        for side in SIDES:
-            make_handler(side, client)(workload.order_event("replayed-key"), workload.Context())
-        for item in client.scan(TableName=workload.TABLE)["Items"]:
-            if item.get("op", {}).get("S") == "CreateOrder":
-                # both retrysafe modes store the same completed record for the same request
-                captured["retrysafe_atomic"] = captured["retrysafe_claim_first"] = item
-        captured["powertools"] = next(i for i in client.scan(TableName=workload.POWERTOOLS_TABLE)["Items"]
-                                      if i.get("status", {}).get("S") == "COMPLETED")
-    return captured
+def _percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
 
 
-# -- 3. import time -----------------------------------------------------------------
-_LINE = re.compile(r"import time:\s+(\d+) \|\s+(\d+) \|( *)(\S+)")
-
-
-def import_time(runs: int) -> dict[str, Any]:
-    """Median import time of a minimal decorated handler module in fresh processes (``-X importtime``)."""
-    modules = {"retrysafe": "benchmarks.handlers.retrysafe_minimal",
-               "powertools": "benchmarks.handlers.powertools_minimal"}
-    # Both sides import from bytecode, as after a pip install (pip compiled Powertools' site-packages;
-    # this checkout's sources are compiled here, since PYTHONDONTWRITEBYTECODE may be set).
+# -- 3. cold start -------------------------------------------------------------------
+def cold_start(runs: int) -> dict[str, Any]:
+    """Import + first invocation (client creation included) in fresh processes, the two sides alternating."""
     import retrysafe
 
-    subprocess.run([sys.executable, "-m", "compileall", "-q", str(Path(retrysafe.__file__).parent),
-                    str(HERE / "handlers")], check=True)
-    totals: dict[str, list[float]] = {k: [] for k in modules}
-    without_boto: dict[str, list[float]] = {k: [] for k in modules}
-    for _ in range(runs):
-        for side, module in modules.items():
-            proc = subprocess.run([sys.executable, "-X", "importtime", "-c", f"import {module}"], cwd=ROOT,
-                                  capture_output=True, text=True, check=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
-            total, boto = _parse_importtime(proc.stderr, module)
-            totals[side].append(total / 1000)
-            without_boto[side].append((total - boto) / 1000)
-    med = {k: statistics.median(v) for k, v in totals.items()}
-    return {"retrysafe": med["retrysafe"], "powertools": med["powertools"], "ratio": med["retrysafe"] / med["powertools"],
-            "retrysafe_excluding_boto3": statistics.median(without_boto["retrysafe"]),
-            "powertools_excluding_boto3": statistics.median(without_boto["powertools"]), "runs": runs}
+    # Both sides import from bytecode, as after a pip install (pip compiled site-packages; this checkout
+    # is compiled here, since PYTHONDONTWRITEBYTECODE may be set).
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(Path(retrysafe.__file__).parent), str(HERE)],
+                   check=True)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    rows: dict[str, list[dict[str, Any]]] = {"retrysafe": [], "powertools": []}
+    for index in range(runs):
+        for side in (("retrysafe", "powertools") if index % 2 == 0 else ("powertools", "retrysafe")):
+            proc = subprocess.run([sys.executable, "-m", "benchmarks.coldstart", side], cwd=ROOT, env=env,
+                                  capture_output=True, text=True, check=True)
+            rows[side].append(json.loads(proc.stdout.strip().splitlines()[-1]))
+    result: dict[str, Any] = {"runs": runs}
+    for side, values in rows.items():
+        totals = [r["total_ms"] for r in values]
+        cpu = [r["total_cpu_ms"] for r in values]
+        result[side] = {"median_ms": statistics.median(totals), "min_ms": min(totals),
+                        "cpu_median_ms": statistics.median(cpu), "cpu_min_ms": min(cpu),
+                        "import_median_ms": statistics.median(r["import_ms"] for r in values),
+                        "first_invocation_median_ms": statistics.median(r["first_invocation_ms"] for r in values),
+                        "calls": values[0]["calls"]}
+    return result
 
 
-def _parse_importtime(stderr: str, module: str) -> tuple[int, int]:
-    """(cumulative µs of ``module``, µs spent in boto3/botocore subtrees)."""
-    rows = [(int(m.group(1)), int(m.group(2)), len(m.group(3)), m.group(4)) for m in map(_LINE.match, stderr.splitlines()) if m]
-    total = next(cum for _, cum, _, name in rows if name == module)
-    boto = 0
-    stack: list[tuple[int, bool]] = []
-    for self_us, _, depth, name in reversed(rows):  # parents are printed after their children
-        while stack and stack[-1][0] >= depth:
-            stack.pop()
-        inside = name.split(".")[0] in ("boto3", "botocore") or (bool(stack) and stack[-1][1])
-        stack.append((depth, inside))
-        if inside:
-            boto += self_us
-    return total, boto
+# -- 4. latency model -------------------------------------------------------------
+def latency_model(cpu: dict[str, Any]) -> dict[str, Any]:
+    """Requests/s of one container serving one request at a time: measured CPU + modelled DynamoDB latency."""
+    result: dict[str, Any] = {"call_ms": CALL_MS, "transaction_ms": TRANSACTION_MS}
+    for side in SIDES:
+        c = cpu[side]
+        first_ms = c["first_median"] / 1000 + _latency(c["first_calls"])
+        replay_ms = c["replay_median"] / 1000 + _latency(c["replay_calls"])
+        result[side] = {"first_ms": first_ms, "replay_ms": replay_ms,
+                        **{f"rps_{round(share * 100)}": 1000 / ((1 - share) * first_ms + share * replay_ms)
+                           for share in REPLAY_SHARES}}
+    return result
 
 
-# -- 4. throughput ------------------------------------------------------------------
-def throughput(seconds_per_side: float, clients: int = 8, rounds: int = 10) -> dict[str, Any]:
-    """Requests/s against moto's server on 127.0.0.1, 8 concurrent clients, half of the requests replays.
-
-    moto's ``TransactWriteItems`` deep-copies every table it touches (for rollback), so its cost grows
-    with the table; the tables are recreated before every slice so that both sides run on small tables.
-    """
-    import boto3
-    from botocore.config import Config
-
-    port = _free_port()
-    server = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        endpoint = f"http://127.0.0.1:{port}"
-        _wait_for(port)
-        config = Config(max_pool_connections=clients * 2, retries={"mode": "standard", "max_attempts": 2})
-        client = boto3.client("dynamodb", region_name=REGION, endpoint_url=endpoint, config=config)
-        done: dict[str, int] = {s: 0 for s in SIDES}
-        failed: dict[str, int] = {s: 0 for s in SIDES}
-        elapsed: dict[str, float] = {s: 0.0 for s in SIDES}
-        with quiet():
-            handlers = {s: make_handler(s, client) for s in SIDES}
-            for _ in range(rounds):
-                for side in SIDES:
-                    for name in (workload.TABLE, workload.ORDERS, workload.POWERTOOLS_TABLE):
-                        with contextlib.suppress(client.exceptions.ResourceNotFoundException):
-                            client.delete_table(TableName=name)
-                    workload.create_tables(client)
-                    n, errors, dt = _drive(handlers[side], clients, seconds_per_side / rounds)
-                    done[side] += n
-                    failed[side] += errors
-                    elapsed[side] += dt
-        rps = {s: done[s] / elapsed[s] for s in SIDES}
-        return {"retrysafe": rps["retrysafe_atomic"], "retrysafe_claim_first": rps["retrysafe_claim_first"],
-                "powertools": rps["powertools"], "ratio": rps["retrysafe_atomic"] / rps["powertools"],
-                "ratio_claim_first": rps["retrysafe_claim_first"] / rps["powertools"], "clients": clients,
-                "seconds_per_side": seconds_per_side, "server_errors": failed}
-    finally:
-        server.terminate()
-        try:
-            server.wait(5)
-        except subprocess.TimeoutExpired:  # its request threads may hold keep-alive connections open
-            server.kill()
-            server.wait(5)
+def _latency(calls: list[str]) -> float:
+    return sum(TRANSACTION_MS if call == "TransactWriteItems" else CALL_MS for call in calls)
 
 
-def _drive(handler: Any, clients: int, seconds: float) -> tuple[int, int, float]:
-    """(answered requests, requests that failed with a 5xx or an exception, seconds)."""
-    stop = time.monotonic() + seconds
-    counts = [0] * clients
-    failures = [0] * clients
-    errors: list[BaseException] = []
-
-    def client_loop(index: int) -> None:
-        completed: list[str] = []
-        ctx = workload.Context()
-        i = 0
-        try:
-            while time.monotonic() < stop:
-                if completed and i % 2:
-                    key = completed[(i * 7919) % len(completed)]  # a replay of an earlier request
-                else:
-                    key = f"{index}-{uuid.uuid4()}"
-                    completed.append(key)
-                try:
-                    ok = handler(workload.order_event(key), ctx)["statusCode"] < 500
-                except Exception:  # Powertools raises where retrysafe answers 503/409 problem+json
-                    ok = False
-                counts[index] += ok
-                failures[index] += not ok
-                i += 1
-        except BaseException as error:  # surfaced below: a benchmark must not hide failures
-            errors.append(error)
-
-    threads = [threading.Thread(target=client_loop, args=(i,)) for i in range(clients)]
-    start = time.monotonic()
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    if errors:
-        raise errors[0]
-    return sum(counts), sum(failures), time.monotonic() - start
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _wait_for(port: int) -> None:
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=0.5):
-            return
-        time.sleep(0.1)
-    raise RuntimeError("moto server did not start")
-
-
-# -- 5. record size -----------------------------------------------------------------
+# -- 5. stored record size ------------------------------------------------------------
 def record_sizes() -> dict[str, Any]:
-    """Stored record size for 1, 8 and 64 KiB JSON responses, and the write units each implies."""
-    import boto3
-    from moto import mock_aws
-
+    """Stored record size for 1, 8 and 64 KiB JSON responses, and the write units it implies."""
+    from aws_lambda_powertools.utilities.idempotency import (
+        DynamoDBPersistenceLayer,
+        IdempotencyConfig,
+        idempotent,
+    )
     from retrysafe import DynamoStore, Engine, idempotent_http
-    from retrysafe.record import item_size
 
     sizes: dict[str, Any] = {}
-    with mock_aws(), quiet():
-        client = boto3.client("dynamodb", region_name=REGION)
-        workload.create_tables(client)
+    with quiet():
         for label, kib in (("1KiB", 1), ("8KiB", 8), ("64KiB", 64)):
+            model = DynamoModel(workload.model_tables())
             body = _json_body(kib * 1024)
 
-            def answer(*_: Any) -> dict[str, Any]:
+            def answer(*_: Any, body: str = body) -> dict[str, Any]:
                 return {"statusCode": 200, "headers": {"Content-Type": "application/json"}, "body": body}
 
-            rs = idempotent_http(answer, operation=f"Size{label}", engine=Engine(DynamoStore(workload.TABLE, client=client)))
-            rs(workload.order_event(f"size-{label}"), workload.Context())
-            pt = _powertools_answer(client, answer)
-            pt(workload.order_event(f"size-{label}"), workload.Context())
-            rs_item = next(i for i in client.scan(TableName=workload.TABLE)["Items"] if i.get("op", {}).get("S") == f"Size{label}")
-            pt_item = next(i for i in client.scan(TableName=workload.POWERTOOLS_TABLE)["Items"]
-                           if i.get("status", {}).get("S") == "COMPLETED")
-            client.delete_item(TableName=workload.POWERTOOLS_TABLE, Key={"id": pt_item["id"]})
-            rs_size, pt_size = item_size(rs_item), item_size(pt_item)
-            sizes[label] = {"retrysafe_bytes": rs_size, "retrysafe_wcu": -(-rs_size // 1024),
-                            "powertools_bytes": pt_size, "powertools_wcu": -(-pt_size // 1024), "response_bytes": len(body)}
+            store = DynamoStore(workload.TABLE)
+            model.install(store.client)
+            idempotent_http(answer, operation="Size", engine=Engine(store))(workload.order_event("size"), workload.Context())
+            client = model.install(workload.user_client())
+            config = IdempotencyConfig(event_key_jmespath='headers."idempotency-key"', payload_validation_jmespath="body")
+            idempotent(persistence_store=DynamoDBPersistenceLayer(table_name=workload.POWERTOOLS_TABLE, boto3_client=client),
+                       config=config)(answer)(workload.order_event("size"), workload.Context())
+            rs = item_size(next(iter(model.tables[workload.TABLE].items.values())))
+            pt = item_size(next(iter(model.tables[workload.POWERTOOLS_TABLE].items.values())))
+            sizes[label] = {"response_bytes": len(body), "retrysafe_bytes": rs, "retrysafe_kib_units": -(-rs // 1024),
+                            "powertools_bytes": pt, "powertools_kib_units": -(-pt // 1024)}
     return sizes
 
 
@@ -381,166 +285,70 @@ def _json_body(size: int) -> str:
     return json.dumps({"lines": lines})
 
 
-def _powertools_answer(client: Any, answer: Callable[..., Any]) -> Any:
-    from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer, IdempotencyConfig, idempotent
-
-    config = IdempotencyConfig(event_key_jmespath='headers."Idempotency-Key"', payload_validation_jmespath="body")
-    return idempotent(persistence_store=DynamoDBPersistenceLayer(table_name=workload.POWERTOOLS_TABLE,
-                                                                 boto3_client=client), config=config)(answer)
-
-
 # -- output ---------------------------------------------------------------------------
+def ratios(r: dict[str, Any]) -> dict[str, float]:
+    """retrysafe (atomic) / Powertools for each target."""
+    cpu, cold, tput = r["cpu_us"], r["cold_start"], r["latency_model"]
+    rs, pt = cpu["retrysafe_atomic"], cpu["powertools"]
+    return {"first_cpu": rs["first_median"] / pt["first_median"], "replay_cpu": rs["replay_median"] / pt["replay_median"],
+            "cold_start": cold["retrysafe"]["cpu_median_ms"] / cold["powertools"]["cpu_median_ms"],
+            "cold_start_wall": cold["retrysafe"]["median_ms"] / cold["powertools"]["median_ms"],
+            "throughput_0": tput["retrysafe_atomic"]["rps_0"] / tput["powertools"]["rps_0"],
+            "throughput_5": tput["retrysafe_atomic"]["rps_5"] / tput["powertools"]["rps_5"],
+            "throughput_50": tput["retrysafe_atomic"]["rps_50"] / tput["powertools"]["rps_50"]}
+
+
+def verdicts(ratio: dict[str, float]) -> dict[str, bool]:
+    """Whether each target is met in this run."""
+    return {name: (ratio[name] <= target if op == "<=" else ratio[name] >= target)
+            for name, (target, op) in TARGETS.items()}
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     """Run every measurement and write results.json, RESULTS.md and comparison.png."""
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--calls", type=int, default=5000, help="calls per side for the overhead measurement")
-    parser.add_argument("--import-runs", type=int, default=9)
-    parser.add_argument("--seconds", type=float, default=20.0, help="throughput seconds per side")
+    parser.add_argument("--requests", type=int, default=1200, help="first requests (and as many replays) per side")
+    parser.add_argument("--cold-runs", type=int, default=17, help="fresh processes per side (>= 15)")
+    parser.add_argument("--moto-seconds", type=float, default=6.0, help="moto-server throughput seconds per side")
     parser.add_argument("--out", type=Path, default=HERE)
     args = parser.parse_args(argv)
 
-    started = time.time()
-    trips = round_trips()
-    print("round trips:", json.dumps(trips), flush=True)
-    over = overhead(args.calls)
-    print("overhead µs:", json.dumps(over), flush=True)
-    imports = import_time(args.import_runs)
-    print("import ms:", json.dumps(imports), flush=True)
-    tput = throughput(args.seconds)
-    print("throughput rps:", json.dumps(tput), flush=True)
+    started, load_before = time.time(), os.getloadavg()
+    trips = round_trips_and_units()
+    print("round trips and units:", json.dumps(trips), flush=True)
+    cold = cold_start(args.cold_runs)
+    print("cold start ms:", json.dumps(cold), flush=True)
+    cpu = cpu_per_request(args.requests)
+    print("CPU µs per request:", json.dumps(cpu), flush=True)
+    model = latency_model(cpu)
+    print("latency model:", json.dumps(model), flush=True)
     sizes = record_sizes()
     print("record bytes:", json.dumps(sizes), flush=True)
+    moto = moto_server.throughput(lambda side, client: make_handler(side, client=client), SIDES, args.moto_seconds,
+                                  quiet)
+    print("moto server (informative):", json.dumps(moto), flush=True)
 
-    results = {
-        "round_trips": {"retrysafe_atomic": trips["retrysafe_atomic"],
-                        "retrysafe_claim_first": trips["retrysafe_claim_first"], "powertools": trips["powertools"]},
-        "library_overhead_us": {
-            "retrysafe": over["retrysafe_atomic"]["mean"], "retrysafe_median": over["retrysafe_atomic"]["median"],
-            "retrysafe_claim_first": over["retrysafe_claim_first"]["mean"],
-            "powertools": over["powertools"]["mean"], "powertools_median": over["powertools"]["median"],
-            "ratio": over["retrysafe_atomic"]["mean"] / over["powertools"]["mean"],
-            "ratio_median": over["retrysafe_atomic"]["median"] / over["powertools"]["median"],
-            "detail": over,
-        },
-        "import_ms": imports,
-        "throughput_rps": tput,
-        "record_bytes": sizes,
+    results: dict[str, Any] = {
+        "round_trips_and_units": trips, "cpu_us": cpu, "cold_start": cold, "latency_model": model,
+        "record_bytes": sizes, "moto_server_rps": moto,
         "versions": {name: version(name) for name in ("retrysafe", "aws-lambda-powertools", "boto3", "botocore", "moto")}
                     | {"python": platform.python_version()},
-        "machine": {"platform": platform.platform(), "processor": platform.machine(), "cpus": os.cpu_count()},
+        "machine": {"platform": platform.platform(), "processor": platform.machine(), "cpus": os.cpu_count(),
+                    "load_average_before": load_before, "load_average_after": os.getloadavg()},
         "duration_seconds": round(time.time() - started, 1),
     }
+    from retrysafe import DynamoStore
+
+    results["retrysafe_client_validates"] = bool(DynamoStore(workload.TABLE).client.meta.config.parameter_validation)
+    results["ratios"] = ratios(results)
+    results["targets_met"] = verdicts(results["ratios"])
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "results.json").write_text(json.dumps(results, indent=2) + "\n")
-    chart = _chart(results, args.out / "comparison.png")
-    (args.out / "RESULTS.md").write_text(_markdown(results, chart))
-    print(f"wrote {args.out / 'results.json'} and RESULTS.md in {results['duration_seconds']} s")
+    chart = report.chart(results, args.out / "comparison.png")
+    (args.out / "RESULTS.md").write_text(report.markdown(results, chart, TARGETS))
+    print(report.summary(results, TARGETS))
+    print(f"wrote {args.out / 'results.json'}, RESULTS.md and the chart in {results['duration_seconds']} s")
     return results
-
-
-def _chart(results: dict[str, Any], path: Path) -> str | None:
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return None
-    panels = [
-        ("DynamoDB calls, first request", [results["round_trips"][s]["first"] for s in SIDES]),
-        ("Overhead per call (µs, stubbed DB)", [results["library_overhead_us"]["detail"][s]["mean"] for s in SIDES]),
-        ("Throughput on moto server (req/s)", [results["throughput_rps"]["retrysafe"],
-                                               results["throughput_rps"]["retrysafe_claim_first"],
-                                               results["throughput_rps"]["powertools"]]),
-    ]
-    fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
-    for ax, (title, values) in zip(axes, panels, strict=True):
-        bars = ax.bar(["retrysafe\natomic", "retrysafe\nclaim-first", "Powertools"], values,
-                      color=["#2b7a78", "#3aafa9", "#999999"])
-        ax.bar_label(bars, fmt="%.1f")
-        ax.set_title(title, fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path.name
-
-
-def _markdown(r: dict[str, Any], chart: str | None) -> str:
-    rt, ov, im, tp, rb = r["round_trips"], r["library_overhead_us"], r["import_ms"], r["throughput_rps"], r["record_bytes"]
-    rows = "\n".join(
-        f"| {label} | {rt['retrysafe_atomic'][k]} | {rt['retrysafe_claim_first'][k]} | {rt['powertools'][k]} |"
-        for label, k in (("first request", "first"), ("replay", "replay"), ("in-flight duplicate", "in_flight_duplicate")))
-    sizes = "\n".join(f"| {label} | {v['response_bytes']} | {v['retrysafe_bytes']} ({v['retrysafe_wcu']} WCU) | "
-                      f"{v['powertools_bytes']} ({v['powertools_wcu']} WCU) |" for label, v in rb.items())
-    d = ov["detail"]
-    return f"""# retrysafe vs Powertools idempotency
-
-Measured by `make bench` ({r['duration_seconds']} s) on {r['machine']['platform']}, {r['machine']['cpus']} CPUs;
-Python {r['versions']['python']}, retrysafe {r['versions']['retrysafe']}, aws-lambda-powertools
-{r['versions']['aws-lambda-powertools']}, boto3 {r['versions']['boto3']}, moto {r['versions']['moto']}.
-Ratios are retrysafe (atomic) / Powertools, from runs interleaved in one invocation.
-
-Workload (both sides): `POST /orders` writes one order item and one event item and answers ~1 KB of JSON.
-retrysafe puts both in its transaction; Powertools runs `@idempotent` (DynamoDB persistence, payload
-validation on) and the handler writes its own items.
-
-{f'![comparison]({chart})' if chart else ''}
-
-## DynamoDB round trips per request (incl. the business writes)
-
-| | retrysafe atomic | retrysafe claim-first | Powertools |
-|---|---|---|---|
-{rows}
-
-The atomic in-flight duplicate runs its own transaction; whichever commits first wins and the other replays it.
-
-## Library overhead per call, DynamoDB answered instantly by a stub
-
-| | retrysafe atomic | retrysafe claim-first | Powertools |
-|---|---|---|---|
-| mean (first + replay), µs | {d['retrysafe_atomic']['mean']:.1f} | {d['retrysafe_claim_first']['mean']:.1f} | {d['powertools']['mean']:.1f} |
-| median first request, µs | {d['retrysafe_atomic']['first_median']:.1f} | {d['retrysafe_claim_first']['first_median']:.1f} | {d['powertools']['first_median']:.1f} |
-| median replay, µs | {d['retrysafe_atomic']['replay_median']:.1f} | {d['retrysafe_claim_first']['replay_median']:.1f} | {d['powertools']['replay_median']:.1f} |
-
-Ratio (mean): **{ov['ratio']:.2f}**; (median): {ov['ratio_median']:.2f}. Powertools' first request
-includes its handler's two stubbed business writes; retrysafe's includes serialising them into the transaction.
-
-## Import time of a minimal decorated handler module (median of {im['runs']} fresh processes)
-
-| | retrysafe | Powertools |
-|---|---|---|
-| total, ms | {im['retrysafe']:.1f} | {im['powertools']:.1f} |
-| excluding boto3/botocore, ms | {im['retrysafe_excluding_boto3']:.1f} | {im['powertools_excluding_boto3']:.1f} |
-
-Ratio: **{im['ratio']:.2f}**. retrysafe defers boto3 and Powertools' Logger/Metrics to first use,
-so part of this cost moves into the first invocation instead of disappearing.
-
-## Throughput against moto's server on 127.0.0.1 ({tp['clients']} clients, half replays, {tp['seconds_per_side']:.0f} s per side)
-
-| | retrysafe atomic | retrysafe claim-first | Powertools |
-|---|---|---|---|
-| requests/s | {tp['retrysafe']:.0f} | {tp['retrysafe_claim_first']:.0f} | {tp['powertools']:.0f} |
-
-Ratio atomic: **{tp['ratio']:.2f}**, claim-first: {tp['ratio_claim_first']:.2f}. Failed requests (5xx or
-exception, not counted above): {", ".join(f"{k} {v}" for k, v in tp['server_errors'].items())}. moto's server is the bottleneck, and its
-`TransactWriteItems` deep-copies every table it touches for rollback (tables are recreated before every
-slice to keep that bounded): the number measures moto's implementation as much as the libraries, and
-penalises retrysafe's single transaction against Powertools' separate single-item writes.
-
-## Stored record size
-
-| response | bytes | retrysafe record | Powertools record |
-|---|---|---|---|
-{sizes}
-
-retrysafe compresses results over 256 bytes (zlib) and uses short attribute names.
-
-## Reproduce
-
-```
-make bench        # about 90 seconds; writes benchmarks/results.json, RESULTS.md, comparison.png
-```
-"""
 
 
 if __name__ == "__main__":

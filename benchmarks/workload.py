@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import uuid
 from typing import Any
 
 TABLE = "bench-idempotency"
@@ -14,15 +13,19 @@ RESPONSE_LINES = [{"sku": f"SKU-{i:04d}", "qty": 1 + i % 3, "price": "19.90", "n
 
 
 def order_event(key: str, amount: int = 42, tenant: str = "tenant-a") -> dict[str, Any]:
-    """A REST API (v1) POST /orders event with a Cognito authorizer and an Idempotency-Key."""
+    """An HTTP API (v2) POST /orders event with a JWT authorizer and an Idempotency-Key."""
     return {
-        "resource": "/orders", "path": "/orders", "httpMethod": "POST",
-        "headers": {"Content-Type": "application/json", "Idempotency-Key": key},
-        "multiValueHeaders": {}, "queryStringParameters": None, "multiValueQueryStringParameters": None,
-        "pathParameters": None, "stageVariables": None, "isBase64Encoded": False,
-        "requestContext": {"resourcePath": "/orders", "httpMethod": "POST", "stage": "prod", "requestId": "r",
-                           "authorizer": {"claims": {"sub": tenant}}, "identity": {"sourceIp": "127.0.0.1"}},
+        "version": "2.0", "routeKey": "POST /orders", "rawPath": "/orders", "rawQueryString": "",
+        "headers": {"content-type": "application/json", "idempotency-key": key, "host": "api.example.com",
+                    "user-agent": "bench/1.0", "x-forwarded-for": "127.0.0.1"},
+        "requestContext": {"accountId": "123456789012", "apiId": "api", "domainName": "api.example.com",
+                           "http": {"method": "POST", "path": "/orders", "protocol": "HTTP/1.1",
+                                    "sourceIp": "127.0.0.1", "userAgent": "bench/1.0"},
+                           "requestId": "r", "routeKey": "POST /orders", "stage": "$default",
+                           "authorizer": {"jwt": {"claims": {"sub": tenant}, "scopes": []}},
+                           "time": "30/Nov/2026:12:00:00 +0000", "timeEpoch": 1796040000000},
         "body": json.dumps({"customer": "c-1", "amount": amount, "currency": "EUR", "lines": RESPONSE_LINES[:3]}),
+        "isBase64Encoded": False,
     }
 
 
@@ -60,8 +63,29 @@ def retrysafe_handler(mode: str, engine: Any) -> Any:
     return handler
 
 
+def client_config() -> Any:
+    """The botocore configuration of every client in the benchmark (retrysafe's store uses the same values)."""
+    from botocore.config import Config
+
+    return Config(retries={"mode": "standard", "max_attempts": 4}, connect_timeout=2, read_timeout=10,
+                  tcp_keepalive=True)
+
+
+def user_client() -> Any:
+    """The DynamoDB client a Powertools user creates at module level and shares with the persistence layer."""
+    import boto3
+
+    return boto3.session.Session().client("dynamodb", config=client_config())
+
+
 def powertools_handler(client: Any) -> Any:
-    """The workload under Powertools ``@idempotent`` (payload validation on); the handler writes its own items."""
+    """The workload under Powertools ``@idempotent`` (payload validation on); the handler writes its own items.
+
+    The event item carries what retrysafe's outbox event carries (type, aggregate, payload, time, expiry).
+    """
+    import time
+    import uuid
+
     from aws_lambda_powertools.utilities.idempotency import (
         DynamoDBPersistenceLayer,
         IdempotencyConfig,
@@ -69,26 +93,45 @@ def powertools_handler(client: Any) -> Any:
     )
 
     persistence = DynamoDBPersistenceLayer(table_name=POWERTOOLS_TABLE, boto3_client=client)
-    config = IdempotencyConfig(event_key_jmespath='headers."Idempotency-Key"', payload_validation_jmespath="body",
+    config = IdempotencyConfig(event_key_jmespath='headers."idempotency-key"', payload_validation_jmespath="body",
                                expires_after_seconds=7 * 86400)
 
     @idempotent(persistence_store=persistence, config=config)
     def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         body = json.loads(event["body"])
         order_id = uuid.uuid4().hex[:22]
+        now = time.time()
         client.put_item(TableName=ORDERS, Item={"pk": {"S": f"order#{order_id}"}, "customer": {"S": body["customer"]},
                                                  "amount": {"N": str(body["amount"])}})
-        client.put_item(TableName=POWERTOOLS_TABLE, Item={"id": {"S": f"event#{order_id}"},
-                                                           "type": {"S": "OrderPlaced"},
-                                                           "payload": {"S": json.dumps({"id": order_id})}})
+        client.put_item(TableName=POWERTOOLS_TABLE, Item={
+            "id": {"S": f"event#{order_id}"}, "type": {"S": "OrderPlaced"}, "aggregate": {"S": f"Order/{order_id}"},
+            "payload": {"S": json.dumps({"id": order_id, "amount": body["amount"]})},
+            "at": {"S": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now))},
+            "exp": {"N": str(int(now) + 7 * 86400)}})
         return {"statusCode": 201, "headers": {"Content-Type": "application/json", "Location": f"/orders/{order_id}"},
                 "body": response_body(order_id, body["amount"])}
 
     return handler
 
 
+def model_tables() -> dict[str, Any]:
+    """The three tables as the in-memory model holds them; the idempotency table has the outbox index
+    that ``retrysafe_cdk.IdempotencyTable`` deploys (``outbox-unpublished``: ``obq``/``at``, projection ALL)."""
+    from benchmarks.ddb_model import Table
+
+    return {TABLE: Table("pk", {"outbox-unpublished": ("obq", "at")}), ORDERS: Table("pk"),
+            POWERTOOLS_TABLE: Table("id")}
+
+
 def create_tables(client: Any) -> None:
-    """The three tables of the benchmark."""
+    """The three tables on a real DynamoDB API (moto's server), the outbox index included."""
     for name, key in ((TABLE, "pk"), (ORDERS, "pk"), (POWERTOOLS_TABLE, "id")):
-        client.create_table(TableName=name, AttributeDefinitions=[{"AttributeName": key, "AttributeType": "S"}],
-                            KeySchema=[{"AttributeName": key, "KeyType": "HASH"}], BillingMode="PAY_PER_REQUEST")
+        extra: dict[str, Any] = {}
+        attributes = [{"AttributeName": key, "AttributeType": "S"}]
+        if name == TABLE:
+            attributes += [{"AttributeName": "obq", "AttributeType": "S"}, {"AttributeName": "at", "AttributeType": "S"}]
+            extra["GlobalSecondaryIndexes"] = [{
+                "IndexName": "outbox-unpublished", "Projection": {"ProjectionType": "ALL"},
+                "KeySchema": [{"AttributeName": "obq", "KeyType": "HASH"}, {"AttributeName": "at", "KeyType": "RANGE"}]}]
+        client.create_table(TableName=name, AttributeDefinitions=attributes, BillingMode="PAY_PER_REQUEST",
+                            KeySchema=[{"AttributeName": key, "KeyType": "HASH"}], **extra)

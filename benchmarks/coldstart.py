@@ -1,0 +1,67 @@
+"""One cold start, in this fresh process: import a handler module, then its first invocation.
+
+``python -m benchmarks.coldstart retrysafe|powertools`` prints one JSON line. DynamoDB is answered
+in-process by :mod:`benchmarks.ddb_model`, hooked into every botocore session the libraries create
+(``BUILTIN_HANDLERS``), so client creation, endpoint resolution, signing and parsing are paid as in
+Lambda; the model's own time is subtracted. What Lambda's runtime has loaded before it imports a
+handler (``json``, ``decimal``, ``threading``...) is loaded here before the clock starts.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import importlib.abc
+import importlib.util
+import json
+import os
+import sys
+import time
+from typing import Any
+
+from benchmarks import ddb_model, workload
+
+MODEL = ddb_model.DynamoModel(workload.model_tables())
+
+
+class _HookBotocore(importlib.abc.MetaPathFinder):
+    """Adds the model's ``before-send`` handler to botocore's built-in handlers when botocore loads."""
+
+    def find_spec(self, name: str, path: Any, target: Any = None) -> Any:
+        if name != "botocore.handlers":
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(name)
+        original = spec.loader.exec_module  # type: ignore[union-attr]
+
+        def exec_module(module: Any) -> None:
+            original(module)
+            module.BUILTIN_HANDLERS.append(("before-send.dynamodb", MODEL.before_send))
+
+        spec.loader.exec_module = exec_module  # type: ignore[union-attr]
+        return spec
+
+
+def main() -> None:
+    side = sys.argv[1]
+    sys.meta_path.insert(0, _HookBotocore())
+    out = sys.stdout
+    event, context = workload.order_event("cold-start-key"), workload.Context()
+    with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink):
+        w0, c0 = time.perf_counter(), time.process_time()
+        module = importlib.import_module(f"benchmarks.handlers.{side}_orders")
+        w1 = time.perf_counter()
+        response = module.handler(event, context)
+        w2, c2 = time.perf_counter(), time.process_time()
+    if response.get("statusCode") != 201:
+        raise SystemExit(f"{side}: the first invocation answered {response}")
+    model_wall, model_cpu = MODEL.wall_ns / 1e6, MODEL.cpu_ns / 1e6
+    out.write(json.dumps({
+        "side": side, "import_ms": (w1 - w0) * 1000, "first_invocation_ms": (w2 - w1) * 1000 - model_wall,
+        "total_ms": (w2 - w0) * 1000 - model_wall, "total_cpu_ms": (c2 - c0) * 1000 - model_cpu,
+        "calls": MODEL.usage.calls,
+    }) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,205 @@
+"""The printed summary, ``RESULTS.md`` and the chart, from one run's results."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+NAMES = {"first_cpu": "first-request CPU", "replay_cpu": "replay CPU", "cold_start": "cold start (import + first call, CPU)",
+         "throughput_5": "latency-model throughput, 5% replays", "throughput_50": "latency-model throughput, 50% replays"}
+COLUMNS = ("retrysafe_atomic", "retrysafe_claim_first", "powertools")
+
+
+def summary(r: dict[str, Any], targets: dict[str, tuple[float, str]]) -> str:
+    """The ratio lines ``make bench`` prints last."""
+    ratio, met = r["ratios"], r["targets_met"]
+    lines = ["", "retrysafe (atomic) / Powertools, this run:"]
+    for name, (target, op) in targets.items():
+        lines.append(f"  {NAMES[name]:<42} {ratio[name]:5.2f}   target {op} {target:<5} "
+                     f"{'met' if met[name] else 'NOT met'}")
+    lines.append(f"  {'cold start, wall clock (informative)':<42} {ratio['cold_start_wall']:5.2f}")
+    lines.append(f"  {'latency-model throughput, 0% replays':<42} {ratio['throughput_0']:5.2f}")
+    m = r["machine"]
+    lines.append(f"  load average before/after: {m['load_average_before'][0]:.2f} / {m['load_average_after'][0]:.2f} "
+                 f"on {m['cpus']} CPUs")
+    return "\n".join(lines)
+
+
+def chart(r: dict[str, Any], path: Path) -> str | None:
+    """A four-panel bar chart; ``None`` when matplotlib is not installed."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    cpu, tput, units, cold = r["cpu_us"], r["latency_model"], r["round_trips_and_units"], r["cold_start"]
+    labels = ["retrysafe\natomic", "retrysafe\nclaim-first", "Powertools"]
+    colors = ["#2b7a78", "#3aafa9", "#999999"]
+    fig, axes = plt.subplots(1, 4, figsize=(16, 3.9))
+    panels = [
+        ("CPU per first request (µs, median)", labels, [cpu[s]["first_median"] for s in COLUMNS], colors),
+        ("CPU per replay (µs, median)", labels, [cpu[s]["replay_median"] for s in COLUMNS], colors),
+        ("Requests/s, latency model, 5% replays", labels, [tput[s]["rps_5"] for s in COLUMNS], colors),
+        ("Write units, first request", labels, [units[s]["first"]["wcu"] for s in COLUMNS], colors),
+    ]
+    for ax, (title, names, values, palette) in zip(axes, panels, strict=True):
+        bars = ax.bar(names, values, color=palette)
+        ax.bar_label(bars, fmt="%.1f")
+        ax.set_title(title, fontsize=10)
+    fig.suptitle(f"Cold start (import + first call, CPU median): retrysafe {cold['retrysafe']['cpu_median_ms']:.0f} ms, "
+                 f"Powertools {cold['powertools']['cpu_median_ms']:.0f} ms", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path.name
+
+
+def _row(label: str, values: list[str]) -> str:
+    return f"| {label} | " + " | ".join(values) + " |"
+
+
+def markdown(r: dict[str, Any], chart_name: str | None, targets: dict[str, tuple[float, str]]) -> str:
+    """``RESULTS.md``."""
+    cpu, cold, tput, trips, sizes = (r["cpu_us"], r["cold_start"], r["latency_model"], r["round_trips_and_units"],
+                                     r["record_bytes"])
+    ratio, met, v, m = r["ratios"], r["targets_met"], r["versions"], r["machine"]
+    target_rows = "\n".join(
+        f"| {NAMES[n]} | **{ratio[n]:.2f}** | {op} {t} | {'met' if met[n] else '**not met**'} |"
+        for n, (t, op) in targets.items())
+    calls = "\n".join(_row(label, [" + ".join(_short(trips[s][k] if k == "in_flight_duplicate" else trips[s][k]["calls"]))
+                                   or "none" for s in COLUMNS])
+                      for label, k in (("first request", "first"), ("replay", "replay"),
+                                       ("in-flight duplicate", "in_flight_duplicate")))
+    units = "\n".join(_row(label, [f"{trips[s][k]['table_wcu']:g} + {trips[s][k]['gsi_wcu']:g} GSI = **{trips[s][k]['wcu']:g}**"
+                                   + (f", {trips[s][k]['rcu']:g} RCU" if trips[s][k]["rcu"] else "") for s in COLUMNS])
+                      for label, k in (("first request", "first"), ("replay", "replay")))
+    cpu_rows = "\n".join(_row(label, [f"{cpu[s][k]:.0f}" for s in COLUMNS]) for label, k in (
+        ("first request, median", "first_median"), ("first request, p90", "first_p90"),
+        ("replay, median", "replay_median"), ("replay, p90", "replay_p90")))
+    tput_rows = "\n".join(_row(f"{share}% replays", [f"{tput[s][f'rps_{share}']:.1f}" for s in COLUMNS]
+                               + [f"{tput['retrysafe_atomic'][f'rps_{share}'] / tput['powertools'][f'rps_{share}']:.2f}"])
+                          for share in (0, 5, 50))
+    size_rows = "\n".join(f"| {label} | {s['response_bytes']} | {s['retrysafe_bytes']} | {s['powertools_bytes']} |"
+                          for label, s in sizes.items())
+    moto = r["moto_server_rps"]
+    rc, pc = cold["retrysafe"], cold["powertools"]
+    return f"""# retrysafe vs Powertools idempotency
+
+Measured by `make bench` ({r['duration_seconds']} s) on {m['platform']}, {m['cpus']} CPUs shared with other work
+(load average {m['load_average_before'][0]:.1f} before, {m['load_average_after'][0]:.1f} after); Python {v['python']},
+retrysafe {v['retrysafe']}, aws-lambda-powertools {v['aws-lambda-powertools']}, boto3 {v['boto3']}, botocore {v['botocore']}.
+Every ratio is retrysafe (atomic) / Powertools from measurements interleaved in this one run.
+
+**Workload, both sides.** An HTTP API (v2) `POST /orders` request with an `Idempotency-Key`, answered with
+~1 KiB of JSON; the operation writes one order item and one event item. retrysafe puts both in its
+transaction (`@idempotent_http`, the event through its outbox); Powertools runs `@idempotent` (DynamoDB
+persistence, payload validation on) and the handler writes the same two items with `PutItem`.
+
+**How DynamoDB answers.** Real botocore clients (standard retry mode, the same timeouts) whose HTTP layer is
+answered in-process by a small DynamoDB model (`benchmarks/ddb_model.py`, a botocore `before-send` handler):
+conditions are evaluated, replays get DynamoDB's `ConditionalCheckFailedException` /
+`TransactionCanceledException` replies with the old item (`ALL_OLD`), and every reply carries `x-amz-crc32`.
+Request building, parameter validation, signing and response parsing are paid by both sides; the network
+and TLS by neither; the model's own time is subtracted. {_validation(r)}
+
+{f'![comparison]({chart_name})' if chart_name else ''}
+
+## Targets
+
+| ratio retrysafe / Powertools | this run | target | |
+|---|---|---|---|
+{target_rows}
+
+## CPU per request (thread CPU time, µs, {cpu['powertools']['requests']} requests per side)
+
+| | retrysafe atomic | retrysafe claim-first | Powertools |
+|---|---|---|---|
+{cpu_rows}
+
+## DynamoDB calls per request (business writes included)
+
+| | retrysafe atomic | retrysafe claim-first | Powertools |
+|---|---|---|---|
+{calls}
+
+An atomic in-flight duplicate runs its own transaction; whichever commits first wins and the other replays it.
+
+## Capacity units per request, from the item sizes by DynamoDB's rules
+
+| write units (table + outbox index) | retrysafe atomic | retrysafe claim-first | Powertools |
+|---|---|---|---|
+{units}
+
+Rules applied (`Usage` in `benchmarks/ddb_model.py`): one write unit per started KiB of the larger of the old
+and new item, also when the condition fails; **transactional writes cost double**; an item carrying the
+outbox index keys (`obq`/`at`, projection ALL) costs one more unit per started KiB of its index entry (+100
+bytes); a cancelled transaction is counted as if its items were written (AWS does not document the exact
+charge: an upper bound). Atomicity is what retrysafe's extra units buy: its record, order and event commit
+or fail together, where Powertools' four calls can leave an order without its event or a record stuck in
+progress.
+
+## Cold start: import + first invocation, client creation included ({cold['runs']} fresh processes per side, alternating)
+
+| | retrysafe | Powertools |
+|---|---|---|
+| CPU, median / min (ms) | {rc['cpu_median_ms']:.0f} / {rc['cpu_min_ms']:.0f} | {pc['cpu_median_ms']:.0f} / {pc['cpu_min_ms']:.0f} |
+| wall clock, median / min (ms) | {rc['median_ms']:.0f} / {rc['min_ms']:.0f} | {pc['median_ms']:.0f} / {pc['min_ms']:.0f} |
+| of which import, median (ms) | {rc['import_median_ms']:.0f} | {pc['import_median_ms']:.0f} |
+| of which first invocation, median (ms) | {rc['first_invocation_median_ms']:.0f} | {pc['first_invocation_median_ms']:.0f} |
+
+Interpreter start-up is excluded (the same for both); what Lambda's runtime loads before the handler
+(`json`, `decimal`...) is loaded before the clock starts. The target ratio uses CPU time (the machine is
+shared); the wall-clock ratio is {ratio['cold_start_wall']:.2f}.
+
+## Throughput, latency model (one container, one request at a time)
+
+Each request costs its measured CPU median plus {r['latency_model']['call_ms']:g} ms per DynamoDB call and
+{r['latency_model']['transaction_ms']:g} ms per `TransactWriteItems`.
+
+| requests/s | retrysafe atomic | retrysafe claim-first | Powertools | ratio atomic |
+|---|---|---|---|---|
+{tput_rows}
+
+## Where Powertools wins
+
+- **Replays in atomic mode cost a transaction.** An atomic replay is one `TransactWriteItems` that DynamoDB
+  cancels ({r['latency_model']['transaction_ms']:g} ms in the model) where Powertools' is one failed `PutItem`
+  ({r['latency_model']['call_ms']:g} ms); the more replays, the smaller retrysafe's lead.
+- **Write units.** Transactional writes cost double and the outbox index adds a write per event, so a first
+  request costs more write units than Powertools' four plain writes (see above).
+- **Replay CPU** where the ratio above exceeds 1: retrysafe's replay re-runs the handler in atomic mode.
+
+## Stored record size
+
+| response | bytes | retrysafe record | Powertools record |
+|---|---|---|---|
+{size_rows}
+
+## moto's server (informative only)
+
+{moto['clients']} concurrent clients, half replays, {moto['seconds_per_side']:g} s per side: retrysafe atomic
+{moto['retrysafe']:.0f} req/s, claim-first {moto['retrysafe_claim_first']:.0f}, Powertools {moto['powertools']:.0f}.
+This measures moto (its `TransactWriteItems` deep-copies every table it touches), not DynamoDB.
+
+## Reproduce
+
+```
+make bench        # about 2-3 minutes; writes benchmarks/results.json, RESULTS.md, comparison.png
+```
+"""
+
+
+def _validation(r: dict[str, Any]) -> str:
+    if r["retrysafe_client_validates"]:
+        return "Both clients run botocore's parameter validation."
+    return ("retrysafe's store creates its client with `parameter_validation=False` (it builds its requests "
+            "itself; a test validates every request shape it sends against botocore's service model); the "
+            "Powertools user's client keeps botocore's default validation.")
+
+
+def _short(calls: list[str]) -> list[str]:
+    names = {"TransactWriteItems": "TransactWrite", "UpdateItem": "Update", "PutItem": "Put", "GetItem": "Get",
+             "DeleteItem": "Delete"}
+    return [names.get(c, c) for c in calls]
