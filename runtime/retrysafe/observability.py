@@ -1,16 +1,24 @@
-"""Structured logs and CloudWatch metrics (EMF) through Powertools, loaded on first use.
+"""Structured logs and CloudWatch metrics (EMF), without loading Powertools on the hot path.
 
-Powertools' Logger and Metrics are imported lazily so that importing a
-decorated handler stays cheap; metrics go to an isolated
-``EphemeralMetrics`` instance (namespace ``RETRYSAFE_METRICS_NAMESPACE``,
-default ``retrysafe``) so they never mix with the application's own.
+Metrics are written as CloudWatch Embedded Metric Format lines directly, in the exact shape of a
+Powertools ``EphemeralMetrics`` flush: namespace ``RETRYSAFE_METRICS_NAMESPACE`` (default
+``retrysafe``), a ``service`` dimension when ``POWERTOOLS_SERVICE_NAME`` is set, no dimension
+otherwise, and ``POWERTOOLS_METRICS_DISABLED`` / ``POWERTOOLS_DEV`` honoured. They never mix with
+the application's own metrics.
+
+Logs go through a Powertools ``Logger`` (service ``RETRYSAFE_SERVICE``, level ``RETRYSAFE_LOG_LEVEL``,
+Lambda's advanced logging level first), which is imported only when a record is actually logged at
+the active level: routine outcomes are DEBUG, so a plain first request or replay loads nothing.
 Raw idempotency keys are never logged: records are identified by their hash.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import sys
 import threading
+import time
 from typing import Any
 
 #: Outcome names. Each is logged; all but ``Executed`` are also CloudWatch metrics: a first
@@ -30,19 +38,43 @@ _NOT_A_METRIC = frozenset({EXECUTED})
 _ALARMING = frozenset({FENCING_REJECTED, KEY_MISMATCH})
 
 
+#: Lambda's advanced logging levels (``AWS_LAMBDA_LOG_LEVEL``), which take precedence, and Python's.
+_LAMBDA_LEVELS = {"TRACE": 0, "DEBUG": 10, "INFO": 20, "WARN": 30, "ERROR": 40, "FATAL": 50}
+_LEVELS = {"NOTSET": 0, "DEBUG": 10, "INFO": 20, "WARNING": 30, "WARN": 30, "ERROR": 40, "CRITICAL": 50, "FATAL": 50}
+_DEBUG, _INFO, _WARNING = 10, 20, 30
+_TRUE = frozenset({"1", "true", "yes", "y", "on", "t"})
+#: Values of one metric in one EMF document (CloudWatch's limit).
+MAX_VALUES = 100
+
+
+def _threshold() -> int:
+    """The level a ``Logger`` created now would have; 0 (log everything) when the name is not a standard one."""
+    lambda_level = _LAMBDA_LEVELS.get(os.environ.get("AWS_LAMBDA_LOG_LEVEL", ""))
+    if lambda_level is not None:
+        return lambda_level
+    return _LEVELS.get(os.environ.get("RETRYSAFE_LOG_LEVEL", "INFO").upper(), 0)
+
+
+def _metrics_disabled() -> bool:
+    """Powertools' rule: ``POWERTOOLS_METRICS_DISABLED`` true, or ``POWERTOOLS_DEV`` true without it."""
+    disabled = os.environ.get("POWERTOOLS_METRICS_DISABLED")
+    if disabled is not None:
+        return disabled.strip().lower() in _TRUE
+    return os.environ.get("POWERTOOLS_DEV", "false").strip().lower() in _TRUE
+
+
 class Telemetry:
     """Counts engine outcomes and logs them; flushed once per invocation by the adapters."""
 
     def __init__(self) -> None:
         self._logger: Any = None
-        self._metrics: Any = None
-        self._pending = False
+        self._counts: dict[str, int] = {}
         # Lambda runs one invocation at a time, but handlers may be driven from threads (tests, local servers).
         self._lock = threading.Lock()
 
     @property
     def logger(self) -> Any:
-        """A Powertools ``Logger`` for the ``retrysafe`` service."""
+        """A Powertools ``Logger`` for the ``retrysafe`` service (imported on first use)."""
         if self._logger is None:
             from aws_lambda_powertools import Logger
 
@@ -51,25 +83,50 @@ class Telemetry:
         return self._logger
 
     def count(self, name: str, operation: str, record_id: str, **fields: Any) -> None:
-        """Record one outcome: a log line and (except for ``Executed``) a metric."""
-        log = self.logger.debug if name in _ROUTINE else self.logger.warning if name in _ALARMING else self.logger.info
-        log(name, extra={"operation": operation, "record": record_id, **fields})
+        """Record one outcome: a log line at its level (when enabled) and, except for ``Executed``, a metric."""
+        level = _DEBUG if name in _ROUTINE else _WARNING if name in _ALARMING else _INFO
+        if self._enabled(level):
+            log = {_DEBUG: self.logger.debug, _INFO: self.logger.info, _WARNING: self.logger.warning}[level]
+            log(name, extra={"operation": operation, "record": record_id, **fields})
         if name in _NOT_A_METRIC:
             return
-        if self._metrics is None:
-            from aws_lambda_powertools.metrics import EphemeralMetrics
-
-            self._metrics = EphemeralMetrics(namespace=os.environ.get("RETRYSAFE_METRICS_NAMESPACE", "retrysafe"))
         with self._lock:
-            self._metrics.add_metric(name=name, unit="Count", value=1)
-            self._pending = True
+            self._counts[name] = self._counts.get(name, 0) + 1
+
+    def _enabled(self, level: int) -> bool:
+        if self._logger is not None:  # the logger's own level, which may have been changed since
+            return bool(self._logger.isEnabledFor(level))
+        return level >= _threshold()
 
     def flush(self) -> None:
-        """Emit buffered metrics as one EMF blob (no-op when nothing was counted)."""
+        """Emit the outcomes counted since the last flush as one EMF line (nothing when none were counted)."""
         with self._lock:
-            if self._pending:
-                self._pending = False
-                self._metrics.flush_metrics()
+            if not self._counts:
+                return
+            counts, self._counts = self._counts, {}
+        if _metrics_disabled():
+            return
+        while counts:  # CloudWatch takes at most 100 values per metric and document, as Powertools flushes
+            chunk = {name: min(n, MAX_VALUES) for name, n in counts.items()}
+            counts = {name: n - MAX_VALUES for name, n in counts.items() if n > MAX_VALUES}
+            sys.stdout.write(emf_line(chunk) + "\n")
+
+
+def emf_line(counts: dict[str, int]) -> str:
+    """One CloudWatch EMF document for ``counts`` (outcome name -> occurrences), unit ``Count``."""
+    service = os.environ.get("POWERTOOLS_SERVICE_NAME")
+    dimensions = {"service": service} if service else {}
+    document: dict[str, Any] = {
+        "_aws": {"Timestamp": int(time.time() * 1000), "CloudWatchMetrics": [{
+            "Namespace": os.environ.get("RETRYSAFE_METRICS_NAMESPACE", "retrysafe"),
+            "Dimensions": [list(dimensions)],
+            "Metrics": [{"Name": name, "Unit": "Count"} for name in counts],
+        }]},
+        **dimensions,
+    }
+    for name, occurrences in counts.items():
+        document[name] = [1.0] * occurrences
+    return json.dumps(document, separators=(",", ":"))
 
 
 telemetry = Telemetry()
