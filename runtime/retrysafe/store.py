@@ -33,6 +33,9 @@ _CLAIM_CONDITION = ("attribute_not_exists(pk) OR #exp < :now "
 _OWNER_CONDITION = "#ow = :ow AND #st = :pending"
 
 
+#: Set by Lambda during a function's init phase (``on-demand``, ``provisioned-concurrency``, ``snap-start``).
+INIT_PHASE_ENV = "AWS_LAMBDA_INITIALIZATION_TYPE"
+
 _SHARED: dict[str, DynamoStore] = {}
 
 
@@ -80,6 +83,8 @@ class DynamoStore:
             store = cls(name)
             if os.environ.get(VERIFY_ENV, "").lower() in ("1", "true", "yes"):
                 store.verify()
+            elif INIT_PHASE_ENV in os.environ:  # Lambda's init phase: create the client before the first request
+                store.client  # noqa: B018
             _SHARED[name] = store
         return store
 
@@ -100,14 +105,20 @@ class DynamoStore:
 
     @property
     def client(self) -> Any:
-        """The low-level DynamoDB client (created lazily)."""
+        """The low-level DynamoDB client (created on first use; in Lambda's init phase by :meth:`from_env`).
+
+        The store's own client skips botocore's client-side parameter validation: every request
+        the store and the engine send is built here, and the test suite checks each shape against
+        botocore's service model (DynamoDB validates again). A client you pass keeps its own config.
+        """
         if self._client is None:
-            import boto3
+            import botocore.session
             from botocore.config import Config
 
             config = Config(retries={"mode": "standard", "max_attempts": 4}, connect_timeout=2, read_timeout=10,
-                            tcp_keepalive=True)
-            self._client = boto3.session.Session().client("dynamodb", region_name=self._region, config=config)
+                            tcp_keepalive=True, parameter_validation=False)
+            self._client = botocore.session.Session().create_client("dynamodb", region_name=self._region,
+                                                                    config=config)
         return self._client
 
     # -- the record operations ---------------------------------------------
