@@ -68,6 +68,7 @@ class Telemetry:
 
     def __init__(self) -> None:
         self._logger: Any = None
+        self._threshold: int | None = None  # read from the environment once, as the Logger reads its level
         self._counts: dict[str, int] = {}
         # Lambda runs one invocation at a time, but handlers may be driven from threads (tests, local servers).
         self._lock = threading.Lock()
@@ -96,7 +97,9 @@ class Telemetry:
     def _enabled(self, level: int) -> bool:
         if self._logger is not None:  # the logger's own level, which may have been changed since
             return bool(self._logger.isEnabledFor(level))
-        return level >= _threshold()
+        if self._threshold is None:
+            self._threshold = _threshold()
+        return level >= self._threshold
 
     def flush(self) -> None:
         """Emit the outcomes counted since the last flush as one EMF line (nothing when none were counted)."""

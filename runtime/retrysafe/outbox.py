@@ -44,6 +44,8 @@ UNPUBLISHED_SHARDS = 8
 #: ``obq`` value of a parked event (refused permanently by the target): outside the sweeper's shards.
 PARKED = "parked"
 
+_encode_payload = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, default=str).encode  # reused per event
+
 
 def event_id(record_id: str, index: int) -> str:
     """Deterministic event id: the same operation appending its ``index``-th event gets the same id."""
@@ -147,7 +149,7 @@ class OutboxMessage(Value):
 
 
 def _payload_text(payload: Any) -> str:
-    return json.dumps(payload, separators=(",", ":"), ensure_ascii=False, default=str)
+    return _encode_payload(payload)
 
 
 def _utc_iso(moment: datetime) -> str:

@@ -41,6 +41,8 @@ MAX_RESULT_BYTES = 390 * 1024
 
 AttributeMap = dict[str, dict[str, Any]]
 
+_encode_json = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode  # reused: no encoder per call
+
 
 class Record(Value):
     """A decoded idempotency record."""
@@ -77,7 +79,7 @@ class Record(Value):
 
 def encode_result(result: Any) -> tuple[str, dict[str, Any]]:
     """The attribute (name, value) that stores ``result``; compressed when that pays."""
-    text = json.dumps(result, separators=(",", ":"), ensure_ascii=False)
+    text = _encode_json(result)
     raw = text.encode("utf-8")
     if len(raw) > COMPRESS_THRESHOLD:
         packed = zlib.compress(raw, 1)
