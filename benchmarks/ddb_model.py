@@ -48,7 +48,7 @@ class Usage:
     Writes: one unit per started KiB of the larger of the old and the new item (a failed condition
     still consumes it); twice that inside ``TransactWriteItems``, ``ConditionCheck`` included. A
     cancelled transaction is counted as if its items were written (an upper bound: AWS does not document
-    the exact charge). A global secondary index write costs one unit per started KiB of the entry
+    the exact charge; ``wcu_lower_bound`` charges only the items whose condition failed). A global secondary index write costs one unit per started KiB of the entry
     (projected attributes + 100 bytes), not doubled. Reads: one unit per started 4 KiB, half for an
     eventually consistent read.
     """
@@ -57,12 +57,14 @@ class Usage:
         self.wcu = 0.0
         self.rcu = 0.0
         self.gsi_wcu = 0.0
+        #: Units of the items of cancelled transactions whose own condition held (the upper bound's share).
+        self.cancelled_bystanders = 0.0
         self.calls: list[str] = []
 
     def as_dict(self) -> dict[str, Any]:
         """The totals."""
         return {"table_wcu": self.wcu, "gsi_wcu": self.gsi_wcu, "wcu": self.wcu + self.gsi_wcu, "rcu": self.rcu,
-                "calls": list(self.calls)}
+                "wcu_lower_bound": self.wcu + self.gsi_wcu - self.cancelled_bystanders, "calls": list(self.calls)}
 
 
 class DynamoModel:
@@ -187,8 +189,11 @@ class DynamoModel:
                     reason["Item"] = old
                 reasons.append(reason)
         cancelled = any(r["Code"] != "None" for r in reasons)
-        for kind, _, table, _, old, new in plans:
+        for (kind, _, table, _, old, new), reason in zip(plans, reasons, strict=True):
+            before = self.usage.wcu
             self._charge_write(table, old, new, transactional=True, applied=not cancelled and kind != "ConditionCheck")
+            if cancelled and reason["Code"] == "None":
+                self.usage.cancelled_bystanders += self.usage.wcu - before
         if cancelled:
             codes = ", ".join(r["Code"] for r in reasons)
             raise _Failure({"__type": _PREFIX + "TransactionCanceledException",
