@@ -43,6 +43,7 @@ _LAMBDA_LEVELS = {"TRACE": 0, "DEBUG": 10, "INFO": 20, "WARN": 30, "ERROR": 40, 
 _LEVELS = {"NOTSET": 0, "DEBUG": 10, "INFO": 20, "WARNING": 30, "WARN": 30, "ERROR": 40, "CRITICAL": 50, "FATAL": 50}
 _DEBUG, _INFO, _WARNING = 10, 20, 30
 _TRUE = frozenset({"1", "true", "yes", "y", "on", "t"})
+_encode_compact = json.JSONEncoder(separators=(",", ":")).encode  # reused: no encoder per flush
 #: Values of one metric in one EMF document (CloudWatch's limit).
 MAX_VALUES = 100
 
@@ -69,6 +70,7 @@ class Telemetry:
     def __init__(self) -> None:
         self._logger: Any = None
         self._threshold: int | None = None  # read from the environment once, as the Logger reads its level
+        self._metric_scope: tuple[str, str | None] | None = None  # (namespace, service), read once as by Metrics
         self._counts: dict[str, int] = {}
         # Lambda runs one invocation at a time, but handlers may be driven from threads (tests, local servers).
         self._lock = threading.Lock()
@@ -109,19 +111,22 @@ class Telemetry:
             counts, self._counts = self._counts, {}
         if _metrics_disabled():
             return
+        if self._metric_scope is None:
+            self._metric_scope = (os.environ.get("RETRYSAFE_METRICS_NAMESPACE", "retrysafe"),
+                                  os.environ.get("POWERTOOLS_SERVICE_NAME") or None)
+        namespace, service = self._metric_scope
         while counts:  # CloudWatch takes at most 100 values per metric and document, as Powertools flushes
             chunk = {name: min(n, MAX_VALUES) for name, n in counts.items()}
             counts = {name: n - MAX_VALUES for name, n in counts.items() if n > MAX_VALUES}
-            sys.stdout.write(emf_line(chunk) + "\n")
+            sys.stdout.write(emf_line(chunk, namespace, service) + "\n")
 
 
-def emf_line(counts: dict[str, int]) -> str:
+def emf_line(counts: dict[str, int], namespace: str, service: str | None) -> str:
     """One CloudWatch EMF document for ``counts`` (outcome name -> occurrences), unit ``Count``."""
-    service = os.environ.get("POWERTOOLS_SERVICE_NAME")
     dimensions = {"service": service} if service else {}
     document: dict[str, Any] = {
         "_aws": {"Timestamp": int(time.time() * 1000), "CloudWatchMetrics": [{
-            "Namespace": os.environ.get("RETRYSAFE_METRICS_NAMESPACE", "retrysafe"),
+            "Namespace": namespace,
             "Dimensions": [list(dimensions)],
             "Metrics": [{"Name": name, "Unit": "Count"} for name in counts],
         }]},
@@ -129,7 +134,7 @@ def emf_line(counts: dict[str, int]) -> str:
     }
     for name, occurrences in counts.items():
         document[name] = [1.0] * occurrences
-    return json.dumps(document, separators=(",", ":"))
+    return _encode_compact(document)
 
 
 telemetry = Telemetry()
