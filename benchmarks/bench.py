@@ -197,6 +197,50 @@ def _percentile(values: list[float], share: float) -> float:
     return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
 
 
+def where_the_cpu_goes(requests: int = 400) -> dict[str, Any]:
+    """retrysafe (atomic) per-request CPU split into botocore's call and everything else (median µs)."""
+    from retrysafe.store import DynamoStore
+
+    original = DynamoStore._call
+    inside = [0]
+
+    def timed(store: Any, operation: str, **kwargs: Any) -> Any:
+        start = time.thread_time_ns()
+        try:
+            return original(store, operation, **kwargs)
+        finally:
+            inside[0] += time.thread_time_ns() - start
+
+    result: dict[str, Any] = {}
+    with quiet():
+        runner = Side("retrysafe_atomic")
+        for _ in range(30):
+            runner.first()
+            runner.replay()
+        DynamoStore._call = timed  # type: ignore[method-assign]
+        try:
+            for kind in ("first", "replay"):
+                totals, calls = [], []
+                for _ in range(requests):
+                    inside[0], model_before = 0, runner.model.cpu_ns
+                    spent, _, _ = getattr(runner, kind)()
+                    totals.append(spent)
+                    calls.append((inside[0] - (runner.model.cpu_ns - model_before)) / 1000)
+                result[kind] = {"total": statistics.median(totals), "botocore_call": statistics.median(calls)}
+        finally:
+            DynamoStore._call = original  # type: ignore[method-assign]
+    return result
+
+
+def botocore_floor(runs: int = 7) -> dict[str, Any]:
+    """CPU of importing ``botocore.session`` and creating a DynamoDB client in a fresh process (median ms)."""
+    script = ("import time; t = time.process_time(); import botocore.session; "
+              "botocore.session.Session().create_client('dynamodb'); print((time.process_time() - t) * 1000)")
+    values = [float(subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
+                                   env=os.environ).stdout) for _ in range(runs)]
+    return {"import_and_client_cpu_ms": statistics.median(values), "runs": runs}
+
+
 # -- 3. cold start -------------------------------------------------------------------
 def cold_start(runs: int) -> dict[str, Any]:
     """Import + first invocation (client creation included) in fresh processes, the two sides alternating."""
@@ -327,6 +371,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     print("cold start ms:", json.dumps(cold), flush=True)
     cpu = cpu_per_request(args.requests)
     print("CPU µs per request:", json.dumps(cpu), flush=True)
+    split = where_the_cpu_goes()
+    print("retrysafe atomic CPU split µs:", json.dumps(split), flush=True)
+    floor = botocore_floor()
+    print("botocore floor:", json.dumps(floor), flush=True)
     model = latency_model(cpu)
     print("latency model:", json.dumps(model), flush=True)
     sizes = record_sizes()
@@ -337,7 +385,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
     results: dict[str, Any] = {
         "round_trips_and_units": trips, "cpu_us": cpu, "cold_start": cold, "latency_model": model,
-        "record_bytes": sizes, "moto_server_rps": moto,
+        "record_bytes": sizes, "moto_server_rps": moto, "cpu_split_us": split, "botocore_floor": floor,
         "versions": {name: version(name) for name in ("retrysafe", "aws-lambda-powertools", "boto3", "botocore", "moto")}
                     | {"python": platform.python_version()},
         "machine": {"platform": platform.platform(), "processor": platform.machine(), "cpus": os.cpu_count(),

@@ -124,6 +124,12 @@ and TLS by neither; the model's own time is subtracted. {_validation(r)}
 |---|---|---|---|
 {cpu_rows}
 
+Where retrysafe's (atomic) CPU goes: of a first request's {r['cpu_split_us']['first']['total']:.0f} µs,
+{r['cpu_split_us']['first']['botocore_call']:.0f} µs are botocore's `TransactWriteItems` call (serialisation,
+endpoint rules, signing, retry checks, parsing); of a replay's {r['cpu_split_us']['replay']['total']:.0f} µs,
+{r['cpu_split_us']['replay']['botocore_call']:.0f} µs (the same transaction, cancelled, and its error parsed);
+the rest is the HTTP layer, the fingerprint, the handler itself and the record codec.
+
 ## DynamoDB calls per request (business writes included)
 
 | | retrysafe atomic | retrysafe claim-first | Powertools |
@@ -155,6 +161,8 @@ progress.
 | of which module init (import; retrysafe creates its client here), median (ms) | {rc['import_median_ms']:.0f} | {pc['import_median_ms']:.0f} |
 | of which first invocation, median (ms) | {rc['first_invocation_median_ms']:.0f} | {pc['first_invocation_median_ms']:.0f} |
 
+The floor under both: importing `botocore.session` and creating a DynamoDB client costs
+{r['botocore_floor']['import_and_client_cpu_ms']:.0f} ms of CPU in a fresh process (median of {r['botocore_floor']['runs']}).
 Interpreter start-up is excluded (the same for both); what Lambda's runtime loads before the handler
 (`json`, `decimal`...) is loaded before the clock starts. The target ratio uses CPU time (the machine is
 shared); the wall-clock ratio is {ratio['cold_start_wall']:.2f}.
