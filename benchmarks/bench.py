@@ -36,6 +36,8 @@ from benchmarks import moto_server, report, workload
 from benchmarks.ddb_model import DynamoModel, item_size
 
 SIDES = ("retrysafe_atomic", "retrysafe_claim_first", "powertools")
+#: retrysafe (atomic) on a client like the Powertools user's (botocore's parameter validation on): CPU only.
+VALIDATING = "retrysafe_atomic_validating"
 #: The latency model: one request at a time, as in one Lambda container.
 CALL_MS = 4.0
 TRANSACTION_MS = 8.0
@@ -94,10 +96,13 @@ def make_handler(side: str, model: DynamoModel | None = None, client: Any = None
         return workload.powertools_handler(client)
     from retrysafe import DynamoStore, Engine
 
+    if side == VALIDATING:
+        client = workload.user_client()
     store = DynamoStore(workload.TABLE, client=client)  # without a client: the store's own, as deployed
     if model is not None:
         model.install(store.client)
-    return workload.retrysafe_handler("atomic" if side == "retrysafe_atomic" else "claim_first", Engine(store))
+    mode = "claim_first" if side == "retrysafe_claim_first" else "atomic"
+    return workload.retrysafe_handler(mode, Engine(store))
 
 
 # -- 1. round trips and capacity units ---------------------------------------------
@@ -164,16 +169,17 @@ def _in_flight(side: str) -> list[str]:
 # -- 2. CPU per request ------------------------------------------------------------
 def cpu_per_request(requests: int, block: int = 20) -> dict[str, Any]:
     """Thread CPU time per request (µs), first requests and replays, sides interleaved block by block."""
-    samples: dict[str, dict[str, list[float]]] = {s: {"first": [], "replay": []} for s in SIDES}
+    sides = (*SIDES, VALIDATING)
+    samples: dict[str, dict[str, list[float]]] = {s: {"first": [], "replay": []} for s in sides}
     calls: dict[str, dict[str, list[str]]] = {}
     with quiet():
-        runners = {s: Side(s) for s in SIDES}
+        runners = {s: Side(s) for s in sides}
         for runner in runners.values():  # warm-up: imports, caches, branch predictors
             for _ in range(30):
                 runner.first()
                 runner.replay()
         for round_index in range(max(1, requests // block)):
-            order = SIDES[round_index % 3:] + SIDES[:round_index % 3]
+            order = sides[round_index % len(sides):] + sides[:round_index % len(sides)]
             for side in order:
                 runner = runners[side]
                 for _ in range(block):
@@ -183,7 +189,7 @@ def cpu_per_request(requests: int, block: int = 20) -> dict[str, Any]:
                     samples[side]["replay"].append(spent)
                     calls[side] = {"first": first_calls, "replay": replay_calls}
     result: dict[str, Any] = {}
-    for side in SIDES:
+    for side in sides:
         first, replay = samples[side]["first"], samples[side]["replay"]
         result[side] = {"first_median": statistics.median(first), "replay_median": statistics.median(replay),
                         "first_p90": _percentile(first, 0.9), "replay_p90": _percentile(replay, 0.9),
@@ -346,7 +352,9 @@ def ratios(r: dict[str, Any]) -> dict[str, float]:
             "cold_start_wall": cold["retrysafe"]["median_ms"] / cold["powertools"]["median_ms"],
             "throughput_0": tput["retrysafe_atomic"]["rps_0"] / tput["powertools"]["rps_0"],
             "throughput_5": tput["retrysafe_atomic"]["rps_5"] / tput["powertools"]["rps_5"],
-            "throughput_50": tput["retrysafe_atomic"]["rps_50"] / tput["powertools"]["rps_50"]}
+            "throughput_50": tput["retrysafe_atomic"]["rps_50"] / tput["powertools"]["rps_50"],
+            "first_cpu_validating": cpu[VALIDATING]["first_median"] / pt["first_median"],
+            "replay_cpu_validating": cpu[VALIDATING]["replay_median"] / pt["replay_median"]}
 
 
 def verdicts(ratio: dict[str, float]) -> dict[str, bool]:
