@@ -18,6 +18,8 @@ from typing import Any
 import pytest
 from botocore.validate import ParamValidator
 from retrysafe import DynamoStore, Engine, Mode, idempotent_http
+from retrysafe.outbox import OutboxMessage
+from retrysafe.outbox_parked import list_parked
 from retrysafe.outbox_publisher import Publisher, SqsTarget
 from retrysafe.outbox_sweeper import sweep
 from retrysafe.testing.events import DrillContext, api_event
@@ -146,6 +148,11 @@ def test_outbox_and_ordering_calls_on_the_store_client_are_valid(own: tuple[Dyna
 
     publisher = Publisher(Accepting(), store)
     publisher.mark_published("00000000-0000-5000-8000-000000000000")
+    message = OutboxMessage(event_id="00000000-0000-5000-8000-000000000001", event_type="OrderPlaced",
+                            aggregate_type="Order", aggregate_id="1", payload={"id": "1"},
+                            occurred_at="2026-01-01T00:00:00.000+00:00", sequence=1)
+    publisher.park(message, "refused by the target")
+    assert list(list_parked(store)) == []
     sweep(publisher, 0)
     _shapes_ok(captured, {"PutItem", "UpdateItem", "Query"})
 
