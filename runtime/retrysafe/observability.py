@@ -1,10 +1,11 @@
 """Structured logs and CloudWatch metrics (EMF), without loading Powertools on the hot path.
 
 Metrics are written as CloudWatch Embedded Metric Format lines directly, in the exact shape of a
-Powertools ``EphemeralMetrics`` flush: namespace ``RETRYSAFE_METRICS_NAMESPACE`` (default
-``retrysafe``), a ``service`` dimension when ``POWERTOOLS_SERVICE_NAME`` is set, no dimension
-otherwise, and ``POWERTOOLS_METRICS_DISABLED`` / ``POWERTOOLS_DEV`` honoured. They never mix with
-the application's own metrics.
+Powertools ``EphemeralMetrics`` flush. Their namespace (``RETRYSAFE_METRICS_NAMESPACE``, default
+``retrysafe``), names and dimensions (always ``service=retrysafe``, whatever
+``POWERTOOLS_SERVICE_NAME`` says) are defined once in :mod:`retrysafe.metrics`, which the CDK
+constructs' alarms read too. ``POWERTOOLS_METRICS_DISABLED`` / ``POWERTOOLS_DEV`` are honoured.
+They never mix with the application's own metrics.
 
 Logs go through a Powertools ``Logger`` (service ``RETRYSAFE_SERVICE``, level ``RETRYSAFE_LOG_LEVEL``,
 Lambda's advanced logging level first), which is imported only when a record is actually logged at
@@ -19,22 +20,30 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Mapping
 from typing import Any
 
-#: Outcome names. Each is logged; all but ``Executed`` are also CloudWatch metrics: a first
-#: execution is the normal case (Lambda's own Invocations metric counts it) and skipping its
-#: EMF blob keeps about 30 µs off every first request.
-EXECUTED = "Executed"
-REPLAYED = "Replayed"
-KEY_MISMATCH = "KeyMismatch"
-IN_FLIGHT = "InFlightConflict"
-TAKEOVER = "Takeover"
-FENCING_REJECTED = "FencingRejected"
-RELEASED = "Released"
-NOT_STORED = "NotStored"
+from . import metrics
+
+# Outcome names. Each is logged; all but ``Executed`` are also CloudWatch metrics: a first
+# execution is the normal case (Lambda's own Invocations metric counts it) and skipping its
+# EMF blob keeps about 30 µs off every first request.
+from .metrics import (
+    EXECUTED,
+    FENCING_REJECTED,
+    IN_FLIGHT,
+    KEY_MISMATCH,
+    NOT_STORED,
+    RELEASED,
+    REPLAYED,
+    TAKEOVER,
+)
+
+__all__ = ["EXECUTED", "FENCING_REJECTED", "IN_FLIGHT", "KEY_MISMATCH", "NOT_STORED", "RELEASED", "REPLAYED",
+           "TAKEOVER", "Telemetry", "emf_line", "telemetry"]
 
 _ROUTINE = frozenset({EXECUTED, REPLAYED})
-_NOT_A_METRIC = frozenset({EXECUTED})
+_NOT_A_METRIC = metrics.NOT_METRICS
 _ALARMING = frozenset({FENCING_REJECTED, KEY_MISMATCH})
 
 
@@ -70,7 +79,7 @@ class Telemetry:
     def __init__(self) -> None:
         self._logger: Any = None
         self._threshold: int | None = None  # read from the environment once, as the Logger reads its level
-        self._metric_scope: tuple[str, str | None] | None = None  # (namespace, service), read once as by Metrics
+        self._namespace: str | None = None  # read once, as Powertools' Metrics reads it
         self._counts: dict[str, int] = {}
         # Lambda runs one invocation at a time, but handlers may be driven from threads (tests, local servers).
         self._lock = threading.Lock()
@@ -111,24 +120,22 @@ class Telemetry:
             counts, self._counts = self._counts, {}
         if _metrics_disabled():
             return
-        if self._metric_scope is None:
-            self._metric_scope = (os.environ.get("RETRYSAFE_METRICS_NAMESPACE", "retrysafe"),
-                                  os.environ.get("POWERTOOLS_SERVICE_NAME") or None)
-        namespace, service = self._metric_scope
+        if self._namespace is None:
+            self._namespace = metrics.namespace()
+        namespace = self._namespace
         while counts:  # CloudWatch takes at most 100 values per metric and document, as Powertools flushes
             chunk = {name: min(n, MAX_VALUES) for name, n in counts.items()}
             counts = {name: n - MAX_VALUES for name, n in counts.items() if n > MAX_VALUES}
-            sys.stdout.write(emf_line(chunk, namespace, service) + "\n")
+            sys.stdout.write(emf_line(chunk, namespace, metrics.DIMENSIONS) + "\n")
 
 
-def emf_line(counts: dict[str, int], namespace: str, service: str | None) -> str:
+def emf_line(counts: dict[str, int], namespace: str, dimensions: Mapping[str, str]) -> str:
     """One CloudWatch EMF document for ``counts`` (outcome name -> occurrences), unit ``Count``."""
-    dimensions = {"service": service} if service else {}
     document: dict[str, Any] = {
         "_aws": {"Timestamp": int(time.time() * 1000), "CloudWatchMetrics": [{
             "Namespace": namespace,
             "Dimensions": [list(dimensions)],
-            "Metrics": [{"Name": name, "Unit": "Count"} for name in counts],
+            "Metrics": [{"Name": name, "Unit": metrics.UNIT} for name in counts],
         }]},
         **dimensions,
     }

@@ -15,7 +15,8 @@ from retrysafe.observability import Telemetry
 def _powertools_flush(counts: dict[str, int], capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
     from aws_lambda_powertools.metrics import EphemeralMetrics
 
-    metrics = EphemeralMetrics(namespace="retrysafe")
+    # retrysafe.metrics: an explicit service, so POWERTOOLS_SERVICE_NAME never adds a dimension alarms lack
+    metrics = EphemeralMetrics(namespace="retrysafe", service="retrysafe")
     for name, n in counts.items():
         for _ in range(n):
             metrics.add_metric(name=name, unit="Count", value=1)
