@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import cast
+from typing import Any, cast
 
-from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import Duration, FeatureFlags, RemovalPolicy, Stack
 from aws_cdk import aws_apigateway as apigw
 from aws_cdk import aws_apigatewayv2 as apigwv2
 from aws_cdk import aws_apigatewayv2_integrations as integrations
 from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_logs as logs
 
 from constructs import Construct
@@ -19,6 +20,8 @@ from .function import IdempotentFunction
 from .nag import acknowledge
 
 KEY_HEADER = "Idempotency-Key"
+DEFAULT_RATE = 100
+DEFAULT_BURST = 200
 ALLOW_HEADERS = ("Content-Type", "Authorization", KEY_HEADER)
 EXPOSE_HEADERS = ("Idempotent-Replayed", "Retry-After", "Location")
 _PROBLEM = json.dumps({"type": "about:blank", "title": "Bad Request", "status": 400,
@@ -27,6 +30,20 @@ _PROBLEM = json.dumps({"type": "about:blank", "title": "Bad Request", "status": 
 
 def _access_log_group(scope: Construct, retention: logs.RetentionDays) -> logs.LogGroup:
     return logs.LogGroup(scope, "AccessLogs", retention=retention, removal_policy=RemovalPolicy.DESTROY)
+
+
+CLOUDWATCH_ROLE_FLAG = "@aws-cdk/aws-apigateway:disableCloudWatchRole"
+
+
+def _creates_cloudwatch_role(scope: Construct, explicit: bool | None) -> bool:
+    """Whether this API should create the account-level CloudWatch role (and its ``AWS::ApiGateway::Account``).
+
+    ``explicit`` wins; otherwise CDK's feature flag decides (set: no role). Never a second one in a stack.
+    """
+    wanted = explicit if explicit is not None else not FeatureFlags.of(scope).is_enabled(CLOUDWATCH_ROLE_FLAG)
+    stack = Stack.of(scope)
+    return bool(wanted) and not any(isinstance(c, apigw.CfnAccount) and Stack.of(c) is stack
+                                    for c in stack.node.find_all())
 
 
 class IdempotentRestApi(Construct):
@@ -41,18 +58,26 @@ class IdempotentRestApi(Construct):
       ``Idempotent-Replayed``, ``Retry-After`` and ``Location`` are exposed.
     - ``throttling_rate_limit`` / ``throttling_burst_limit``: stage defaults 100 rps / 200.
     - ``stage_name``: default ``prod``. ``log_retention``: access logs, default one month.
-    - ``rest_api``: an existing ``apigateway.RestApi`` to add routes to instead of a new one.
+    - ``cloud_watch_role``: create API Gateway's account-level CloudWatch Logs role (an
+      ``AWS::ApiGateway::Account``). Default: as CDK's ``@aws-cdk/aws-apigateway:disableCloudWatchRole``
+      feature flag says (set: none; the account must then already have the role, which execution
+      logging needs). Never a second one in a stack that already has one.
+    - ``rest_api``: an existing ``apigateway.RestApi`` to add routes to instead of a new one. Its
+      stage, throttling, access logs and CORS are its own: passing ``cors_origins``, the throttling
+      props, ``stage_name``, ``log_retention`` or ``cloud_watch_role`` with it is refused, and no
+      log group is created.
 
     Every method gets request validation (body and parameters); routes that require a key
     declare the ``Idempotency-Key`` header, so a request without it is refused with a 400
-    problem+json at the gateway. Attributes: ``rest_api``, ``access_logs``, ``validator``, ``url``.
+    problem+json at the gateway. Attributes: ``rest_api``, ``access_logs`` (None with ``rest_api``),
+    ``validator``, ``url``, ``cloud_watch_role`` and ``account`` (None unless this API created them).
     """
 
     def __init__(self, scope: Construct, construct_id: str, *, authorizer: apigw.IAuthorizer | None = None,
                  iam_authorization: bool = False, cors_origins: Sequence[str] = (),
-                 throttling_rate_limit: int = 100, throttling_burst_limit: int = 200, stage_name: str = "prod",
-                 log_retention: logs.RetentionDays = logs.RetentionDays.ONE_MONTH,
-                 rest_api: apigw.RestApi | None = None) -> None:
+                 throttling_rate_limit: int | None = None, throttling_burst_limit: int | None = None,
+                 stage_name: str | None = None, log_retention: logs.RetentionDays | None = None,
+                 cloud_watch_role: bool | None = None, rest_api: apigw.RestApi | None = None) -> None:
         super().__init__(scope, construct_id)
         if (authorizer is None) == (not iam_authorization):
             raise ValueError(f"{self.node.path}: pass exactly one of authorizer=... (the tenant comes from it) or "
@@ -60,33 +85,59 @@ class IdempotentRestApi(Construct):
                              "caller the API authenticated.")
         self.authorizer = authorizer
         self.iam_authorization = iam_authorization
-        self.access_logs = _access_log_group(self, log_retention)
-        cors = apigw.CorsOptions(allow_origins=list(cors_origins), allow_headers=list(ALLOW_HEADERS),
-                                 expose_headers=list(EXPOSE_HEADERS), max_age=Duration.hours(1)) if cors_origins else None
-        self.rest_api = rest_api or apigw.RestApi(
-            self, "Api", default_cors_preflight_options=cors, cloud_watch_role=True,
-            cloud_watch_role_removal_policy=RemovalPolicy.DESTROY,
-            deploy_options=apigw.StageOptions(
-                stage_name=stage_name, throttling_rate_limit=throttling_rate_limit,
-                throttling_burst_limit=throttling_burst_limit, logging_level=apigw.MethodLoggingLevel.ERROR,
-                access_log_destination=apigw.LogGroupLogDestination(self.access_logs),
-                access_log_format=apigw.AccessLogFormat.json_with_standard_fields(
-                    caller=True, http_method=True, ip=True, protocol=True, request_time=True,
-                    resource_path=True, response_length=True, status=True, user=True)),
-        )
-        if rest_api is None:
-            acknowledge(self.rest_api, "AwsSolutions::AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/"
-                                       "service-role/AmazonAPIGatewayPushToCloudWatchLogs]",
-                        "API Gateway's account-level CloudWatch role uses the AWS-managed "
-                        "AmazonAPIGatewayPushToCloudWatchLogs policy, as AWS documents for execution logging.")
-            acknowledge(self.rest_api, "AwsSolutions-APIG3",
-                        "WAF is an account/edge decision; attach a WebACL to the stage where required.")
+        self.cloud_watch_role: iam.IRole | None = None
+        self.account: apigw.CfnAccount | None = None
+        self.access_logs: logs.LogGroup | None = None
+        if rest_api is not None:
+            given = {"cors_origins": list(cors_origins) or None, "throttling_rate_limit": throttling_rate_limit,
+                     "throttling_burst_limit": throttling_burst_limit, "stage_name": stage_name,
+                     "log_retention": log_retention, "cloud_watch_role": cloud_watch_role}
+            ignored = [name for name, value in given.items() if value is not None]
+            if ignored:
+                raise ValueError(
+                    f"{self.node.path}: rest_api={rest_api.node.path} has its own stage, so {', '.join(ignored)} "
+                    "would not apply. Configure them on that RestApi (deploy_options=StageOptions(stage_name=..., "
+                    "throttling_rate_limit=..., throttling_burst_limit=..., access_log_destination=...), "
+                    "default_cors_preflight_options=..., cloud_watch_role=...) and omit them here.")
+            self.rest_api = rest_api
+        else:
+            self.rest_api = self._new_api(cors_origins, throttling_rate_limit, throttling_burst_limit, stage_name,
+                                          log_retention, cloud_watch_role)
         self.validator = self.rest_api.add_request_validator(
             "Validator", validate_request_body=True, validate_request_parameters=True)
         self.rest_api.add_gateway_response(
             "BadRequestParameters", type=apigw.ResponseType.BAD_REQUEST_PARAMETERS, status_code="400",
             response_headers={"Content-Type": "'application/problem+json'"},
             templates={"application/json": _PROBLEM})
+
+    def _new_api(self, cors_origins: Sequence[str], rate: int | None, burst: int | None, stage_name: str | None,
+                 retention: logs.RetentionDays | None, cloud_watch_role: bool | None) -> apigw.RestApi:
+        self.access_logs = _access_log_group(self, retention or logs.RetentionDays.ONE_MONTH)
+        cors = apigw.CorsOptions(allow_origins=list(cors_origins), allow_headers=list(ALLOW_HEADERS),
+                                 expose_headers=list(EXPOSE_HEADERS), max_age=Duration.hours(1)) if cors_origins else None
+        role = _creates_cloudwatch_role(self, cloud_watch_role)
+        api = apigw.RestApi(
+            self, "Api", default_cors_preflight_options=cors, cloud_watch_role=role,
+            cloud_watch_role_removal_policy=RemovalPolicy.DESTROY if role else None,
+            deploy_options=apigw.StageOptions(
+                stage_name=stage_name or "prod", throttling_rate_limit=DEFAULT_RATE if rate is None else rate,
+                throttling_burst_limit=DEFAULT_BURST if burst is None else burst,
+                logging_level=apigw.MethodLoggingLevel.ERROR,
+                access_log_destination=apigw.LogGroupLogDestination(self.access_logs),
+                access_log_format=apigw.AccessLogFormat.json_with_standard_fields(
+                    caller=True, http_method=True, ip=True, protocol=True, request_time=True,
+                    resource_path=True, response_length=True, status=True, user=True)),
+        )
+        if role:
+            self.cloud_watch_role = cast(iam.IRole, api.node.find_child("CloudWatchRole"))
+            self.account = cast(apigw.CfnAccount, api.node.find_child("Account"))
+            acknowledge(api, "AwsSolutions::AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/"
+                             "service-role/AmazonAPIGatewayPushToCloudWatchLogs]",
+                        "API Gateway's account-level CloudWatch role uses the AWS-managed "
+                        "AmazonAPIGatewayPushToCloudWatchLogs policy, as AWS documents for execution logging.")
+        acknowledge(api, "AwsSolutions-APIG3",
+                    "WAF is an account/edge decision; attach a WebACL to the stage where required.")
+        return api
 
     @property
     def url(self) -> str:
@@ -119,13 +170,13 @@ class IdempotentRestApi(Construct):
                         "(Lambda or IAM), which also supplies the tenant.")
         return added
 
-    def metric_server_errors(self) -> cloudwatch.Metric:
-        """5xx responses (sum per 5 minutes)."""
-        return self.rest_api.metric_server_error(statistic="Sum")
+    def metric_server_errors(self, **options: Any) -> cloudwatch.Metric:
+        """5xx responses (sum per 5 minutes; ``options``: ``MetricOptions`` fields)."""
+        return self.rest_api.metric_server_error(**{"statistic": "Sum", **options})
 
-    def metric_client_errors(self) -> cloudwatch.Metric:
+    def metric_client_errors(self, **options: Any) -> cloudwatch.Metric:
         """4xx responses, including 409 in-flight and 422 key reuse (sum per 5 minutes)."""
-        return self.rest_api.metric_client_error(statistic="Sum")
+        return self.rest_api.metric_client_error(**{"statistic": "Sum", **options})
 
 
 class IdempotentHttpApi(Construct):
@@ -133,17 +184,32 @@ class IdempotentHttpApi(Construct):
 
     Props: ``authorizer`` (an ``IHttpRouteAuthorizer``: JWT, Lambda or IAM; required, the tenant
     comes from it), ``cors_origins`` (default none; ``Idempotency-Key`` allowed),
-    ``throttling_rate_limit`` / ``throttling_burst_limit`` (100 / 200), ``log_retention``.
+    ``throttling_rate_limit`` / ``throttling_burst_limit`` (100 / 200), ``log_retention``;
+    ``http_api``: an existing ``HttpApi`` to add routes to (its stage, throttling, access logs and
+    CORS are its own: passing those props with it is refused, and no log group is created).
     HTTP APIs have no request validation: the runtime answers a missing or malformed key with a
-    400 problem+json. Attributes: ``http_api``, ``access_logs``, ``url``.
+    400 problem+json. Attributes: ``http_api``, ``authorizer``, ``access_logs`` (None with
+    ``http_api``), ``url``.
     """
 
     def __init__(self, scope: Construct, construct_id: str, *, authorizer: apigwv2.IHttpRouteAuthorizer,
-                 cors_origins: Sequence[str] = (), throttling_rate_limit: int = 100,
-                 throttling_burst_limit: int = 200,
-                 log_retention: logs.RetentionDays = logs.RetentionDays.ONE_MONTH) -> None:
+                 cors_origins: Sequence[str] = (), throttling_rate_limit: int | None = None,
+                 throttling_burst_limit: int | None = None, log_retention: logs.RetentionDays | None = None,
+                 http_api: apigwv2.HttpApi | None = None) -> None:
         super().__init__(scope, construct_id)
-        self.access_logs = _access_log_group(self, log_retention)
+        self.authorizer = authorizer
+        self.access_logs: logs.LogGroup | None = None
+        if http_api is not None:
+            given = {"cors_origins": list(cors_origins) or None, "throttling_rate_limit": throttling_rate_limit,
+                     "throttling_burst_limit": throttling_burst_limit, "log_retention": log_retention}
+            ignored = [name for name, value in given.items() if value is not None]
+            if ignored:
+                raise ValueError(
+                    f"{self.node.path}: http_api={http_api.node.path} has its own stage, so {', '.join(ignored)} "
+                    "would not apply. Configure them on that HttpApi's stage and CORS and omit them here.")
+            self.http_api = http_api
+            return
+        self.access_logs = _access_log_group(self, log_retention or logs.RetentionDays.ONE_MONTH)
         cors = apigwv2.CorsPreflightOptions(
             allow_origins=list(cors_origins), allow_headers=list(ALLOW_HEADERS), expose_headers=list(EXPOSE_HEADERS),
             allow_methods=[apigwv2.CorsHttpMethod.ANY], max_age=Duration.hours(1)) if cors_origins else None
@@ -157,19 +223,34 @@ class IdempotentHttpApi(Construct):
                                "status": "$context.status", "responseLength": "$context.responseLength",
                                "integrationError": "$context.integrationErrorMessage"}))
         stage.default_route_settings = apigwv2.CfnStage.RouteSettingsProperty(
-            throttling_rate_limit=throttling_rate_limit, throttling_burst_limit=throttling_burst_limit)
+            throttling_rate_limit=DEFAULT_RATE if throttling_rate_limit is None else throttling_rate_limit,
+            throttling_burst_limit=DEFAULT_BURST if throttling_burst_limit is None else throttling_burst_limit)
 
     @property
     def url(self) -> str:
         """The default stage's URL."""
         return self.http_api.url or ""
 
-    def add_route(self, method: str, path: str, function: IdempotentFunction) -> list[apigwv2.HttpRoute]:
-        """Route ``method path`` to ``function`` (behind the default authorizer)."""
-        integration = integrations.HttpLambdaIntegration(f"{method}{path}".replace("/", "_"), function.function)
-        return self.http_api.add_routes(path=path, methods=[apigwv2.HttpMethod(method.upper())],
-                                        integration=integration)
+    def add_route(self, method: str, path: str, function: IdempotentFunction, *,
+                  public: bool = False) -> list[apigwv2.HttpRoute]:
+        """Route ``method path`` to ``function`` behind the construct's authorizer.
 
-    def metric_server_errors(self) -> cloudwatch.Metric:
-        """5xx responses (sum per 5 minutes)."""
-        return self.http_api.metric_server_error(statistic="Sum")
+        ``public``: no authorizer; only for routes that authenticate requests themselves (signed webhooks).
+        """
+        integration = integrations.HttpLambdaIntegration(f"{method}{path}".replace("/", "_"), function.function)
+        routes = self.http_api.add_routes(path=path, methods=[apigwv2.HttpMethod(method.upper())],
+                                          integration=integration,
+                                          authorizer=apigwv2.HttpNoneAuthorizer() if public else self.authorizer)
+        if public:
+            reason = "The route authenticates each request itself (HMAC signature over the raw body)."
+            for route in routes:
+                acknowledge(route, "AwsSolutions-APIG4", reason)
+        return routes
+
+    def metric_server_errors(self, **options: Any) -> cloudwatch.Metric:
+        """5xx responses (sum per 5 minutes; ``options``: ``MetricOptions`` fields)."""
+        return self.http_api.metric_server_error(**{"statistic": "Sum", **options})
+
+    def metric_client_errors(self, **options: Any) -> cloudwatch.Metric:
+        """4xx responses, including 409 in-flight and 422 key reuse (sum per 5 minutes)."""
+        return self.http_api.metric_client_error(**{"statistic": "Sum", **options})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
@@ -16,7 +17,9 @@ from aws_cdk import aws_sqs as sqs
 
 from constructs import Construct
 
-from .function import IdempotentFunction
+from .alarms import AlarmOptions, add_alarm
+from .function import IdempotentFunction, python_function
+from .layer import runtime_layer
 from .nag import acknowledge
 from .table import IdempotencyTable
 from .targets import OutboxTarget
@@ -24,6 +27,8 @@ from .targets import OutboxTarget
 MAX_RECORD_AGE = Duration.hours(24)
 SWEEP_EVERY = Duration.minutes(5)
 SWEEP_AFTER = Duration.seconds(900)
+#: Entries per call an event bus, SNS or SQS target takes from a pipe.
+PIPE_MAX_BATCH = 10
 #: Outbox INSERTs only: updates (marking published) and TTL removals are ignored.
 STREAM_FILTER = {"eventName": ["INSERT"], "dynamodb": {"NewImage": {"kind": {"S": ["outbox"]}}}}
 
@@ -50,12 +55,10 @@ def _failure_queue(scope: Construct) -> sqs.Queue:
     return queue
 
 
-def _depth_alarm(scope: Construct, queue: sqs.IQueue) -> cloudwatch.Alarm:
-    return queue.metric_approximate_number_of_messages_visible(statistic="Maximum").create_alarm(
-        scope, "FailureQueueAlarm", threshold=1, evaluation_periods=1,
-        comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-        treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-        alarm_description=f"{scope.node.path}: outbox events failed to publish (the sweeper retries them)")
+def _depth_alarm(scope: Construct, queue: sqs.IQueue, options: AlarmOptions) -> cloudwatch.Alarm:
+    return add_alarm(scope, "FailureQueueAlarm", queue.metric_approximate_number_of_messages_visible(
+        statistic="Maximum"), threshold=1, options=options,
+        description=f"{scope.node.path}: outbox events failed to publish (in the failure queue)")
 
 
 class Outbox(Construct):
@@ -71,9 +74,10 @@ class Outbox(Construct):
     - ``failure_queue``: the on-failure destination; default a new encrypted queue.
     - ``sweep_every``: default 5 minutes. ``sweep_after``: unpublished events older than this
       are re-published by the sweeper (default 900 s).
-    - ``alarms``: default True (publisher errors, iterator age > 5 min, failure queue depth, parked
-      events: ``OutboxEventParked`` >= 1, an event the target refuses permanently; see
-      ``python -m retrysafe.outbox_parked``).
+    - ``alarms``: default True (``PublisherErrorsAlarm``, ``IteratorAgeAlarm`` > 5 min,
+      ``FailureQueueAlarm`` depth >= 1, ``ParkedEventsAlarm``: ``OutboxEventParked`` >= 1, an event
+      the target refuses permanently; see ``python -m retrysafe.outbox_parked``); False for none, or
+      :class:`AlarmOptions` for actions and turning single alarms off.
 
     Attributes: ``table``, ``publisher``, ``sweeper``, ``failure_queue``, ``event_source``, ``schedule``, ``alarms``.
     """
@@ -81,7 +85,7 @@ class Outbox(Construct):
     def __init__(self, scope: Construct, construct_id: str, *, table: IdempotencyTable, target: OutboxTarget,
                  batch_size: int = 100, retry_attempts: int = 5, max_record_age: Duration = MAX_RECORD_AGE,
                  failure_queue: sqs.IQueue | None = None, sweep_every: Duration = SWEEP_EVERY,
-                 sweep_after: Duration = SWEEP_AFTER, alarms: bool = True) -> None:
+                 sweep_after: Duration = SWEEP_AFTER, alarms: bool | AlarmOptions = True) -> None:
         super().__init__(scope, construct_id)
         _validate(self, max_record_age, retry_attempts)
         self.table = table
@@ -107,65 +111,88 @@ class Outbox(Construct):
         target.grant_publish(self.sweeper.role)
         self.schedule = events.Rule(self, "SweepSchedule", schedule=events.Schedule.rate(sweep_every),
                                     targets=[events_targets.LambdaFunction(self.sweeper.function)])
-        self.alarms = self._alarms() if alarms else []
+        table.add_relay(self, target)
+        self.alarms = self._alarms(AlarmOptions.of(alarms))
 
-    def metric_publisher_errors(self) -> cloudwatch.Metric:
-        """Publisher invocation errors (sum per 5 minutes)."""
-        return self.publisher.function.metric_errors(statistic="Sum")
+    def metric_publisher_errors(self, **options: Any) -> cloudwatch.Metric:
+        """Publisher invocation errors (sum per 5 minutes; ``options``: ``MetricOptions`` fields)."""
+        return self.publisher.function.metric_errors(**{"statistic": "Sum", **options})
 
-    def metric_iterator_age(self) -> cloudwatch.Metric:
+    def metric_iterator_age(self, **options: Any) -> cloudwatch.Metric:
         """How far the publisher lags behind the stream (maximum, milliseconds)."""
-        return self.publisher.function.metric("IteratorAge", statistic="Maximum")
+        return self.publisher.function.metric("IteratorAge", **{"statistic": "Maximum", **options})
 
-    def metric_parked_events(self) -> cloudwatch.Metric:
+    def metric_parked_events(self, **options: Any) -> cloudwatch.Metric:
         """``OutboxEventParked``: events the target refused permanently (too large, malformed), set aside."""
-        return self.table.metric("OutboxEventParked")
+        return self.table.metric_parked_events(**options)
 
-    def _alarms(self) -> list[cloudwatch.Alarm]:
-        above = cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD
-        calm = cloudwatch.TreatMissingData.NOT_BREACHING
-        return [
-            self.metric_publisher_errors().create_alarm(
-                self, "PublisherErrorsAlarm", threshold=1, evaluation_periods=1, comparison_operator=above,
-                treat_missing_data=calm, alarm_description=f"{self.node.path}: outbox publisher errors"),
-            self.metric_iterator_age().create_alarm(
-                self, "IteratorAgeAlarm", threshold=300_000, evaluation_periods=3, comparison_operator=above,
-                treat_missing_data=calm, alarm_description=f"{self.node.path}: publisher > 5 min behind the stream"),
-            _depth_alarm(self, self.failure_queue),
-            self.metric_parked_events().create_alarm(
-                self, "ParkedEventsAlarm", threshold=1, evaluation_periods=1, comparison_operator=above,
-                treat_missing_data=calm, alarm_description=f"{self.node.path}: outbox events parked (refused "
-                "permanently by the target); fix, then republish with python -m retrysafe.outbox_parked"),
-        ]
+    def _alarms(self, options: AlarmOptions) -> list[cloudwatch.Alarm]:
+        made = []
+        if options.wants("PublisherErrorsAlarm"):
+            made.append(add_alarm(self, "PublisherErrorsAlarm", self.metric_publisher_errors(), threshold=1,
+                                  options=options, description=f"{self.node.path}: outbox publisher errors"))
+        if options.wants("IteratorAgeAlarm"):
+            made.append(add_alarm(self, "IteratorAgeAlarm", self.metric_iterator_age(), threshold=300_000,
+                                  evaluation_periods=3, options=options,
+                                  description=f"{self.node.path}: publisher > 5 min behind the stream"))
+        if options.wants("FailureQueueAlarm"):
+            made.append(_depth_alarm(self, self.failure_queue, options))
+        if options.wants("ParkedEventsAlarm"):
+            made.append(add_alarm(self, "ParkedEventsAlarm", self.metric_parked_events(), threshold=1, options=options,
+                                  description=f"{self.node.path}: outbox events parked (refused permanently by "
+                                  "the target); fix, then republish with python -m retrysafe.outbox_parked"))
+        return made
 
 
 class OutboxPipe(Construct):
-    """The no-code relay: an EventBridge Pipe from the table's stream to the target.
+    """The relay as an EventBridge Pipe from the table's stream to the target.
 
     Filters outbox INSERTs, bisects failing batches, retries a bounded number of times and
-    dead-letters the rest. Pipes does not mark events published, so there is no sweeper:
-    replay the failure queue instead. Consumers dedupe on the event id (``eid``).
+    dead-letters the rest. An enrichment function from the runtime layer
+    (``retrysafe.outbox_pipe.handler``) turns each batch of stream records into the Lambda
+    publisher's envelopes, so consumers, rules and fingerprints see the same event whichever relay
+    publishes it (a Pipes input template cannot turn the payload's JSON text into an object).
+    Pipes does not mark events published, so there is no sweeper: replay the failure queue instead.
+    Consumers dedupe on the event id (``event_id``).
 
-    Props: ``table``, ``target`` (required); ``batch_size`` (default 10), ``retry_attempts``
-    (default 5), ``max_record_age`` (default 24 h), ``failure_queue`` (default new), ``alarms``
-    (default True: failure queue depth).
-    Attributes: ``pipe``, ``role``, ``failure_queue``, ``alarms``.
+    Props: ``table``, ``target`` (required; not a FIFO SNS topic, which Pipes cannot target);
+    ``batch_size`` (default 10, at most 10), ``retry_attempts`` (default 5), ``max_record_age``
+    (default 24 h), ``failure_queue`` (default new), ``message_group_id`` (FIFO SQS targets: a JSON
+    path into the envelope, default ``$.aggregate_id``; the deduplication id is ``$.event_id``),
+    ``alarms`` (default True: failure queue depth, id ``FailureQueueAlarm``; False or :class:`AlarmOptions`).
+    Attributes: ``pipe``, ``role``, ``enrichment`` (the function), ``failure_queue``, ``alarms``.
     """
 
     def __init__(self, scope: Construct, construct_id: str, *, table: IdempotencyTable, target: OutboxTarget,
                  batch_size: int = 10, retry_attempts: int = 5, max_record_age: Duration = MAX_RECORD_AGE,
-                 failure_queue: sqs.IQueue | None = None, alarms: bool = True) -> None:
+                 failure_queue: sqs.IQueue | None = None, message_group_id: str | None = None,
+                 alarms: bool | AlarmOptions = True) -> None:
         super().__init__(scope, construct_id)
         _validate(self, max_record_age, retry_attempts)
+        if not 1 <= batch_size <= PIPE_MAX_BATCH:
+            raise ValueError(f"{self.node.path}: batch_size must be 1..{PIPE_MAX_BATCH} (the most an event bus, "
+                             f"topic or queue target takes per call), got {batch_size}.")
+        sqs_parameters = self._check_target(target, message_group_id)
         stream_arn = table.enable_stream()
         self.failure_queue = failure_queue or _failure_queue(self)
+        self.enrichment, _, _ = python_function(
+            Construct(self, "Enrichment"), code=_runtime_only(), handler="retrysafe.outbox_pipe.handler",
+            environment={}, timeout=Duration.seconds(30), layers=[runtime_layer(self)],
+            description="retrysafe outbox pipe enrichment: stream records to envelopes")
         self.role = iam.Role(self, "Role", assumed_by=iam.ServicePrincipal("pipes.amazonaws.com"),
                              description=f"{self.node.path}: read the outbox stream, publish, dead-letter")
         table.grant_stream_read(self.role)
         target.grant_publish(self.role)
         self.failure_queue.grant_send_messages(self.role)
+        iam.Grant.add_to_principal(grantee=self.role, actions=["lambda:InvokeFunction"],  # this function only
+                                   resource_arns=[self.enrichment.function_arn])
+        bus = None
+        if target.bus is not None:
+            bus = pipes.CfnPipe.PipeTargetEventBridgeEventBusParametersProperty(
+                source=target.event_source, detail_type="$.event_type")
         self.pipe = pipes.CfnPipe(
             self, "Pipe", role_arn=self.role.role_arn, source=stream_arn, target=target.arn,
+            enrichment=self.enrichment.function_arn,
             source_parameters=pipes.CfnPipe.PipeSourceParametersProperty(
                 filter_criteria=pipes.CfnPipe.FilterCriteriaProperty(
                     filters=[pipes.CfnPipe.FilterProperty(pattern=json.dumps(STREAM_FILTER))]),
@@ -175,20 +202,23 @@ class OutboxPipe(Construct):
                     on_partial_batch_item_failure="AUTOMATIC_BISECT",
                     dead_letter_config=pipes.CfnPipe.DeadLetterConfigProperty(arn=self.failure_queue.queue_arn)),
             ),
-            target_parameters=self._target_parameters(target),
+            target_parameters=pipes.CfnPipe.PipeTargetParametersProperty(
+                event_bridge_event_bus_parameters=bus, sqs_queue_parameters=sqs_parameters),
         )
         self.pipe.node.add_dependency(self.role)
-        self.alarms = [_depth_alarm(self, self.failure_queue)] if alarms else []
+        table.add_relay(self, target)
+        options = AlarmOptions.of(alarms)
+        self.alarms = [_depth_alarm(self, self.failure_queue, options)] if options.wants("FailureQueueAlarm") else []
 
-    @staticmethod
-    def _target_parameters(target: OutboxTarget) -> pipes.CfnPipe.PipeTargetParametersProperty:
-        image = "$.dynamodb.NewImage"
-        fields = {"id": "eid", "type": "etype", "aggregateType": "aggt", "aggregateId": "aggid", "occurredAt": "at",
-                  "payload": "payload"}
-        # Pipes wants quotes around JSON-path variables and escapes the values itself.
-        template = "{" + ", ".join(f'"{name}": "<{image}.{attr}.S>"' for name, attr in fields.items()) + "}"
-        bus = None
-        if target.bus is not None:
-            bus = pipes.CfnPipe.PipeTargetEventBridgeEventBusParametersProperty(
-                source=target.event_source, detail_type=f"{image}.etype.S")
-        return pipes.CfnPipe.PipeTargetParametersProperty(input_template=template, event_bridge_event_bus_parameters=bus)
+    def _check_target(self, target: OutboxTarget,
+                      message_group_id: str | None) -> pipes.CfnPipe.PipeTargetSqsQueueParametersProperty | None:
+        if target.sns_topic is not None and target.sns_topic.fifo:
+            raise ValueError(f"{self.node.path}: EventBridge Pipes cannot publish to a FIFO SNS topic "
+                             f"({target.sns_topic.node.path}). Use Outbox (the Lambda publisher sets "
+                             "MessageGroupId and MessageDeduplicationId) or a standard topic.")
+        if target.sqs_queue is None or not target.sqs_queue.fifo:
+            if message_group_id is not None:
+                raise ValueError(f"{self.node.path}: message_group_id only applies to a FIFO SQS target.")
+            return None
+        return pipes.CfnPipe.PipeTargetSqsQueueParametersProperty(
+            message_group_id=message_group_id or "$.aggregate_id", message_deduplication_id="$.event_id")

@@ -2,23 +2,27 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import jsii
-from aws_cdk import Duration, IResolvable, IResolveContext, RemovalPolicy, Token
+from aws_cdk import Duration, IResolvable, IResolveContext, RemovalPolicy, Stack, Token
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
+from retrysafe import metrics as runtime_metrics
 
-from constructs import Construct
+from constructs import Construct, IValidation
 
+from .alarms import AlarmOptions, add_alarm
 from .horizon import MIN_HORIZON_SECONDS, RetryHorizon
+from .targets import OutboxTarget
 
 PARTITION_KEY = "pk"
 TTL_ATTRIBUTE = "exp"
 OUTBOX_INDEX = "outbox-unpublished"
-METRICS_NAMESPACE = "retrysafe"
+METRICS_NAMESPACE = runtime_metrics.DEFAULT_NAMESPACE
 #: Item-level actions a function needs for claims, commits and replays. DynamoDB has no
 #: ``dynamodb:TransactWriteItems`` IAM action: a transaction is authorized per item by these.
 RECORD_ACTIONS = ("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem",
@@ -45,6 +49,48 @@ class _RetentionToken:
         return Token.as_string(self)
 
 
+def _existing_table_problems(table: dynamodb.ITable) -> list[str] | None:
+    """What an existing ``Table``/``TableV2`` of this app lacks; ``None`` for an imported table (unknowable)."""
+    cfn = table.node.default_child
+    if not isinstance(cfn, (dynamodb.CfnTable, dynamodb.CfnGlobalTable)):
+        return None
+    stack = Stack.of(table)
+    keys = stack.resolve(cfn.key_schema) or []
+    types = {a["attributeName"]: a["attributeType"] for a in stack.resolve(cfn.attribute_definitions) or []}
+    ttl = stack.resolve(cfn.time_to_live_specification) or {}
+    indexes = {i["indexName"]: i for i in stack.resolve(cfn.global_secondary_indexes) or []}
+    problems = []
+    if [(k["attributeName"], k["keyType"]) for k in keys] != [(PARTITION_KEY, "HASH")] or \
+            types.get(PARTITION_KEY) != "S":
+        problems.append(f"its key must be the partition key {PARTITION_KEY!r} (S) alone")
+    if not (ttl.get("enabled") is True and ttl.get("attributeName") == TTL_ATTRIBUTE):
+        problems.append(f"TTL must be enabled on {TTL_ATTRIBUTE!r} (time_to_live_attribute={TTL_ATTRIBUTE!r}); "
+                        "without it records never expire")
+    index = indexes.get(OUTBOX_INDEX)
+    expected = [("obq", "HASH"), ("at", "RANGE")]
+    if index is None or [(k["attributeName"], k["keyType"]) for k in index["keySchema"]] != expected or \
+            types.get("obq") != "S" or types.get("at") != "S" or \
+            (index.get("projection") or {}).get("projectionType") != "ALL":
+        problems.append(f"it needs the global secondary index {OUTBOX_INDEX!r} (partition key 'obq' S, sort key "
+                        "'at' S, projection ALL), which the outbox sweeper queries: table.add_global_secondary_index("
+                        f"index_name={OUTBOX_INDEX!r}, partition_key=Attribute(name='obq', type=AttributeType.STRING), "
+                        "sort_key=Attribute(name='at', type=AttributeType.STRING))")
+    return problems
+
+
+@jsii.implements(IValidation)
+class _ExistingTableCheck:
+    """Checked at synthesis, so that an index added after the construct still counts."""
+
+    def __init__(self, owner: IdempotencyTable, table: dynamodb.ITable) -> None:
+        self._owner, self._table = owner, table
+
+    def validate(self) -> list[str]:
+        problems = _existing_table_problems(self._table) or []
+        return [f"{self._owner.node.path}: the existing table {self._table.node.path} cannot hold idempotency "
+                f"records: {problem}." for problem in problems]
+
+
 class IdempotencyTable(Construct):
     """The idempotency table: on-demand, point-in-time recovery, encrypted, TTL on ``exp``.
 
@@ -52,7 +98,10 @@ class IdempotencyTable(Construct):
 
     - ``table``: an existing table to use instead of creating one. It must have the
       partition key ``pk`` (S), TTL on ``exp`` and the ``outbox-unpublished`` GSI
-      (``obq`` S / ``at`` S); for an outbox, a NEW_IMAGE stream and ``table_stream_arn``.
+      (``obq`` S / ``at`` S, projection ALL); for an outbox, a NEW_IMAGE stream and
+      ``table_stream_arn``. A ``Table`` or ``TableV2`` of this app that lacks any of these
+      fails synthesis with the fix; an imported table (``Table.from_*``) cannot be inspected
+      and is assumed to have them.
     - ``horizon``: the :class:`RetryHorizon` parts (default 7 days before queues).
       Queue consumers add their redelivery window to it.
     - ``record_ttl``: how long records live. Default: the computed horizon. A value
@@ -63,7 +112,8 @@ class IdempotencyTable(Construct):
       is attached).
 
     Attributes: ``table``, ``horizon``, ``retention_seconds``, ``stream_arn``,
-    ``encryption_key``.
+    ``encryption_key``, ``relays`` (the outbox relays attached: :class:`Outbox` / :class:`OutboxPipe`),
+    ``fencing_alarm`` (once :meth:`add_fencing_alarm` ran).
     """
 
     def __init__(self, scope: Construct, construct_id: str, *, table: dynamodb.ITable | None = None,
@@ -77,11 +127,15 @@ class IdempotencyTable(Construct):
             raise ValueError(f"{self.node.path}: record_ttl must be at least 24 hours (the runtime refuses less); "
                              f"got {self.record_ttl_seconds}s. Pass record_ttl=Duration.days(7) or leave it unset.")
         self.encryption_key = encryption_key
+        self.relays: list[Construct] = []
+        self.fencing_alarm: cloudwatch.Alarm | None = None
+        self._relay_targets: list[OutboxTarget] = []
         self._stream_arn: str | None = None
         if table is not None:
             self.table: dynamodb.ITable = table
             self._cfn: dynamodb.CfnTable | None = None
             self._stream_arn = table.table_stream_arn
+            self.node.add_validation(_ExistingTableCheck(self, table))
         else:
             created = dynamodb.Table(
                 self, "Table",
@@ -175,25 +229,56 @@ class IdempotencyTable(Construct):
         """Read this table's stream (enables it if needed), scoped to the stream's ARN."""
         return self._grant(grantee, STREAM_ACTIONS, [self.enable_stream()])
 
+    # -- outbox relays ---------------------------------------------------------------------------
+
+    def add_relay(self, relay: Construct, target: OutboxTarget) -> None:
+        """Record that ``relay`` publishes this table's outbox to ``target``."""
+        self.relays.append(relay)
+        self._relay_targets.append(target)
+
+    @property
+    def relay_targets(self) -> Sequence[OutboxTarget]:
+        """The targets this table's outbox is published to (one per attached relay)."""
+        return tuple(self._relay_targets)
+
     # -- metrics ---------------------------------------------------------------------------------
 
-    def metric(self, name: str, **props: Any) -> cloudwatch.Metric:
-        """A ``retrysafe`` namespace metric the runtime emits (EMF), summed per 5 minutes."""
-        return cloudwatch.Metric(namespace=METRICS_NAMESPACE, metric_name=name,
-                                 statistic=props.pop("statistic", "Sum"), **props)
+    def metric(self, metric_name: str, **options: Any) -> cloudwatch.Metric:
+        """A metric the runtime emits (EMF): its namespace and dimensions come from ``retrysafe.metrics``.
 
-    def metric_fencing_rejections(self, **props: Any) -> cloudwatch.Metric:
+        ``options`` are ``cloudwatch.MetricOptions`` fields (``period``, ``statistic``, ``label``,
+        ``region``...); the default is the sum per 5 minutes.
+        """
+        cloudwatch.MetricOptions(**options)  # refuses unknown option names
+        base = cloudwatch.Metric(namespace=METRICS_NAMESPACE, metric_name=metric_name,
+                                 dimensions_map=dict(runtime_metrics.DIMENSIONS), statistic="Sum",
+                                 period=Duration.minutes(5))
+        return base.with_(**options) if options else base
+
+    def metric_fencing_rejections(self, **options: Any) -> cloudwatch.Metric:
         """``FencingRejected``: a zombie invocation tried to write after its lease was taken over."""
-        return self.metric("FencingRejected", **props)
+        return self.metric(runtime_metrics.FENCING_REJECTED, **options)
 
-    def metric_key_mismatches(self, **props: Any) -> cloudwatch.Metric:
+    def metric_key_mismatches(self, **options: Any) -> cloudwatch.Metric:
         """``KeyMismatch``: a key was reused with a different payload (422)."""
-        return self.metric("KeyMismatch", **props)
+        return self.metric(runtime_metrics.KEY_MISMATCH, **options)
 
-    def add_fencing_alarm(self, threshold: int = 1) -> cloudwatch.Alarm:
-        """Alarm when any fencing rejection happens in 5 minutes."""
-        return self.metric_fencing_rejections().create_alarm(
-            self, "FencingRejectedAlarm", threshold=threshold, evaluation_periods=1,
-            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-            alarm_description="retrysafe: a zombie invocation was fenced off (lease taken over)")
+    def metric_replays(self, **options: Any) -> cloudwatch.Metric:
+        """``Replayed``: a retry answered from its record."""
+        return self.metric(runtime_metrics.REPLAYED, **options)
+
+    def metric_in_flight_conflicts(self, **options: Any) -> cloudwatch.Metric:
+        """``InFlightConflict``: a retry arrived while the first request still ran (409)."""
+        return self.metric(runtime_metrics.IN_FLIGHT, **options)
+
+    def metric_parked_events(self, **options: Any) -> cloudwatch.Metric:
+        """``OutboxEventParked``: outbox events their target refused permanently."""
+        return self.metric(runtime_metrics.OUTBOX_EVENT_PARKED, **options)
+
+    def add_fencing_alarm(self, threshold: int = 1, **alarm: Any) -> cloudwatch.Alarm:
+        """Alarm when any fencing rejection happens in 5 minutes (``alarm``: :class:`AlarmOptions` fields)."""
+        self.fencing_alarm = add_alarm(
+            self, "FencingRejectedAlarm", self.metric_fencing_rejections(), threshold=threshold,
+            description="retrysafe: a zombie invocation was fenced off (lease taken over)",
+            options=AlarmOptions(**alarm))
+        return self.fencing_alarm

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import math
 
+import jsii
 from aws_cdk import CfnElement, Duration, RemovalPolicy, Stack
+from aws_cdk import aws_apigateway as apigw
+from aws_cdk import aws_apigatewayv2 as apigwv2
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as events_targets
 from aws_cdk import aws_iam as iam
@@ -12,9 +15,9 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_secretsmanager as secretsmanager
 
-from constructs import Construct
+from constructs import Construct, IValidation
 
-from .api import IdempotentRestApi
+from .api import IdempotentHttpApi, IdempotentRestApi
 from .function import IdempotentFunction
 from .nag import acknowledge
 from .queue import IdempotentQueueConsumer
@@ -26,6 +29,25 @@ RECEIPT_EVENT = "WebhookReceived"
 CLAIM_CHECK_ENV = "RETRYSAFE_CLAIM_CHECK_BUCKET"
 #: The object key prefix the runtime writes receipts' bodies under (``retrysafe.webhook.receipt``).
 BODIES_PREFIX = "webhooks/"
+
+
+@jsii.implements(IValidation)
+class _RelayCheck:
+    """At synthesis: something must publish the table's outbox to the bus the receipt rule listens on."""
+
+    def __init__(self, receiver: WebhookReceiver, table: IdempotencyTable, target: OutboxTarget) -> None:
+        self._receiver, self._table, self._target = receiver, table, target
+
+    def validate(self) -> list[str]:
+        assert self._target.bus is not None
+        stack = Stack.of(self._receiver)
+        wanted = stack.resolve(self._target.bus.event_bus_arn)
+        if any(t.bus is not None and stack.resolve(t.bus.event_bus_arn) == wanted for t in self._table.relay_targets):
+            return []
+        return [(f"{self._receiver.node.path}: nothing publishes the outbox of {self._table.node.path} to the bus "
+                f"{self._target.bus.node.path}, so receipts would be answered 202 and never reach the worker. Fix: "
+                "add Outbox(scope, 'Outbox', table=<that table>, target=<this outbox_target>) (or OutboxPipe) "
+                "with the same bus.")]
 
 
 class WebhookReceiver(Construct):
@@ -42,9 +64,10 @@ class WebhookReceiver(Construct):
 
     Props:
 
-    - ``table``, ``api``, ``worker`` (required): the table, the REST API to add the route to,
-      and the :class:`IdempotentFunction` doing the heavy work (``retrysafe.sqs.idempotent_sqs``).
-    - ``outbox_target`` (required): the table's outbox target; must be an event bus.
+    - ``table``, ``api``, ``worker`` (required): the table, the REST or HTTP API to add the public
+      route to, and the :class:`IdempotentFunction` doing the heavy work (``retrysafe.sqs.idempotent_sqs``).
+    - ``outbox_target`` (required): the table's outbox target; must be an event bus, and an
+      :class:`Outbox` or :class:`OutboxPipe` must publish the table to it (checked at synthesis).
     - ``path``: default ``/webhooks/<provider>``. ``provider``: ``github`` (default), ``stripe``,
       ``standard`` (Standard Webhooks; the secret holds the ``whsec_...`` value), ``hmac``.
     - ``source``: the sender's name, scoping delivery ids (default: the provider).
@@ -53,10 +76,12 @@ class WebhookReceiver(Construct):
 
     - ``bodies``: an existing bucket for large bodies; default a new one.
 
-    Attributes: ``receiver``, ``secret``, ``rule``, ``consumer``, ``method``, ``bodies``.
+    Attributes: ``receiver``, ``secret``, ``rule``, ``consumer``, ``method`` (REST) / ``routes`` (HTTP),
+    ``bodies``.
     """
 
-    def __init__(self, scope: Construct, construct_id: str, *, table: IdempotencyTable, api: IdempotentRestApi,
+    def __init__(self, scope: Construct, construct_id: str, *, table: IdempotencyTable,
+                 api: IdempotentRestApi | IdempotentHttpApi,
                  worker: IdempotentFunction, outbox_target: OutboxTarget, provider: str = "github",
                  path: str | None = None, source: str | None = None,
                  secret: secretsmanager.ISecret | None = None, bodies: s3.IBucket | None = None) -> None:
@@ -77,8 +102,13 @@ class WebhookReceiver(Construct):
                          **outbox_target.producer_environment()},
             description=f"retrysafe webhook receiver ({provider})")
         self.secret.grant_read(self.receiver.role)
-        self.method = api.add_route("POST", path or f"/webhooks/{provider}", self.receiver, key_required=False,
-                                    public=True)
+        route = path or f"/webhooks/{provider}"
+        self.method: apigw.Method | None = None
+        self.routes: list[apigwv2.HttpRoute] = []
+        if isinstance(api, IdempotentRestApi):
+            self.method = api.add_route("POST", route, self.receiver, key_required=False, public=True)
+        else:
+            self.routes = api.add_route("POST", route, self.receiver, public=True)
         self.consumer = IdempotentQueueConsumer(self, "Work", function=worker)
         self.rule = events.Rule(
             self, "ReceiptRule", event_bus=outbox_target.bus,
@@ -90,6 +120,7 @@ class WebhookReceiver(Construct):
         self.receiver.add_environment(CLAIM_CHECK_ENV, self.bodies.bucket_name)
         self.grant_put_bodies(self.receiver.role)
         self.grant_read_bodies(worker.role)
+        self.node.add_validation(_RelayCheck(self, table, outbox_target))
 
     def grant_put_bodies(self, grantee: iam.IGrantable) -> iam.Grant:
         """``s3:PutObject`` on the claim-check objects (``webhooks/*``) only."""

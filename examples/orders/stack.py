@@ -53,7 +53,8 @@ class OrdersStack(Stack):
             return IdempotentFunction(self, construct_id, table=table, code=code, handler=handler,
                                       business_tables=business, environment=env)
 
-        api = IdempotentRestApi(self, "Api", authorizer=self._authorizer(code), cors_origins=["https://shop.example.com"])
+        api = IdempotentRestApi(self, "Api", authorizer=self._authorizer(code), cors_origins=["https://shop.example.com"],
+                                cloud_watch_role=True)
         api.add_route("POST", "/orders", function("CreateOrder", "orders.handler", [orders]))
         api.add_route("POST", "/orders/{id}/payments", function("CapturePayment", "payments.handler", [orders]))
 

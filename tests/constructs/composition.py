@@ -64,7 +64,7 @@ def build(outdir: str) -> cdk.App:
                                   timeout=Duration.seconds(30))
     IdempotentQueueConsumer(stack, "OwnQueueConsumer", function=consumer, queue=_queue(stack))
 
-    rest = IdempotentRestApi(stack, "Rest", iam_authorization=True)
+    rest = IdempotentRestApi(stack, "Rest", iam_authorization=True, cloud_watch_role=True)
     rest.add_route("POST", "/orders", handler)
     http = IdempotentHttpApi(stack, "Http", authorizer=authorizers.HttpIamAuthorizer(),
                              cors_origins=["https://example.com"])

@@ -74,7 +74,7 @@ def test_pipe_variant_filters_bisects_and_dead_letters(template: Template, raw: 
     actions = sorted(a for s in role_policy["Properties"]["PolicyDocument"]["Statement"]
                      for a in (s["Action"] if isinstance(s["Action"], list) else [s["Action"]]))
     assert actions == ["dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator",
-                       "dynamodb:ListStreams", "kms:Decrypt", "kms:GenerateDataKey", "sns:Publish",
+                       "dynamodb:ListStreams", "kms:Decrypt", "kms:GenerateDataKey", "lambda:InvokeFunction", "sns:Publish",
                        "sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:SendMessage"]
 
 
