@@ -7,6 +7,8 @@
 - :class:`IdempotentQueueConsumer` -- SQS + DLQ + partial batch failures
 - :class:`Outbox`, :class:`OutboxPipe` -- stream -> EventBridge / SNS / SQS (Lambda publisher or Pipes)
 - :class:`WebhookReceiver` -- signed webhooks: receipt through the outbox to a queue and a worker
+- :class:`Dashboard` -- one CloudWatch dashboard for a service built from these constructs
+- :class:`AlarmOptions` -- alarm actions, and alarms turned off one by one
 - :func:`idempotent_invoke`, :class:`Saga` -- Step Functions tasks with the right payload and retries,
   and sagas with compensations
 
@@ -20,6 +22,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 _EXPORTS = {
+    "AlarmOptions": "alarms", "Dashboard": "dashboard",
     "IdempotentHttpApi": "api", "IdempotentRestApi": "api",
     "IdempotentFunction": "function",
     "RetryHorizon": "horizon", "queue_redelivery": "horizon",
@@ -33,7 +36,9 @@ _EXPORTS = {
 }
 
 if TYPE_CHECKING:
+    from .alarms import AlarmOptions
     from .api import IdempotentHttpApi, IdempotentRestApi
+    from .dashboard import Dashboard
     from .function import IdempotentFunction
     from .horizon import RetryHorizon, queue_redelivery
     from .outbox import Outbox, OutboxPipe
@@ -44,7 +49,7 @@ if TYPE_CHECKING:
     from .workflow import Compensation, Saga, SagaStep, idempotent_invoke, retry_policy, task_payload
 
 __all__ = [
-    "Compensation", "IdempotencyTable", "IdempotentFunction", "IdempotentHttpApi", "IdempotentQueueConsumer",
+    "AlarmOptions", "Compensation", "Dashboard", "IdempotencyTable", "IdempotentFunction", "IdempotentHttpApi", "IdempotentQueueConsumer",
     "IdempotentRestApi", "Outbox", "OutboxPipe", "OutboxTarget", "RetryHorizon", "Saga", "SagaStep",
     "WebhookReceiver", "idempotent_invoke", "queue_redelivery", "retry_policy", "task_payload",
 ]

@@ -3,21 +3,30 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
+import jsii
 from aws_cdk import Duration, RemovalPolicy, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 
 from constructs import Construct
 
+from .delegation import delegate
 from .horizon import HORIZON_ENV
 from .layer import RUNTIME, runtime_layer
+from .nag import acknowledge
 from .table import RECORD_ACTIONS, IdempotencyTable
 
 TABLE_ENV = "RETRYSAFE_TABLE"
+#: What a function in a VPC needs for its network interfaces (AWSLambdaVPCAccessExecutionRole's actions).
+ENI_ACTIONS = ("ec2:CreateNetworkInterface", "ec2:DescribeNetworkInterfaces", "ec2:DeleteNetworkInterface",
+               "ec2:AssignPrivateIpAddresses", "ec2:UnassignPrivateIpAddresses")
 DEFAULT_TIMEOUT = Duration.seconds(10)
 
 
@@ -26,27 +35,49 @@ def python_function(scope: Construct, *, code: lambda_.Code, handler: str, envir
                     architecture: lambda_.Architecture = lambda_.Architecture.ARM_64,
                     log_retention: logs.RetentionDays = logs.RetentionDays.ONE_MONTH,
                     layers: Sequence[lambda_.ILayerVersion] = (), description: str | None = None,
-                    reserved_concurrent_executions: int | None = None,
-                    ) -> tuple[lambda_.Function, iam.Role, logs.LogGroup]:
+                    reserved_concurrent_executions: int | None = None, runtime: lambda_.Runtime = RUNTIME,
+                    tracing: lambda_.Tracing | None = None, vpc: ec2.IVpc | None = None,
+                    vpc_subnets: ec2.SubnetSelection | None = None,
+                    security_groups: Sequence[ec2.ISecurityGroup] | None = None, role: iam.IRole | None = None,
+                    environment_encryption: kms.IKey | None = None, log_group: logs.ILogGroup | None = None,
+                    function_props: Mapping[str, Any] | None = None,
+                    ) -> tuple[lambda_.Function, iam.IRole, logs.ILogGroup]:
     """A Python Lambda (latest runtime) with its own log group and a role that can only write to it.
 
-    No managed policies: grants are added by the caller. Children of ``scope``: ``Logs``,
-    ``Role``, ``Function``.
+    No managed policies: grants are added by the caller. Children of ``scope``: ``Logs`` (unless
+    ``log_group``), ``Role`` (unless ``role``), ``Function``. ``function_props``: any other
+    ``lambda_.Function`` props, applied last (they win over everything here).
     """
-    log_group = logs.LogGroup(scope, "Logs", retention=log_retention, removal_policy=RemovalPolicy.DESTROY)
-    role = iam.Role(scope, "Role", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
-                    description=f"{scope.node.path}: its own logs; other grants are explicit")
+    log_group = log_group or logs.LogGroup(scope, "Logs", retention=log_retention,
+                                           removal_policy=RemovalPolicy.DESTROY)
+    role = role or iam.Role(scope, "Role", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+                            description=f"{scope.node.path}: its own logs; other grants are explicit")
     log_group.grant_write(role)
-    function = lambda_.Function(
-        scope, "Function", runtime=RUNTIME, code=code, handler=handler, role=role, layers=list(layers),
-        environment=dict(environment), timeout=timeout, memory_size=memory_size, architecture=architecture,
-        log_group=log_group, description=description, reserved_concurrent_executions=reserved_concurrent_executions,
-    )
+    if vpc is not None:
+        # What AWSLambdaVPCAccessExecutionRole grants, without the managed policy.
+        iam.Grant.add_to_principal(grantee=role, actions=list(ENI_ACTIONS), resource_arns=["*"])
+        acknowledge(scope, "AwsSolutions::AwsSolutions-IAM5[Resource::*]",
+                    "Lambda's VPC network interface actions support no resource-level scoping.")
+    props: dict[str, Any] = {
+        "runtime": runtime, "code": code, "handler": handler, "role": role, "layers": list(layers),
+        "environment": dict(environment), "timeout": timeout, "memory_size": memory_size,
+        "architecture": architecture, "log_group": log_group, "description": description,
+        "reserved_concurrent_executions": reserved_concurrent_executions, "tracing": tracing, "vpc": vpc,
+        "vpc_subnets": vpc_subnets, "security_groups": list(security_groups) if security_groups else None,
+        "environment_encryption": environment_encryption}
+    props.update(function_props or {})
+    function = lambda_.Function(scope, "Function", **props)
     return function, role, log_group
 
 
+@delegate(lambda_.IFunction, "function")
+@jsii.implements(lambda_.IFunction)
 class IdempotentFunction(Construct):
     """A Python Lambda with the retrysafe runtime layer, the table and the retry horizon in its environment.
+
+    It is an ``IFunction`` (and so an ``IGrantable``): every member delegates to the inner
+    function, so ``orders.grant_read_data(fn)``, ``targets.LambdaFunction(fn)`` and
+    ``fn.add_permission(...)`` work as with a ``lambda_.Function``.
 
     Props:
 
@@ -55,10 +86,17 @@ class IdempotentFunction(Construct):
     - ``code`` + ``handler`` (required): e.g. ``Code.from_asset("handlers")`` and ``"orders.handler"``.
     - ``business_tables``: other tables its transactions write (same item-level actions).
     - ``environment``: extra variables. ``timeout``: default 10 s. ``memory_size``: default 512 MB.
-    - ``architecture``: default ARM_64. ``log_retention``: default one month.
-    - ``reserved_concurrent_executions``: default unreserved.
+    - ``runtime``: default Python 3.14. ``architecture``: default ARM_64. ``tracing``: default none.
+    - ``vpc``, ``vpc_subnets``, ``security_groups``: run in a VPC (the role gets the ENI actions).
+    - ``layers``: more layers, after the retrysafe layer. ``powertools_layer``: the public
+      Powertools layer (e.g. ``LayerVersion.from_layer_version_arn(...)``); the retrysafe layer then
+      ships without Powertools.
+    - ``role``: an existing role (default a new one that can only write its logs); the grants
+      are added to it. ``log_group``: an existing log group. ``log_retention``: default one month.
+    - ``reserved_concurrent_executions``: default unreserved. ``environment_encryption``: a KMS key.
+    - ``function_props``: any other ``lambda_.Function`` props (applied last).
 
-    Attributes: ``function``, ``role``, ``log_group``, ``table``.
+    Attributes: ``function``, ``role``, ``log_group``, ``table``, ``layer`` (the retrysafe layer).
     """
 
     def __init__(self, scope: Construct, construct_id: str, *, table: IdempotencyTable, code: lambda_.Code,
@@ -66,17 +104,33 @@ class IdempotentFunction(Construct):
                  environment: Mapping[str, str] | None = None, timeout: Duration = DEFAULT_TIMEOUT,
                  memory_size: int = 512, architecture: lambda_.Architecture = lambda_.Architecture.ARM_64,
                  log_retention: logs.RetentionDays = logs.RetentionDays.ONE_MONTH,
-                 reserved_concurrent_executions: int | None = None, description: str | None = None) -> None:
+                 reserved_concurrent_executions: int | None = None, description: str | None = None,
+                 runtime: lambda_.Runtime = RUNTIME, tracing: lambda_.Tracing | None = None,
+                 vpc: ec2.IVpc | None = None, vpc_subnets: ec2.SubnetSelection | None = None,
+                 security_groups: Sequence[ec2.ISecurityGroup] | None = None,
+                 layers: Sequence[lambda_.ILayerVersion] = (), powertools_layer: lambda_.ILayerVersion | None = None,
+                 role: iam.IRole | None = None, log_group: logs.ILogGroup | None = None,
+                 environment_encryption: kms.IKey | None = None,
+                 function_props: Mapping[str, Any] | None = None) -> None:
         super().__init__(scope, construct_id)
         self.table = table
         env = {TABLE_ENV: table.table.table_name, HORIZON_ENV: table.retention_env(), **(environment or {})}
-        self.function, self.role, self.log_group = python_function(
+        self.layer = runtime_layer(self, with_powertools=powertools_layer is None)
+        own_layers = [self.layer, *([powertools_layer] if powertools_layer is not None else []), *layers]
+        self.function, self._role, self.log_group = python_function(
             self, code=code, handler=handler, environment=env, timeout=timeout, memory_size=memory_size,
             architecture=architecture, log_retention=log_retention, description=description,
-            reserved_concurrent_executions=reserved_concurrent_executions, layers=[runtime_layer(self)])
-        table.grant_records(self.role)
+            reserved_concurrent_executions=reserved_concurrent_executions, layers=own_layers, runtime=runtime,
+            tracing=tracing, vpc=vpc, vpc_subnets=vpc_subnets, security_groups=security_groups, role=role,
+            environment_encryption=environment_encryption, log_group=log_group, function_props=function_props)
+        table.grant_records(self._role)
         for business in business_tables:
             self.grant_business_table(business)
+
+    @property
+    def role(self) -> iam.IRole:
+        """The function's execution role (the one passed in, or the one created)."""
+        return self._role
 
     @property
     def timeout(self) -> Duration:
@@ -85,20 +139,16 @@ class IdempotentFunction(Construct):
 
     def grant_business_table(self, business: dynamodb.ITable) -> iam.Grant:
         """Let transactions write items of another table (item-level actions, that table only)."""
-        grant = iam.Grant.add_to_principal(grantee=self.role, actions=list(RECORD_ACTIONS),
+        grant = iam.Grant.add_to_principal(grantee=self._role, actions=list(RECORD_ACTIONS),
                                            resource_arns=[business.table_arn])
         if business.encryption_key is not None:
-            business.encryption_key.grant_encrypt_decrypt(self.role)
+            business.encryption_key.grant_encrypt_decrypt(self._role)
         return grant
 
     def add_environment(self, name: str, value: str) -> None:
         """Set an environment variable on the function."""
         self.function.add_environment(name, value)
 
-    def metric_errors(self, **props: object) -> cloudwatch.Metric:
-        """The function's ``Errors`` metric."""
-        return self.function.metric_errors(**props)  # type: ignore[arg-type]
-
-    def metric_fencing_rejections(self) -> cloudwatch.Metric:
-        """``FencingRejected`` in the ``retrysafe`` namespace (emitted by the runtime via EMF)."""
-        return self.table.metric_fencing_rejections(region=Stack.of(self).region)
+    def metric_fencing_rejections(self, **options: Any) -> cloudwatch.Metric:
+        """``FencingRejected`` (emitted by the runtime via EMF; ``options``: ``MetricOptions`` fields)."""
+        return self.table.metric_fencing_rejections(**{"region": Stack.of(self).region, **options})
