@@ -8,7 +8,7 @@ NODE_STAMP := node_modules/.installed
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 
-.PHONY: install test lint typecheck synth bench soak clean demo sandbox
+.PHONY: install test lint typecheck synth synth-oldest bench soak clean demo sandbox
 
 install: $(PY_STAMP) $(NODE_STAMP)
 
@@ -34,6 +34,24 @@ typecheck: install
 # an unacknowledged finding fails the synthesis.
 synth: install
 	cdk synth --quiet
+
+# The example app synthesized with the oldest aws-cdk-lib the [cdk] extra allows, in its own cached
+# virtualenv (cdk-nag included: an unacknowledged finding fails it too).
+CDK_OLDEST       := 2.269.0
+CONSTRUCTS_OLDEST := 10.5.1
+OLDEST_VENV      := .venv-cdk-oldest
+OLDEST_STAMP     := $(OLDEST_VENV)/.installed-$(CDK_OLDEST)
+$(OLDEST_STAMP): pyproject.toml
+	$(PYTHON) -m venv $(OLDEST_VENV)
+	$(OLDEST_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(OLDEST_VENV)/bin/python -m pip install --quiet -e '.[nag]' 'aws-cdk-lib==$(CDK_OLDEST)' \
+		'constructs==$(CONSTRUCTS_OLDEST)'
+	touch $@
+
+synth-oldest: $(OLDEST_STAMP) $(NODE_STAMP)
+	rm -rf cdk.out.oldest
+	CDK_OUTDIR=cdk.out.oldest $(OLDEST_VENV)/bin/python app.py
+	$(BIN)/cfn-lint --non-zero-exit-code error cdk.out.oldest/*.template.json
 
 # The example app on an embedded AWS (moto's server on 127.0.0.1), from the synthesized template
 # (its Lambda authorizer, IAM policies and state machine included): a scripted client scenario over
@@ -66,4 +84,4 @@ soak: install
 	$(BIN)/python -m tests.drills.soak --schedules $(SCHEDULES) --workers $(WORKERS)
 
 clean:
-	rm -rf $(VENV) node_modules cdk.out .pytest_cache .mypy_cache
+	rm -rf $(VENV) $(OLDEST_VENV) node_modules cdk.out cdk.out.oldest .pytest_cache .mypy_cache

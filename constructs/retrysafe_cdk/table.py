@@ -213,7 +213,7 @@ class IdempotencyTable(Construct):
     def _grant(self, grantee: iam.IGrantable, actions: tuple[str, ...], resources: list[str]) -> iam.Grant:
         grant = iam.Grant.add_to_principal(grantee=grantee, actions=list(actions), resource_arns=resources)
         if self.encryption_key is not None:
-            self.encryption_key.grant_encrypt_decrypt(grantee)
+            grant = grant.combine(self.encryption_key.grant_encrypt_decrypt(grantee))
         return grant
 
     def grant_records(self, grantee: iam.IGrantable) -> iam.Grant:
@@ -222,8 +222,8 @@ class IdempotencyTable(Construct):
 
     def grant_sweep(self, grantee: iam.IGrantable) -> iam.Grant:
         """Query the ``outbox-unpublished`` index and mark events published (the sweeper)."""
-        self._grant(grantee, ("dynamodb:Query",), [f"{self.table.table_arn}/index/{OUTBOX_INDEX}"])
-        return self._grant(grantee, ("dynamodb:GetItem", "dynamodb:UpdateItem"), [self.table.table_arn])
+        query = self._grant(grantee, ("dynamodb:Query",), [f"{self.table.table_arn}/index/{OUTBOX_INDEX}"])
+        return query.combine(self._grant(grantee, ("dynamodb:GetItem", "dynamodb:UpdateItem"), [self.table.table_arn]))
 
     def grant_stream_read(self, grantee: iam.IGrantable) -> iam.Grant:
         """Read this table's stream (enables it if needed), scoped to the stream's ARN."""

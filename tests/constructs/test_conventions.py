@@ -158,3 +158,13 @@ def test_dashboard_charts_what_on_call_opens_first(stack: cdk.Stack) -> None:
                  "OutboxEventParked", "ApproximateNumberOfMessagesVisible"):
         assert name in body
     Template.from_stack(stack).resource_count_is("AWS::CloudWatch::Dashboard", 1)
+
+
+def test_grants_return_every_statement_they_add(stack: cdk.Stack) -> None:
+    key = kms.Key(stack, "Key", enable_key_rotation=True)
+    table = IdempotencyTable(stack, "Table", encryption_key=key)
+    role = iam.Role(stack, "Reader", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"))
+    sweep = table.grant_sweep(role)
+    actions = sorted(a for s in sweep.principal_statements for a in s.to_statement_json()["Action"])
+    assert {"dynamodb:Query", "dynamodb:GetItem", "dynamodb:UpdateItem", "kms:Decrypt"} <= set(actions)
+    assert table.grant_records(role).success and table.grant_stream_read(role).success
