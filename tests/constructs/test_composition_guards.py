@@ -190,3 +190,22 @@ def test_index_added_after_the_construct_counts_and_imported_tables_are_assumed_
     assert table.node.validate() == []
     imported = IdempotencyTable(stack, "Imported", table=dynamodb.Table.from_table_name(stack, "Named", "idem"))
     assert imported.node.validate() == []
+
+
+def test_webhook_receiver_on_an_http_api_gets_a_public_route(stack: cdk.Stack) -> None:
+    from aws_cdk import aws_apigatewayv2_authorizers as authorizers
+    from retrysafe_cdk import IdempotentHttpApi
+
+    table = IdempotencyTable(stack, "Table")
+    target = OutboxTarget.event_bus(events.EventBus(stack, "Bus"))
+    api = IdempotentHttpApi(stack, "Http", authorizer=authorizers.HttpIamAuthorizer())
+    api.add_route("POST", "/orders", inline_function(stack, table, timeout=20))
+    hook = WebhookReceiver(stack, "Hook", table=table, api=api, worker=inline_function(stack, table),
+                           outbox_target=target, provider="stripe")
+    Outbox(stack, "Outbox", table=table, target=target)
+    assert hook.method is None and len(hook.routes) == 1 and hook.node.validate() == []
+    template = Template.from_stack(stack)
+    template.has_resource_properties("AWS::ApiGatewayV2::Route", {"RouteKey": "POST /webhooks/stripe",
+                                                                  "AuthorizationType": "NONE"})
+    template.has_resource_properties("AWS::ApiGatewayV2::Route", {"RouteKey": "POST /orders",
+                                                                  "AuthorizationType": "AWS_IAM"})
