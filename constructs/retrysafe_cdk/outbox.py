@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from aws_cdk import Duration
@@ -72,6 +73,8 @@ class Outbox(Construct):
       have been retried and the record goes to the on-failure queue).
     - ``max_record_age``: default 24 h (at most 24 h: the stream's retention).
     - ``failure_queue``: the on-failure destination; default a new encrypted queue.
+    - ``function_props``: :class:`IdempotentFunction` props for the publisher and the sweeper
+      (``memory_size``, ``vpc``, ``tracing``, ``powertools_layer``...).
     - ``sweep_every``: default 5 minutes. ``sweep_after``: unpublished events older than this
       are re-published by the sweeper (default 900 s).
     - ``alarms``: default True (``PublisherErrorsAlarm``, ``IteratorAgeAlarm`` > 5 min,
@@ -85,15 +88,18 @@ class Outbox(Construct):
     def __init__(self, scope: Construct, construct_id: str, *, table: IdempotencyTable, target: OutboxTarget,
                  batch_size: int = 100, retry_attempts: int = 5, max_record_age: Duration = MAX_RECORD_AGE,
                  failure_queue: sqs.IQueue | None = None, sweep_every: Duration = SWEEP_EVERY,
-                 sweep_after: Duration = SWEEP_AFTER, alarms: bool | AlarmOptions = True) -> None:
+                 sweep_after: Duration = SWEEP_AFTER, alarms: bool | AlarmOptions = True,
+                 function_props: Mapping[str, Any] | None = None) -> None:
         super().__init__(scope, construct_id)
         _validate(self, max_record_age, retry_attempts)
         self.table = table
         env = target.environment()
         self.failure_queue = failure_queue or _failure_queue(self)
+        own = dict(function_props or {})
         self.publisher = IdempotentFunction(self, "Publisher", table=table, code=_runtime_only(),
                                             handler="retrysafe.outbox_publisher.handler", environment=env,
-                                            timeout=Duration.seconds(60), description="retrysafe outbox publisher")
+                                            timeout=Duration.seconds(60), description="retrysafe outbox publisher",
+                                            **own)
         table.grant_stream_read(self.publisher.role)
         target.grant_publish(self.publisher.role)
         self.event_source = lambda_.EventSourceMapping(
@@ -106,7 +112,7 @@ class Outbox(Construct):
         self.sweeper = IdempotentFunction(
             self, "Sweeper", table=table, code=_runtime_only(), handler="retrysafe.outbox_sweeper.handler",
             environment={**env, "RETRYSAFE_SWEEP_AFTER_SECONDS": str(int(sweep_after.to_seconds()))},
-            timeout=Duration.minutes(2), description="retrysafe outbox sweeper")
+            timeout=Duration.minutes(2), description="retrysafe outbox sweeper", **own)
         table.grant_sweep(self.sweeper.role)
         target.grant_publish(self.sweeper.role)
         self.schedule = events.Rule(self, "SweepSchedule", schedule=events.Schedule.rate(sweep_every),

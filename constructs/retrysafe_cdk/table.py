@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import jsii
@@ -110,6 +110,9 @@ class IdempotencyTable(Construct):
     - ``encryption_key``: a customer-managed KMS key (default: the AWS-managed key).
     - ``stream``: create the table with a NEW_IMAGE stream (default: only once an outbox
       is attached).
+    - ``table_props``: other ``dynamodb.Table`` props for the created table (e.g.
+      ``deletion_protection``, ``contributor_insights_enabled``, ``table_name``), applied last.
+      The key schema and the TTL attribute are the runtime's contract and are refused here.
 
     Attributes: ``table``, ``horizon``, ``retention_seconds``, ``stream_arn``,
     ``encryption_key``, ``relays`` (the outbox relays attached: :class:`Outbox` / :class:`OutboxPipe`),
@@ -119,8 +122,16 @@ class IdempotencyTable(Construct):
     def __init__(self, scope: Construct, construct_id: str, *, table: dynamodb.ITable | None = None,
                  horizon: RetryHorizon | None = None, record_ttl: Duration | None = None,
                  removal_policy: RemovalPolicy = RemovalPolicy.RETAIN, encryption_key: kms.IKey | None = None,
-                 stream: bool = False) -> None:
+                 stream: bool = False, table_props: Mapping[str, Any] | None = None) -> None:
         super().__init__(scope, construct_id)
+        fixed = sorted(set(table_props or {}) & {"partition_key", "sort_key", "time_to_live_attribute"})
+        if fixed:
+            raise ValueError(f"{self.node.path}: table_props cannot set {', '.join(fixed)}: the runtime reads and "
+                             f"writes items keyed by {PARTITION_KEY!r} alone and expires them through "
+                             f"{TTL_ATTRIBUTE!r}.")
+        if table is not None and table_props:
+            raise ValueError(f"{self.node.path}: table_props apply to a table the construct creates; pass them to "
+                             "your own table instead (table= is given).")
         self.horizon = horizon or RetryHorizon()
         self.record_ttl_seconds = int(record_ttl.to_seconds()) if record_ttl is not None else None
         if self.record_ttl_seconds is not None and self.record_ttl_seconds < MIN_HORIZON_SECONDS:
@@ -137,18 +148,16 @@ class IdempotencyTable(Construct):
             self._stream_arn = table.table_stream_arn
             self.node.add_validation(_ExistingTableCheck(self, table))
         else:
-            created = dynamodb.Table(
-                self, "Table",
-                partition_key=dynamodb.Attribute(name=PARTITION_KEY, type=dynamodb.AttributeType.STRING),
-                billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
-                point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
+            props: dict[str, Any] = {
+                "partition_key": dynamodb.Attribute(name=PARTITION_KEY, type=dynamodb.AttributeType.STRING),
+                "billing_mode": dynamodb.BillingMode.PAY_PER_REQUEST,
+                "point_in_time_recovery_specification": dynamodb.PointInTimeRecoverySpecification(
                     point_in_time_recovery_enabled=True),
-                encryption=(dynamodb.TableEncryption.CUSTOMER_MANAGED if encryption_key
-                            else dynamodb.TableEncryption.AWS_MANAGED),
-                encryption_key=encryption_key,
-                time_to_live_attribute=TTL_ATTRIBUTE,
-                removal_policy=removal_policy,
-            )
+                "encryption": (dynamodb.TableEncryption.CUSTOMER_MANAGED if encryption_key
+                               else dynamodb.TableEncryption.AWS_MANAGED),
+                "encryption_key": encryption_key, "time_to_live_attribute": TTL_ATTRIBUTE,
+                "removal_policy": removal_policy, **(table_props or {})}
+            created = dynamodb.Table(self, "Table", **props)
             created.add_global_secondary_index(
                 index_name=OUTBOX_INDEX,
                 partition_key=dynamodb.Attribute(name="obq", type=dynamodb.AttributeType.STRING),

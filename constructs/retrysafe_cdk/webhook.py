@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from typing import Any
 
 import jsii
 from aws_cdk import CfnElement, Duration, RemovalPolicy, Stack
@@ -73,6 +75,8 @@ class WebhookReceiver(Construct):
     - ``source``: the sender's name, scoping delivery ids (default: the provider).
     - ``secret``: an existing secret holding the signing secret; default a new generated one
       (set the same value at the provider).
+    - ``consumer_props``: :class:`IdempotentQueueConsumer` props for the work queue (e.g. an
+      existing ``queue=``, ``max_concurrency``, ``alarms``).
 
     - ``bodies``: an existing bucket for large bodies; default a new one.
 
@@ -84,7 +88,8 @@ class WebhookReceiver(Construct):
                  api: IdempotentRestApi | IdempotentHttpApi,
                  worker: IdempotentFunction, outbox_target: OutboxTarget, provider: str = "github",
                  path: str | None = None, source: str | None = None,
-                 secret: secretsmanager.ISecret | None = None, bodies: s3.IBucket | None = None) -> None:
+                 secret: secretsmanager.ISecret | None = None, bodies: s3.IBucket | None = None,
+                 consumer_props: Mapping[str, Any] | None = None) -> None:
         super().__init__(scope, construct_id)
         if provider not in PROVIDERS:
             raise ValueError(f"{self.node.path}: provider must be one of {', '.join(PROVIDERS)}, got {provider!r}.")
@@ -109,7 +114,7 @@ class WebhookReceiver(Construct):
             self.method = api.add_route("POST", route, self.receiver, key_required=False, public=True)
         else:
             self.routes = api.add_route("POST", route, self.receiver, public=True)
-        self.consumer = IdempotentQueueConsumer(self, "Work", function=worker)
+        self.consumer = IdempotentQueueConsumer(self, "Work", function=worker, **dict(consumer_props or {}))
         self.rule = events.Rule(
             self, "ReceiptRule", event_bus=outbox_target.bus,
             event_pattern=events.EventPattern(source=[outbox_target.event_source], detail_type=[RECEIPT_EVENT],

@@ -201,9 +201,10 @@ def test_webhook_receiver_on_an_http_api_gets_a_public_route(stack: cdk.Stack) -
     api = IdempotentHttpApi(stack, "Http", authorizer=authorizers.HttpIamAuthorizer())
     api.add_route("POST", "/orders", inline_function(stack, table, timeout=20))
     hook = WebhookReceiver(stack, "Hook", table=table, api=api, worker=inline_function(stack, table),
-                           outbox_target=target, provider="stripe")
+                           outbox_target=target, provider="stripe", consumer_props={"alarms": False})
     Outbox(stack, "Outbox", table=table, target=target)
     assert hook.method is None and len(hook.routes) == 1 and hook.node.validate() == []
+    assert hook.consumer.dlq_alarm is None
     template = Template.from_stack(stack)
     template.has_resource_properties("AWS::ApiGatewayV2::Route", {"RouteKey": "POST /webhooks/stripe",
                                                                   "AuthorizationType": "NONE"})

@@ -169,3 +169,19 @@ def test_grants_return_every_statement_they_add(stack: cdk.Stack) -> None:
     actions = [a for action in statements for a in ([action] if isinstance(action, str) else action)]
     assert {"dynamodb:Query", "dynamodb:GetItem", "dynamodb:UpdateItem", "kms:Decrypt"} <= set(actions)
     assert table.grant_records(role).success and table.grant_stream_read(role).success
+
+
+def test_props_overrides_for_created_resources(stack: cdk.Stack) -> None:
+    table = IdempotencyTable(stack, "Table", table_props={"deletion_protection": True, "table_name": "idem"})
+    with pytest.raises(ValueError, match="table_props cannot set partition_key"):
+        IdempotencyTable(stack, "Bad", table_props={"partition_key": dynamodb.Attribute(
+            name="id", type=dynamodb.AttributeType.STRING)})
+    outbox = Outbox(stack, "Outbox", table=table, target=OutboxTarget.event_bus(events.EventBus(stack, "Bus")),
+                    function_props={"memory_size": 256, "tracing": lambda_.Tracing.ACTIVE})
+    template = Template.from_stack(stack)
+    template.has_resource_properties("AWS::DynamoDB::Table", {"TableName": "idem", "DeletionProtectionEnabled": True,
+                                                              "TimeToLiveSpecification": {"AttributeName": "exp",
+                                                                                          "Enabled": True}})
+    for fn in (outbox.publisher, outbox.sweeper):
+        function = stack.resolve(fn.function.node.default_child.memory_size)  # type: ignore[union-attr]
+        assert function == 256
