@@ -77,7 +77,6 @@ class WebhookReceiver(Construct):
       (set the same value at the provider).
     - ``consumer_props``: :class:`IdempotentQueueConsumer` props for the work queue (e.g. an
       existing ``queue=``, ``max_concurrency``, ``alarms``).
-
     - ``bodies``: an existing bucket for large bodies; default a new one.
 
     Attributes: ``receiver``, ``secret``, ``rule``, ``consumer``, ``method`` (REST) / ``routes`` (HTTP),

@@ -56,12 +56,13 @@ from .outbox_targets import (
     Target,
     target_from_env,
 )
+from .metrics import OUTBOX_EVENT_PARKED
 from .store import DynamoStore
 
 #: Most entries per batch call (the byte limits usually cut batches first).
 BATCH_SIZE = MAX_ENTRIES
-#: The metric counting parked events (an alarm in the constructs watches it).
-PARKED_METRIC = "OutboxEventParked"
+#: The metric counting parked events (an alarm in the constructs watches it; defined in :mod:`retrysafe.metrics`).
+PARKED_METRIC = OUTBOX_EVENT_PARKED
 _DEFAULT_LIMIT = 256 * 1024
 
 
