@@ -38,6 +38,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from .metrics import OUTBOX_EVENT_PARKED
 from .observability import telemetry
 from .outbox import OUTBOX_KIND, PARKED, UNPUBLISHED_ATTRIBUTE, OutboxMessage
 from .outbox_targets import (
@@ -56,7 +57,6 @@ from .outbox_targets import (
     Target,
     target_from_env,
 )
-from .metrics import OUTBOX_EVENT_PARKED
 from .store import DynamoStore
 
 #: Most entries per batch call (the byte limits usually cut batches first).
