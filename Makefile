@@ -76,11 +76,16 @@ bench: install
 	$(BIN)/python -m pip install --quiet -e '.[bench]'
 	$(BIN)/python -m benchmarks.bench
 
-# Randomized fault simulation, API -> outbox -> publisher -> consumer: SCHEDULES seeded schedules in
-# WORKERS processes; prints the count and every violation with its seed (replay: RETRYSAFE_SIM_SEED=<seed>).
+# 1. The deep deterministic exploration: every interleaving of two invocations at DynamoDB call boundaries,
+#    up to two faults each (crashes, lost responses, cancellation reasons), lease lapses, expiry and TTL,
+#    on every engine path; prints schedules explored, distinct states and violations (each with the one-line
+#    command replaying it). 2. The randomized simulation, API -> outbox -> publisher -> consumer: SCHEDULES
+#    seeded schedules; prints the count and every violation with its seed (replay: RETRYSAFE_SIM_SEED=<seed>).
+#    Both run in WORKERS processes.
 SCHEDULES ?= 10000
 WORKERS   ?= 2
 soak: install
+	$(BIN)/python -m tests.drills.explore --set deep --workers $(WORKERS)
 	$(BIN)/python -m tests.drills.soak --schedules $(SCHEDULES) --workers $(WORKERS)
 
 clean:

@@ -1,0 +1,661 @@
+"""Exhaustive exploration of interleavings, faults and clock events on the real engine paths.
+
+A *scope* names a path (:mod:`tests.drills.paths`), the intents of its
+invocations (``A,A``: two invocations of one intent; ``A,B``: another intent
+reusing the key), the fault budget per invocation, the fault kinds, and the
+clock events allowed (``lapse``: past every lease; ``expire``: past the
+records' expiry, TTL not run; ``ttl``: TTL deletes what expired).
+
+Every schedule is a sequence of choices: at each step, which parked
+invocation makes its next DynamoDB call (or starts), with which fault, or
+which clock event happens. The explorer enumerates all of them depth-first,
+re-running each schedule from empty tables. After the explored part, every
+intent without an answer is retried without faults (past the lease when 409)
+until it answers, as clients and Lambda do. Invariants are checked after
+every step and at the end:
+
+* at most one business effect per intent (segment), exactly one once it answered 2xx;
+* every 2xx answer of an intent equals its first (status, body, replayed headers);
+* an invocation never answers "in flight" because of its own claim;
+* a committed checkpoint is never lost; no invocation receives another intent's checkpoint;
+* a completed record is never overwritten (or deleted) before its ``exp``;
+* no unhandled exception; every intent eventually gets an answer.
+
+``python -m tests.drills.explore --path task --intents A,B --faults 1 --env expire`` explores a
+scope; ``--replay 0,2,1`` replays one schedule and prints its trace.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hashlib
+import json
+import os
+import sys
+import time
+from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from retrysafe import Engine
+from retrysafe.config import DEFAULT_HORIZON_SECONDS
+from retrysafe.testing import Clock, DynamoSemantics, ttl_sweep
+from retrysafe.testing.boundary import CRASH_AFTER, CRASH_BEFORE
+
+from tests.drills.paths import BUSINESS, PATHS, TABLE, create_tables, store_for
+from tests.drills.scheduler import (
+    CANCEL_CONFLICT,
+    CANCEL_THROTTLED,
+    LOST_ALL,
+    LOST_ONCE,
+    Invocation,
+    Run,
+    Slot,
+    call_label,
+    faults_for,
+)
+
+T0 = 1_800_000_000.0
+#: A clock jump past every lease (leases are at most 60 s + margin here).
+LAPSE_SECONDS = 120.0
+#: Retries of one intent after the explored part.
+COMPLETION_TRIES = 5
+#: The fault kinds of the bounded exploration; the deep one adds cancellation reasons.
+BASIC_FAULTS = (CRASH_BEFORE, CRASH_AFTER, LOST_ONCE, LOST_ALL)
+DEEP_FAULTS = BASIC_FAULTS + (CANCEL_THROTTLED, CANCEL_CONFLICT)
+_FAULT_CODES = {CRASH_BEFORE: "cb", CRASH_AFTER: "ca", LOST_ONCE: "l1", LOST_ALL: "la",
+                CANCEL_THROTTLED: "ct", CANCEL_CONFLICT: "cc"}
+_CODE_FAULTS = {v: k for k, v in _FAULT_CODES.items()}
+
+
+@dataclass(frozen=True)
+class Scope:
+    """What one exploration enumerates."""
+
+    path: str
+    intents: tuple[str, ...] = ("A", "A")
+    faults: int = 1
+    kinds: tuple[str, ...] = BASIC_FAULTS
+    env: tuple[str, ...] = ()
+    env_budget: int = 1
+    #: Clock skew of each invocation (seconds added to the shared clock), by position.
+    skew: tuple[float, ...] = ()
+    #: At most this many faults in a schedule, all invocations together (default: ``faults`` each).
+    total: int | None = None
+    #: Invocations run one after the other (clock events between them): intents days apart.
+    sequential: bool = False
+
+    def command(self, choices: list[int]) -> str:
+        """The one-line command replaying a schedule of this scope."""
+        parts = [f"--path {self.path}", f"--intents {','.join(self.intents)}", f"--faults {self.faults}",
+                 f"--kinds {','.join(_FAULT_CODES[k] for k in self.kinds)}"]
+        if self.env:
+            parts += [f"--env {','.join(self.env)}", f"--env-budget {self.env_budget}"]
+        if self.skew:
+            parts.append(f"--skew {','.join(str(s) for s in self.skew)}")
+        if self.total is not None:
+            parts.append(f"--total {self.total}")
+        if self.sequential:
+            parts.append("--sequential")
+        return f".venv/bin/python -m tests.drills.explore {' '.join(parts)} --replay {','.join(map(str, choices))}"
+
+
+@dataclass
+class Violation:
+    """One broken invariant in one schedule."""
+
+    kind: str
+    detail: str
+    schedule: int
+    choices: list[int]
+    trace: list[str]
+    faults: int
+
+    def report(self, scope: Scope) -> str:
+        """The minimal replayable trace and the command replaying it."""
+        steps = "\n".join(f"  {i}. {s}" for i, s in enumerate(self.trace, 1))
+        return (f"VIOLATION [{self.kind}] in {scope.path} ({','.join(scope.intents)}): {self.detail}\n{steps}\n"
+                f"replay: {scope.command(self.choices)}")
+
+
+class Chooser:
+    """Follows a prefix of choices, then takes the first option; records every choice point."""
+
+    def __init__(self, prefix: list[int]) -> None:
+        self.prefix = prefix
+        self.taken: list[int] = []
+        self.counts: list[int] = []
+
+    def choose(self, count: int) -> int:
+        index = len(self.taken)
+        pick = self.prefix[index] if index < len(self.prefix) else 0
+        if pick >= count:
+            raise ValueError(f"choice {index} is {pick} but only {count} options exist (a stale replay)")
+        self.taken.append(pick)
+        self.counts.append(count)
+        return pick
+
+
+class World:
+    """The embedded DynamoDB and the reusable clients of one process."""
+
+    def __init__(self) -> None:
+        import boto3
+
+        self.semantics = DynamoSemantics(lambda: self.clock())
+        self.clock = Clock(T0)
+        self.observer = boto3.client("dynamodb", region_name="eu-west-1")
+        self.semantics.install(self.observer)
+        self.slots = [Slot(self.semantics) for _ in range(3)]
+        self.states: set[str] = set()
+        create_tables(self.observer)
+
+    def _table(self, name: str) -> Any:
+        from moto.core.models import DEFAULT_ACCOUNT_ID
+        from moto.dynamodb.models import dynamodb_backends
+
+        return dynamodb_backends[DEFAULT_ACCOUNT_ID]["eu-west-1"].get_table(name)
+
+    def items(self, table: str) -> list[dict[str, Any]]:
+        """Every item of ``table`` as DynamoDB returns it, read from moto's backend (the observer's view:
+        no request, so the schedule's calls and faults are unaffected)."""
+        with DynamoSemantics.exclusive():
+            return [item.to_json()["Attributes"] for item in list(self._table(table).items.values())]
+
+    def reset(self) -> None:
+        """Empty both tables for the next schedule."""
+        with DynamoSemantics.exclusive():
+            for name in (TABLE, BUSINESS):
+                table = self._table(name)
+                table.items.clear()
+                if table.stream_shard is not None:
+                    table.stream_shard.items.clear()
+
+
+
+@dataclass
+class _Seen:
+    """What the invariants remember across the steps of one schedule."""
+
+    completed: dict[str, tuple[str, str, int]] = field(default_factory=dict)
+    checkpoints: dict[tuple[str, str], tuple[frozenset[str], int]] = field(default_factory=dict)
+    first_2xx: dict[str, tuple[Any, ...]] = field(default_factory=dict)
+    terminal: dict[str, str] = field(default_factory=dict)
+
+
+class Schedule:
+    """One run of a scope along the choices of a :class:`Chooser`."""
+
+    def __init__(self, world: World, scope: Scope, chooser: Chooser, number: int) -> None:
+        self.world, self.scope, self.chooser, self.number = world, scope, chooser, number
+        self.path = PATHS[scope.path]
+        self.trace: list[str] = []
+        self.notes: list[str] = []
+        self.violation: Violation | None = None
+        self.seen = _Seen()
+        self.expired = False
+        self.env_used = 0
+        self.faults = 0
+
+    # -- running ---------------------------------------------------------------------
+    def execute(self) -> None:
+        world = self.world
+        world.clock.now = T0
+        world.semantics.forget_tokens()
+        world.reset()
+        for slot in world.slots:
+            slot.gate.clear()
+        run = Run()
+        if self.path.outbox is not None:
+            world.slots[-1].boundary.revive()
+            self.path.outbox.prepare(world.slots[-1].client, world.clock)
+        try:
+            for index, intent in enumerate(self.scope.intents):
+                skew = self.scope.skew[index] if index < len(self.scope.skew) else 0.0
+                engine = Engine(store_for(world.slots[index].client),
+                                clock=lambda skew=skew: world.clock.now + skew)  # type: ignore[misc]
+                call = self.path.make(intent, engine, self.notes)
+                run.add(Invocation(f"{intent}{index + 1}", intent, world.slots[index], call))
+            while self.violation is None and self._step(run):
+                pass
+            if self.violation is None:
+                self._complete()
+        except _Found:
+            pass
+        finally:
+            run.close()
+
+    def _fault_options(self, invocation: Invocation) -> list[str]:
+        assert invocation.parked_at is not None
+        operation, params = invocation.parked_at
+        total = self.scope.total if self.scope.total is not None else self.scope.faults * len(self.scope.intents)
+        if operation == "start" or invocation.faults >= self.scope.faults or self.faults >= total \
+                or invocation.lost_all is params:
+            return []
+        return faults_for(operation, self.scope.kinds)
+
+    def _options(self, run: Run) -> list[tuple[str, Any, str | None]]:
+        options: list[tuple[str, Any, str | None]] = []
+        waiting: set[tuple[str, float]] = set()
+        running = [i for i in run.invocations if i.state != "done" and (i.parked_at or ("",))[0] != "start"]
+        for index, invocation in enumerate(run.invocations):
+            if invocation.state != "parked":
+                continue
+            assert invocation.parked_at is not None
+            if invocation.parked_at[0] == "start":
+                if self.scope.sequential and running:
+                    continue  # one invocation at a time
+                identity = (invocation.intent, self.scope.skew[index] if index < len(self.scope.skew) else 0.0)
+                if identity in waiting:
+                    continue  # symmetry: of identical invocations not yet started, only the first may start
+                waiting.add(identity)
+                if self.scope.sequential and options:
+                    continue
+            options.append(("go", invocation, None))
+            options += [("go", invocation, kind) for kind in self._fault_options(invocation)]
+        if self.env_used < self.scope.env_budget:
+            quiet = all(i.state == "done" or (i.parked_at or ("",))[0] == "start" for i in run.invocations)
+            for event in self.scope.env:
+                if event == "expire" and (self.expired or not quiet) or event == "ttl" and not self.expired:
+                    continue  # days pass only between invocations (a Lambda runs 15 minutes at most)
+                options.append(("env", event, None))
+        if options and not run.parked():
+            options.insert(0, ("stop", None, None))  # every invocation ended: further clock events are optional
+        return options
+
+    def _step(self, run: Run) -> bool:
+        options = self._options(run)
+        if not options:
+            return False
+        kind, target, fault = options[self._choose(len(options))]
+        if kind == "stop":
+            return False
+        if kind == "env":
+            self._environment(str(target))
+            self._check()
+            return True
+        invocation: Invocation = target
+        assert invocation.parked_at is not None
+        started = ""
+        if invocation.parked_at[0] == "start":  # start and make the first call in one step (only the clock read
+            run.step(invocation, None)            # at the start and the call's fault are choices)
+            started = "starts; "
+            if invocation.finished:
+                self.trace.append(f"{invocation.name} starts")
+                self._finished(invocation)
+                self._check()
+                return True
+            faults: list[str | None] = [None, *self._fault_options(invocation)]
+            fault = faults[self._choose(len(faults))]
+        assert invocation.parked_at is not None
+        operation, params = invocation.parked_at
+        again = " (botocore's retry)" if params is invocation.last_params else ""
+        label = f"{call_label(operation, params)} ({operation}){again}"
+        if fault is not None:
+            self.faults += 1
+        run.step(invocation, fault)
+        self.trace.append(f"{invocation.name} {started}{label}" + (f" -- FAULT: {fault}" if fault else ""))
+        if invocation.finished:
+            self._finished(invocation)
+        self._check()
+        return True
+
+    def _choose(self, count: int) -> int:
+        if count == 1:
+            self.chooser.taken.append(0)
+            self.chooser.counts.append(1)
+            return 0
+        return self.chooser.choose(count)
+
+    def _environment(self, event: str) -> None:
+        world = self.world
+        self.env_used += 1
+        if event == "lapse":
+            world.clock.advance(LAPSE_SECONDS)
+            self.trace.append(f"the clock jumps {LAPSE_SECONDS:g}s: every lease has lapsed")
+        elif event == "expire":
+            world.clock.advance(DEFAULT_HORIZON_SECONDS + 1)
+            self.expired = True
+            self.trace.append("the clock passes the records' expiry (TTL has not deleted them)")
+        elif event == "ttl":
+            deleted = ttl_sweep(world.observer, TABLE, world.clock.now)
+            self.trace.append(f"TTL deletes {len(deleted)} expired items ({', '.join(sorted(deleted)) or 'none'})")
+        else:
+            raise ValueError(f"unknown clock event {event!r}")
+
+    def _finished(self, invocation: Invocation) -> None:
+        if invocation.crashed is not None:
+            self.trace.append(f"{invocation.name} died ({invocation.crashed})")
+            return
+        if invocation.error is not None:
+            self._fail("unhandled-exception", f"{invocation.name} raised {type(invocation.error).__name__}: "
+                                              f"{invocation.error}")
+        answer = invocation.answer
+        assert answer is not None
+        self.trace.append(f"{invocation.name} answered {answer.describe()}")
+        self._answered(invocation.intent, answer, invocation.owner, invocation.name)
+
+    def _answered(self, intent: str, answer: Any, owner: str | None, who: str) -> None:
+        if answer.kind == "in_flight" and owner is not None:
+            record = self._record()
+            if record is not None and record.get("st", {}).get("S") == "pending" and \
+                    record.get("ow", {}).get("S") == owner:
+                self._fail("self-in-flight", f"{who} answered in flight because of its own claim")
+        if answer.kind in ("executed", "replayed"):
+            shown = (answer.status, json.dumps(answer.value, sort_keys=True), answer.headers)
+            first = self.seen.first_2xx.setdefault(intent, shown)
+            if first != shown:
+                self._fail("answers-differ", f"intent {intent}: a 2xx answer {shown} differs from the first {first}")
+            self.seen.terminal[intent] = answer.kind
+        elif answer.kind == "mismatch":
+            if len(set(self.scope.intents)) == 1:
+                self._fail("mismatch-own", f"{who} was refused as another payload (422) for its own request")
+            self.seen.terminal.setdefault(intent, "mismatch")
+
+    def _settle_outbox(self) -> None:
+        """Publish what is left, deliver every message (duplicates too): each event applied exactly once."""
+        assert self.path.outbox is not None
+        counts = self.path.outbox.settle(self.world.slots[-1].client, self.world.clock)
+        self.trace.append(f"the outbox settles; the consumer applied the events {sorted(counts.values())} times")
+        wrong = {k: v for k, v in counts.items() if v != 1}
+        if wrong:
+            self._fail("event-not-once", f"events applied {wrong} times (each must be applied exactly once)")
+
+    def _complete(self) -> None:
+        """Retry every intent without an answer, without faults, until it answers (past leases if 409)."""
+        world = self.world
+        slot = world.slots[-1]
+        slot.boundary.revive()
+        if self.path.outbox is not None:
+            self._settle_outbox()
+            return
+        for intent in dict.fromkeys(self.scope.intents):
+            if intent in self.seen.terminal:
+                continue
+            if self.expired and any(v for v in self._effects(intent).values()):
+                continue  # a retry after the horizon is outside the contract
+            answers = []
+            for _ in range(COMPLETION_TRIES):
+                call = self.path.make(intent, Engine(store_for(slot.client), clock=world.clock), self.notes)
+                answer = call()
+                answers.append(answer.describe())
+                self.trace.append(f"retry of intent {intent} answered {answer.describe()}")
+                self._answered(intent, answer, None, f"a retry of {intent}")
+                self._check()
+                if intent in self.seen.terminal:
+                    break
+                if answer.kind == "in_flight":
+                    world.clock.advance(LAPSE_SECONDS)
+                    self.trace.append(f"the clock jumps {LAPSE_SECONDS:g}s: every lease has lapsed")
+            else:
+                problem = answer.value.get("type", "") if isinstance(answer.value, dict) else answer.value
+                self._fail("never-completes", f"intent {intent} never got an answer: {', '.join(answers)}"
+                                              f"{f' ({problem})' if problem else ''}")
+        for intent in dict.fromkeys(self.scope.intents):
+            if self.seen.terminal.get(intent) in ("executed", "replayed"):
+                counts = self._effects(intent)
+                missing = [s for s in self.path.segments if counts.get(s, 0) != 1]
+                if missing:
+                    self._fail("lost-effect", f"intent {intent} answered 2xx but its effect segments {missing} "
+                                              f"were committed {[counts.get(s, 0) for s in missing]} times")
+
+    # -- invariants ----------------------------------------------------------------------
+    def _items(self, table: str) -> list[dict[str, Any]]:
+        return self.world.items(table)
+
+    def _record(self) -> dict[str, Any] | None:
+        records = [i for i in self._items(TABLE) if i["pk"]["S"].startswith("idem#")]
+        return records[0] if records else None
+
+    def _effects(self, intent: str) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for item in self._items(BUSINESS):
+            parts = item["pk"]["S"].split("#")
+            if parts[0] == "effect" and parts[1] == intent:
+                counts[parts[2]] = int(item.get("n", {}).get("N", "0"))
+        return counts
+
+    def _check(self) -> None:
+        now = self.world.clock.now
+        records = self._items(TABLE)
+        business = self._items(BUSINESS)
+        for note in self.notes:
+            if note.startswith("VIOLATION"):
+                self._fail("foreign-checkpoint", note[len("VIOLATION: "):])
+        for item in business:
+            if int(item.get("n", {}).get("N", "0")) > 1:
+                self._fail("double-effect", f"{item['pk']['S']} was committed {item['n']['N']} times")
+        current = {i["pk"]["S"]: i for i in records if i["pk"]["S"].startswith("idem#")}
+        for pk, (fp, result, exp) in self.seen.completed.items():
+            found = current.get(pk)
+            if now <= exp and (found is None or (found.get("fp", {}).get("S"), _result(found)) != (fp, result)):
+                self._fail("completed-overwritten", f"the completed record {pk} was "
+                                                    f"{'deleted' if found is None else 'overwritten'} before its exp")
+        claims = {owner: claim for slot in self.world.slots for owner, claim in slot.gate.claims.items()}
+        for slot in self.world.slots:
+            for pk, owner, names in slot.gate.checkpoints:
+                fp, exp = claims.get(owner, ("", 0))
+                previous = self.seen.checkpoints.get((pk, fp), (frozenset(), exp))[0]
+                self.seen.checkpoints[(pk, fp)] = (previous | names, exp)
+            slot.gate.checkpoints.clear()
+        for (pk, fp), (names, exp) in list(self.seen.checkpoints.items()):
+            found = current.get(pk)
+            same = found is not None and found.get("fp", {}).get("S") == fp
+            if same and found is not None and found.get("st", {}).get("S") == "completed":
+                del self.seen.checkpoints[(pk, fp)]
+                continue
+            kept = frozenset(found.get("cp", {}).get("M", {})) if same and found is not None else frozenset()
+            if now <= exp and not names <= kept:
+                self._fail("checkpoint-lost", f"committed checkpoints {sorted(names - kept)} of {pk} were lost "
+                                              f"({'record deleted' if found is None else 'record rewritten'})")
+        for pk, item in current.items():
+            fp, exp = item.get("fp", {}).get("S", ""), int(item.get("exp", {}).get("N", "0"))
+            if item.get("st", {}).get("S") == "completed":
+                self.seen.completed.setdefault(pk, (fp, _result(item), exp))
+                if self.seen.completed[pk][2] < now:
+                    self.seen.completed[pk] = (fp, _result(item), exp)
+        self.world.states.add(self._fingerprint(records, business))
+
+    def _fingerprint(self, records: list[dict[str, Any]], business: list[dict[str, Any]]) -> str:
+        owners: dict[str, str] = {}
+        normal = []
+        for item in sorted(records + business, key=lambda i: str(i["pk"]["S"])):
+            entry = {}
+            for name, value in sorted(item.items()):
+                if name in ("at", "published_at", "payload", "ca"):
+                    continue
+                if name == "ow":
+                    value = owners.setdefault(value["S"], f"owner{len(owners) + 1}")
+                entry[name] = value
+            normal.append(entry)
+        text = json.dumps([normal, self.world.clock.now - T0], sort_keys=True, default=str)
+        return hashlib.sha1(text.encode()).hexdigest()
+
+    def _fail(self, kind: str, detail: str) -> None:
+        self.violation = Violation(kind, detail, self.number, list(self.chooser.taken), list(self.trace),
+                                   self.faults)
+        raise _Found
+
+
+class _Found(Exception):
+    """A violation ends the schedule."""
+
+
+def _result(item: dict[str, Any]) -> str:
+    if "r" in item:
+        return str(item["r"]["S"])
+    return repr(item.get("rz", {}).get("B"))
+
+
+# -- exploring -----------------------------------------------------------------------------
+@dataclass
+class Exploration:
+    """The outcome of exploring one scope."""
+
+    scope: Scope
+    schedules: int = 0
+    violations: dict[str, Violation] = field(default_factory=dict)
+    first_found: dict[str, int] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    def summary(self) -> str:
+        found = ", ".join(f"{k} (first at schedule {n})" for k, n in sorted(self.first_found.items()))
+        return (f"{self.scope.path} {','.join(self.scope.intents)} faults<={self.scope.faults}"
+                f"{' env=' + '+'.join(self.scope.env) if self.scope.env else ''}: {self.schedules} schedules, "
+                f"{len(self.violations)} violation kinds{': ' + found if found else ''} ({self.seconds:.1f}s)")
+
+
+def run_one(world: World, scope: Scope, choices: list[int], number: int = 1) -> Schedule:
+    """Run one schedule (a replay when ``choices`` is complete)."""
+    schedule = Schedule(world, scope, Chooser(choices), number)
+    schedule.execute()
+    return schedule
+
+
+def explore(world: World, scope: Scope, *, limit: int | None = None,
+            stop_at_first: bool = False) -> Exploration:
+    """Enumerate every schedule of ``scope`` (depth first); keep the smallest violation of each kind."""
+    result = Exploration(scope)
+    started = time.monotonic()
+    prefix: list[int] = []
+    while limit is None or result.schedules < limit:
+        result.schedules += 1
+        schedule = run_one(world, scope, prefix, result.schedules)
+        found = schedule.violation
+        if found is not None:
+            result.first_found.setdefault(found.kind, result.schedules)
+            best = result.violations.get(found.kind)
+            if best is None or (found.faults, len(found.trace)) < (best.faults, len(best.trace)):
+                result.violations[found.kind] = found
+            if stop_at_first:
+                break
+        taken, counts = schedule.chooser.taken, schedule.chooser.counts
+        index = len(taken) - 1
+        while index >= 0 and taken[index] + 1 >= counts[index]:
+            index -= 1
+        if index < 0:
+            break
+        prefix = taken[:index] + [taken[index] + 1]
+    result.seconds = time.monotonic() - started
+    return result
+
+
+@contextlib.contextmanager
+def world() -> Iterator[World]:
+    """In-process moto with the exploration's clients."""
+    for name, value in (("AWS_DEFAULT_REGION", "eu-west-1"), ("AWS_ACCESS_KEY_ID", "testing"),
+                        ("AWS_SECRET_ACCESS_KEY", "testing"), ("POWERTOOLS_METRICS_NAMESPACE", "retrysafe-explore"),
+                        ("POWERTOOLS_LOG_LEVEL", "ERROR"), ("POWERTOOLS_METRICS_DISABLED", "true")):
+        os.environ.setdefault(name, value)
+    from moto import mock_aws
+
+    with mock_aws():
+        yield World()
+
+
+#: The request paths (the outbox path has publishers, not intents).
+REQUESTS = tuple(p for p in PATHS if PATHS[p].outbox is None)
+
+#: The bounded exhaustive set ``make test`` runs (tests/drills/test_exploration.py).
+BOUNDED: tuple[Scope, ...] = (
+    # one invocation, up to two faults on its calls (one on the task's four calls)
+    *(Scope(path, ("A",), faults=2) for path in ("http-atomic", "http-claim-first", "sqs", "webhook")),
+    Scope("task", ("A",), faults=1),
+    # two invocations of one intent interleaved, one fault between them
+    *(Scope(path, ("A", "A"), faults=1, total=1) for path in ("http-atomic", "http-claim-first", "sqs", "webhook")),
+    Scope("task", ("A", "A"), faults=0),
+    # a lease lapsing while an invocation runs (a zombie and its successor)
+    Scope("http-claim-first", ("A", "A"), faults=0, env=("lapse",)),
+    # another intent reusing the key days later: expiry, TTL at any moment after it
+    *(Scope(path, ("A", "B"), faults=0, env=("expire", "ttl"), env_budget=2, sequential=True) for path in REQUESTS),
+    Scope("task", ("A", "B"), faults=1, kinds=(CRASH_AFTER,), env=("expire",), sequential=True),
+    # the outbox: one publisher with two faults, two publishers of the same batch racing
+    Scope("outbox", ("E",), faults=2),
+    Scope("outbox", ("E", "E"), faults=0),
+)
+
+#: The deep set ``make soak`` runs: two invocations with up to two faults each, cancellation reasons, clock events.
+DEEP: tuple[Scope, ...] = (
+    *(Scope(path, ("A",), faults=2, kinds=DEEP_FAULTS) for path in PATHS),
+    *(Scope(path, ("A", "A"), faults=2, kinds=DEEP_FAULTS) for path in PATHS if path != "task"),
+    Scope("task", ("A", "A"), faults=1),
+    *(Scope(path, ("A", "A"), faults=1, env=("lapse",)) for path in REQUESTS),
+    Scope("http-claim-first", ("A", "A"), faults=1, env=("lapse",), skew=(0.0, 90.0)),
+    *(Scope(path, ("A", "B"), faults=1, env=("expire", "ttl"), env_budget=2, sequential=True) for path in REQUESTS),
+    *(Scope(path, ("A", "B"), faults=1) for path in REQUESTS),
+)
+
+
+def explore_scopes(scopes: list[Scope], limit: int | None = None) -> tuple[list[Exploration], set[str]]:
+    """Explore ``scopes`` in one process (quietly); returns the results and the distinct states seen."""
+    import logging
+    import warnings
+
+    logging.disable(logging.WARNING)
+    warnings.simplefilter("ignore")
+    results = []
+    with world() as w, open(os.devnull, "w") as quiet, contextlib.redirect_stdout(quiet):
+        for scope in scopes:
+            results.append(explore(w, scope, limit=limit))
+        return results, w.states
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--path", choices=sorted(PATHS))
+    parser.add_argument("--intents", default="A,A")
+    parser.add_argument("--faults", type=int, default=1)
+    parser.add_argument("--kinds", default=",".join(_FAULT_CODES[k] for k in BASIC_FAULTS))
+    parser.add_argument("--env", default="")
+    parser.add_argument("--env-budget", type=int, default=1)
+    parser.add_argument("--skew", default="")
+    parser.add_argument("--total", type=int, default=None)
+    parser.add_argument("--sequential", action="store_true")
+    parser.add_argument("--replay", help="comma-separated choices of one schedule")
+    parser.add_argument("--set", choices=["bounded", "deep"], help="explore a predefined set of scopes")
+    parser.add_argument("--limit", type=int, default=None, help="at most this many schedules per scope")
+    parser.add_argument("--workers", type=int, default=1, help="processes exploring scopes in parallel")
+    args = parser.parse_args(argv)
+    if args.set:
+        scopes = list(BOUNDED if args.set == "bounded" else DEEP)
+    elif args.path:
+        scopes = [Scope(args.path, tuple(args.intents.split(",")), args.faults,
+                        tuple(_CODE_FAULTS[c] for c in args.kinds.split(",") if c),
+                        tuple(e for e in args.env.split(",") if e), args.env_budget,
+                        tuple(float(s) for s in args.skew.split(",") if s), args.total, args.sequential)]
+    else:
+        parser.error("give --path (and --replay) or --set")
+    import logging
+    import warnings
+
+    logging.disable(logging.WARNING)
+    warnings.simplefilter("ignore")
+    if args.replay is not None:
+        with world() as w, open(os.devnull, "w") as quiet, contextlib.redirect_stdout(quiet):
+            schedule = run_one(w, scopes[0], [int(c) for c in args.replay.split(",") if c])
+        print("\n".join(f"  {i}. {s}" for i, s in enumerate(schedule.trace, 1)))
+        if schedule.violation is not None:
+            print(schedule.violation.report(scopes[0]))
+            return 1
+        print("no violation")
+        return 0
+    started = time.monotonic()
+    shares = [scopes[i::args.workers] for i in range(args.workers)]
+    with ProcessPoolExecutor(args.workers) as pool:
+        done = list(pool.map(explore_scopes, [s for s in shares if s], [args.limit] * len(shares)))
+    results = [r for rs, _ in done for r in rs]
+    states: set[str] = set().union(*(st for _, st in done))
+    for result in sorted(results, key=lambda r: scopes.index(r.scope)):
+        print(result.summary())
+        for violation in result.violations.values():
+            print(violation.report(result.scope))
+    violations = sum(len(r.violations) for r in results)
+    print(f"explore: {sum(r.schedules for r in results)} schedules explored, {len(states)} distinct states, "
+          f"{violations} violations ({time.monotonic() - started:.0f}s)")
+    return 1 if violations else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

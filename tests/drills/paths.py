@@ -1,0 +1,226 @@
+"""The engine's paths as the exploration drives them: real decorators, engine, store and adapters.
+
+Every handler marks its business effect with a non-idempotent ``ADD n :1`` on
+an item of the business table named after the intent (``effect#<intent>#<segment>``),
+so the table itself counts how often each part of the work was committed. The
+Step Functions task commits three segments around two recovery points
+(``txn.step``); its foreign calls answer with the intent they were made for, so
+a step that returns another intent's result is seen.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from retrysafe import Engine, Transaction, idempotent_http, idempotent_sqs, idempotent_task
+from retrysafe.sqs import Message
+from retrysafe.store import DynamoStore
+from retrysafe.testing.adapters import Answer, HttpAdapter, SqsAdapter, TaskAdapter, WebhookAdapter
+from retrysafe.webhook import GitHub, WebhookReceiver
+
+TABLE = "idempotency"
+BUSINESS = "business"
+KEY = "key-1"
+SECRET = b"exploration-secret"
+
+#: Builds one invocation's call: ``(intent, engine, notes) -> call``; ``notes`` collects what the handler saw.
+Maker = Callable[[str, Engine, list[str]], Callable[[], Answer]]
+
+
+def effect(txn: Transaction, intent: str, segment: str = "main") -> None:
+    """The business effect: a counter only a committed transaction moves."""
+    txn.update({"pk": f"effect#{intent}#{segment}"}, "ADD #n :one", names={"#n": "n"}, values={":one": 1},
+               table=BUSINESS)
+
+
+def payload(intent: str) -> dict[str, Any]:
+    """The request of an intent (another intent reusing the key sends another payload)."""
+    return {"intent": intent, "amount": 10 if intent == "A" else 500}
+
+
+def _http(intent: str, engine: Engine, notes: list[str], mode: str) -> Callable[[], Answer]:
+    def handle(event: dict[str, Any], context: Any, txn: Transaction) -> dict[str, Any]:
+        body = json.loads(event["body"])
+        if mode == "claim_first":
+            notes.append(f"foreign call for {body['intent']}")
+        effect(txn, body["intent"])
+        txn.append_event("OrderPlaced", body, aggregate_type="Order", aggregate_id=KEY, sequence=1)
+        return {"statusCode": 201, "headers": {"Content-Type": "application/json", "Location": f"/orders/{KEY}"},
+                "body": json.dumps({"order": KEY, "intent": body["intent"]})}
+
+    adapter = HttpAdapter(idempotent_http(handle, operation=f"Http-{mode}", mode=mode, engine=engine),
+                          lambda variant: payload(intent))
+    return lambda: adapter.invoke(adapter.request(KEY))
+
+
+def _sqs(intent: str, engine: Engine, notes: list[str]) -> Callable[[], Answer]:
+    def consume(message: Message, txn: Transaction) -> None:
+        effect(txn, message.content["intent"])
+
+    adapter = SqsAdapter(idempotent_sqs(consume, subscriber="billing", engine=engine), lambda variant: payload(intent))
+    return lambda: adapter.invoke(adapter.request(KEY))
+
+
+def _task(intent: str, engine: Engine, notes: list[str]) -> Callable[[], Answer]:
+    def foreign(name: str, label: str) -> dict[str, str]:
+        notes.append(f"foreign call {name} for {label}")
+        return {"step": name, "for": label}
+
+    def task(order: dict[str, Any], context: Any, txn: Transaction) -> dict[str, Any]:
+        label = order["intent"]
+        effect(txn, label, "a")
+        charge = txn.step("charge", lambda: foreign("charge", label))
+        effect(txn, label, "b")
+        ship = txn.step("ship", lambda: foreign("ship", label))
+        effect(txn, label, "c")
+        for result in (charge, ship):
+            if result["for"] != label:
+                notes.append(f"VIOLATION: intent {label} received intent {result['for']}'s checkpoint "
+                             f"{result['step']!r}")
+        return {"intent": label, "charge": charge, "ship": ship}
+
+    adapter = TaskAdapter(idempotent_task(task, tenant="explore", engine=engine), lambda variant: payload(intent))
+    return lambda: adapter.invoke(adapter.request(KEY))
+
+
+def _webhook(intent: str, engine: Engine, notes: list[str]) -> Callable[[], Answer]:
+    def on_receipt(receipt: Any, txn: Transaction) -> None:
+        effect(txn, json.loads(receipt.body)["intent"])
+
+    receiver = WebhookReceiver(GitHub(), secrets=lambda: [SECRET], on_receipt=on_receipt, engine=engine)
+    adapter = WebhookAdapter(receiver, lambda variant: payload(intent))
+    return lambda: adapter.invoke(adapter.request(KEY))
+
+
+class Outbox:
+    """The outbox path: publishers of one stream batch race; the consumer then applies each event once.
+
+    :meth:`prepare` commits an intent with two outbox events (fault-free) and
+    builds the stream batch DynamoDB Streams would deliver; each explored
+    invocation publishes that batch (the real publisher: send to a queue, then
+    the conditional mark-published ``UpdateItem`` per event), as a retried
+    batch or the sweeper would. :meth:`settle` publishes what is still
+    unpublished and delivers every queued message, duplicates included, to an
+    idempotent consumer; it returns how often each event was applied.
+    """
+
+    def __init__(self) -> None:
+        self.queue: list[str] = []
+        self.batch: dict[str, Any] = {"Records": []}
+
+    def prepare(self, client: Any, clock: Any) -> None:
+        self.queue.clear()
+        engine = Engine(store_for(client), clock=clock)
+
+        def produce(event: dict[str, Any], context: Any, txn: Transaction) -> dict[str, Any]:
+            for n in range(2):
+                txn.append_event("OrderPlaced", {"n": n}, aggregate_type="Order", aggregate_id=KEY, sequence=n + 1)
+            return {"statusCode": 201, "body": "{}"}
+
+        adapter = HttpAdapter(idempotent_http(produce, operation="Produce", engine=engine), lambda variant: payload("A"))
+        adapter.invoke(adapter.request(KEY))
+        self.batch = {"Records": [{"eventName": "INSERT", "eventSource": "aws:dynamodb",
+                                   "dynamodb": {"NewImage": item, "SequenceNumber": str(i + 1)}}
+                                  for i, item in enumerate(self.unpublished(client))]}
+
+    def unpublished(self, client: Any) -> list[dict[str, Any]]:
+        items: list[dict[str, Any]] = client.scan(TableName=TABLE, ConsistentRead=True,
+                                                  FilterExpression="attribute_exists(obq)")["Items"]
+        return sorted(items, key=lambda i: str(i["pk"]["S"]))
+
+    def make(self, intent: str, engine: Engine, notes: list[str]) -> Callable[[], Answer]:
+        from retrysafe.outbox_publisher import Publisher
+        from retrysafe.outbox_publisher import handler as publish
+
+        queue = self.queue
+
+        class Target:
+            def send(self, messages: Any) -> set[str]:
+                queue.extend(m.body() for m in messages)
+                return set()
+
+        publisher = Publisher(Target(), engine.store)
+
+        def call() -> Answer:
+            failures = publish(self.batch, None, publisher=publisher)["batchItemFailures"]
+            return Answer("failed" if failures else "executed", value={"published": len(self.batch["Records"])})
+
+        return call
+
+    def settle(self, client: Any, clock: Any) -> dict[str, int]:
+        from retrysafe.outbox_publisher import OutboxMessage, Publisher
+        from retrysafe.testing.events import sqs_record
+        from retrysafe.testing.outbox import outbox_stream_event
+
+        queue = self.queue
+
+        class Target:
+            def send(self, messages: Any) -> set[str]:
+                queue.extend(m.body() for m in messages)
+                return set()
+
+        store = store_for(client)
+        leftover = outbox_stream_event(store)["Records"]
+        if leftover:
+            from boto3.dynamodb.types import TypeDeserializer
+
+            plain = TypeDeserializer()
+            Publisher(Target(), store).publish([OutboxMessage.from_item(
+                {k: plain.deserialize(v) for k, v in r["dynamodb"]["NewImage"].items()}) for r in leftover])
+
+        def consume(message: Message, txn: Transaction) -> None:
+            effect(txn, f"event-{message.key}")
+
+        consumer = SqsAdapter(idempotent_sqs(consume, subscriber="billing", engine=Engine(store, clock=clock)),
+                              lambda variant: {})
+        for body in list(queue):
+            event_id = json.loads(body)["event_id"]
+            consumer.invoke({"Records": [sqs_record(body, attributes={"idempotency-key": event_id})]})
+        counts: dict[str, int] = {}
+        for item in client.scan(TableName=BUSINESS, ConsistentRead=True)["Items"]:
+            counts[item["pk"]["S"]] = int(item["n"]["N"])
+        for item in client.scan(TableName=TABLE, ConsistentRead=True)["Items"]:
+            if item["pk"]["S"].startswith("outbox#"):
+                counts.setdefault(f"effect#event-{item['pk']['S'][len('outbox#'):]}#main", 0)
+        return counts
+
+
+@dataclass(frozen=True)
+class Path:
+    """One engine path: how to build an invocation, and the effect segments an intent must commit once."""
+
+    name: str
+    make: Maker
+    segments: tuple[str, ...] = ("main",)
+    #: The outbox path's publishers and settlement (``None`` for a request path).
+    outbox: Outbox | None = None
+
+
+OUTBOX = Outbox()
+
+
+PATHS: dict[str, Path] = {p.name: p for p in (
+    Path("http-atomic", lambda i, e, n: _http(i, e, n, "atomic")),
+    Path("http-claim-first", lambda i, e, n: _http(i, e, n, "claim_first")),
+    Path("sqs", _sqs),
+    Path("task", _task, ("a", "b", "c")),
+    Path("webhook", _webhook),
+    Path("outbox", OUTBOX.make, outbox=OUTBOX),
+)}
+
+
+def create_tables(client: Any) -> None:
+    """The idempotency table as the constructs deploy it, and the business table."""
+    from retrysafe.testing.plugin import create_table
+
+    create_table(client, TABLE)
+    client.create_table(TableName=BUSINESS, AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+                        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}], BillingMode="PAY_PER_REQUEST")
+
+
+def store_for(client: Any) -> DynamoStore:
+    """The idempotency store of one invocation's client."""
+    return DynamoStore(TABLE, client=client)
