@@ -19,7 +19,8 @@ every step and at the end:
 * an invocation never answers "in flight" because of its own claim;
 * a committed checkpoint is never lost; no invocation receives another intent's checkpoint;
 * a completed record is never overwritten (or deleted) before its ``exp``;
-* no unhandled exception; every intent eventually gets an answer.
+* no unhandled exception; every intent eventually gets an answer (2xx, 422, or a refusal its path
+  documents for a key reused after expiry: a webhook receipt is once per delivery id).
 
 ``python -m tests.drills.explore --path task --intents A,B --faults 1 --env expire`` explores a
 scope; ``--replay 0,2,1`` replays one schedule and prints its trace.
@@ -349,6 +350,9 @@ class Schedule:
             if first != shown:
                 self._fail("answers-differ", f"intent {intent}: a 2xx answer {shown} differs from the first {first}")
             self.seen.terminal[intent] = answer.kind
+        elif answer.kind == "refused" and self.expired and self.path.refused_after_expiry is not None \
+                and isinstance(answer.value, dict) and answer.value.get("type") == self.path.refused_after_expiry:
+            self.seen.terminal.setdefault(intent, "refused")  # the path's documented answer after expiry
         elif answer.kind == "mismatch":
             if len(set(self.scope.intents)) == 1:
                 self._fail("mismatch-own", f"{who} was refused as another payload (422) for its own request")

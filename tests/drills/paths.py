@@ -197,6 +197,10 @@ class Path:
     segments: tuple[str, ...] = ("main",)
     #: The outbox path's publishers and settlement (``None`` for a request path).
     outbox: Outbox | None = None
+    #: The problem type a request may be refused with, as a documented final answer, once an earlier
+    #: intent's record with the same key expired (a webhook receipt is once per delivery id while the
+    #: earlier receipt event is still in the outbox).
+    refused_after_expiry: str | None = None
 
 
 OUTBOX = Outbox()
@@ -207,7 +211,7 @@ PATHS: dict[str, Path] = {p.name: p for p in (
     Path("http-claim-first", lambda i, e, n: _http(i, e, n, "claim_first")),
     Path("sqs", _sqs),
     Path("task", _task, ("a", "b", "c")),
-    Path("webhook", _webhook),
+    Path("webhook", _webhook, refused_after_expiry="urn:retrysafe:problem:state-conflict"),
     Path("outbox", OUTBOX.make, outbox=OUTBOX),
 )}
 

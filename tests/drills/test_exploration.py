@@ -36,7 +36,6 @@ ISSUE_11 = {
     "task-AB-f1-expire": "an expired record's checkpoints reach the next intent",
     "http-atomic-AB-f0-expire+ttl": "the previous intent's outbox items make the next one fail with 409",
     "http-claim-first-AB-f0-expire+ttl": "the previous intent's outbox items make the next one fail with 409",
-    "webhook-AB-f0-expire+ttl": "the previous intent's outbox items make the next one fail with 409",
 }
 
 
