@@ -36,7 +36,7 @@ import os
 import sys
 import time
 from collections.abc import Iterator
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -646,15 +646,17 @@ def main(argv: list[str] | None = None) -> int:
         print("no violation")
         return 0
     started = time.monotonic()
-    shares = [scopes[i::args.workers] for i in range(args.workers)]
+    results: list[Exploration] = []
+    states: set[str] = set()
     with ProcessPoolExecutor(args.workers) as pool:
-        done = list(pool.map(explore_scopes, [s for s in shares if s], [args.limit] * len(shares)))
-    results = [r for rs, _ in done for r in rs]
-    states: set[str] = set().union(*(st for _, st in done))
-    for result in sorted(results, key=lambda r: scopes.index(r.scope)):
-        print(result.summary())
-        for violation in result.violations.values():
-            print(violation.report(result.scope))
+        futures = [pool.submit(explore_scopes, [scope], args.limit) for scope in scopes]
+        for future in as_completed(futures):
+            (result,), seen = future.result()
+            results.append(result)
+            states |= seen
+            print(result.summary(), flush=True)
+            for violation in result.violations.values():
+                print(violation.report(result.scope), flush=True)
     violations = sum(len(r.violations) for r in results)
     print(f"explore: {sum(r.schedules for r in results)} schedules explored, {len(states)} distinct states, "
           f"{violations} violations ({time.monotonic() - started:.0f}s)")
