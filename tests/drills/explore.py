@@ -580,15 +580,16 @@ BOUNDED: tuple[Scope, ...] = (
     Scope("outbox", ("E", "E"), faults=0),
 )
 
-#: The deep set ``make soak`` runs: two invocations with up to two faults each, cancellation reasons, clock events.
+#: The deep set ``make soak`` runs: up to two faults per invocation (cancellation reasons included) and
+#: two in a schedule of two invocations, lease lapses and skewed clocks, expiry and TTL.
 DEEP: tuple[Scope, ...] = (
     *(Scope(path, ("A",), faults=2, kinds=DEEP_FAULTS) for path in PATHS),
-    *(Scope(path, ("A", "A"), faults=2, kinds=DEEP_FAULTS) for path in PATHS if path != "task"),
-    Scope("task", ("A", "A"), faults=1),
-    *(Scope(path, ("A", "A"), faults=1, env=("lapse",)) for path in REQUESTS),
-    Scope("http-claim-first", ("A", "A"), faults=1, env=("lapse",), skew=(0.0, 90.0)),
+    *(Scope(path, ("A", "A"), faults=2, total=2, kinds=DEEP_FAULTS) for path in PATHS if path != "task"),
+    Scope("task", ("A", "A"), faults=1, total=1),
+    *(Scope(path, ("A", "A"), faults=1, total=1, env=("lapse",)) for path in REQUESTS),
+    Scope("http-claim-first", ("A", "A"), faults=1, total=1, env=("lapse",), skew=(0.0, 90.0)),
     *(Scope(path, ("A", "B"), faults=1, env=("expire", "ttl"), env_budget=2, sequential=True) for path in REQUESTS),
-    *(Scope(path, ("A", "B"), faults=1) for path in REQUESTS),
+    *(Scope(path, ("A", "B"), faults=1, total=1) for path in REQUESTS),
 )
 
 
