@@ -548,15 +548,20 @@ def explore(world: World, scope: Scope, *, limit: int | None = None,
 
 @contextlib.contextmanager
 def world() -> Iterator[World]:
-    """In-process moto with the exploration's clients."""
+    """In-process moto with the exploration's clients (the environment is restored afterwards)."""
+    saved = dict(os.environ)
     for name, value in (("AWS_DEFAULT_REGION", "eu-west-1"), ("AWS_ACCESS_KEY_ID", "testing"),
                         ("AWS_SECRET_ACCESS_KEY", "testing"), ("POWERTOOLS_METRICS_NAMESPACE", "retrysafe-explore"),
                         ("POWERTOOLS_LOG_LEVEL", "ERROR"), ("POWERTOOLS_METRICS_DISABLED", "true")):
         os.environ.setdefault(name, value)
     from moto import mock_aws
 
-    with mock_aws():
-        yield World()
+    try:
+        with mock_aws():
+            yield World()
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
 
 
 #: The request paths (the outbox path has publishers, not intents).
