@@ -298,3 +298,14 @@ def test_the_layer_works_in_front_of_motos_server() -> None:
         assert counter(remote) == 1 and boundary.fired == [("TransactWriteItems", "lost response")]
     finally:
         server.stop()
+
+
+def test_a_retry_meeting_its_transaction_in_progress_is_retried_by_botocore(client: Any) -> None:
+    """DynamoDB answers TransactionInProgressException to a token whose first request is still running."""
+    boundary = Boundary(client)
+    boundary.lose_response("TransactWriteItems")
+    boundary.fail("TransactWriteItems", 400, "TransactionInProgressException", nth=2)  # the resend, while it runs
+    response = transact(client, "t-1")
+    boundary.close()
+    assert response["ResponseMetadata"]["RetryAttempts"] == 2
+    assert counter(client) == 1
