@@ -49,18 +49,28 @@ def test_every_schedule_keeps_the_invariants(request: pytest.FixtureRequest, exp
     assert not result.violations, "\n\n".join(v.report(scope) for v in result.violations.values())
 
 
-def test_the_exploration_catches_an_engine_that_does_not_deduplicate(explorer: World,
-                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    """Mutation check: with the atomic commit's condition made always true, duplicates commit twice."""
-    from retrysafe import store
+def test_the_exploration_catches_an_engine_that_does_not_deduplicate(explorer: World) -> None:
+    """Mutation check: completing transactions sent without the record's condition commit duplicates twice."""
 
-    monkeypatch.setattr(store, "_ATOMIC_CONDITION", "attribute_not_exists(pk) OR #exp < :now OR #exp >= :now")
-    scope = Scope("sqs", ("A", "A"), faults=0)
-    result = explore(explorer, scope, stop_at_first=True)
-    violation = result.violations["double-effect"]
+    def unconditional(params: dict[str, Any], **_: Any) -> None:
+        for item in params.get("TransactItems") or []:
+            put = item.get("Put") or {}
+            if put.get("Item", {}).get("st", {}).get("S") == "completed":
+                for name in ("ConditionExpression", "ExpressionAttributeNames", "ExpressionAttributeValues"):
+                    put.pop(name, None)
+
+    for slot in explorer.slots:
+        slot.client.meta.events.register_first("before-parameter-build.dynamodb.TransactWriteItems", unconditional)
+    try:
+        scope = Scope("sqs", ("A", "A"), faults=0)
+        result = explore(explorer, scope, stop_at_first=True)
+        violation = result.violations["double-effect"]
+        replayed = run_one(explorer, scope, violation.choices)
+    finally:
+        for slot in explorer.slots:
+            slot.client.meta.events.unregister("before-parameter-build.dynamodb.TransactWriteItems", unconditional)
     assert "effect#A#main was committed 2 times" in violation.detail
     assert "--replay " in violation.report(scope)
-    replayed = run_one(explorer, scope, violation.choices)
     assert replayed.violation is not None and replayed.violation.trace == violation.trace
 
 
