@@ -33,6 +33,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import sys
 import time
 from collections.abc import Iterator
@@ -59,6 +60,8 @@ from tests.drills.scheduler import (
 )
 
 T0 = 1_800_000_000.0
+#: Random tokens in stored items: hex tokens (owner, writer) and UUIDs (event ids derived from them).
+_TOKEN = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|[0-9a-f]{16,}")
 #: A clock jump past every lease (leases are at most 60 s + margin here).
 LAPSE_SECONDS = 120.0
 #: Retries of one intent after the explored part.
@@ -463,18 +466,13 @@ class Schedule:
         self.world.states.add(self._fingerprint(records, business))
 
     def _fingerprint(self, records: list[dict[str, Any]], business: list[dict[str, Any]]) -> str:
-        owners: dict[str, str] = {}
-        normal = []
-        for item in sorted(records + business, key=lambda i: str(i["pk"]["S"])):
-            entry = {}
-            for name, value in sorted(item.items()):
-                if name in ("at", "published_at", "payload", "ca"):
-                    continue
-                if name == "ow":
-                    value = owners.setdefault(value["S"], f"owner{len(owners) + 1}")
-                entry[name] = value
-            normal.append(entry)
-        text = json.dumps([normal, self.world.clock.now - T0], sort_keys=True, default=str)
+        """The state, with random tokens (owners, writers, instance-derived event ids) named by first appearance."""
+        entries = [json.dumps({k: ("set" if k == "obq" else v) for k, v in item.items()
+                               if k not in ("at", "published_at", "payload", "ca")},
+                              sort_keys=True, default=str) for item in records + business]
+        text = json.dumps([sorted(entries, key=lambda e: _TOKEN.sub("#", e)), self.world.clock.now - T0])
+        aliases: dict[str, str] = {}
+        text = _TOKEN.sub(lambda m: aliases.setdefault(m.group(0), f"token{len(aliases)}"), text)
         return hashlib.sha1(text.encode()).hexdigest()
 
     def _fail(self, kind: str, detail: str) -> None:

@@ -95,6 +95,29 @@ def _webhook(intent: str, engine: Engine, notes: list[str]) -> Callable[[], Answ
     return lambda: adapter.invoke(adapter.request(KEY))
 
 
+class MemoryQueue:
+    """The publisher's target: an SQS-like queue in memory (bodies in send order)."""
+
+    kind = "sqs"
+    max_entries = 10
+    max_entry_bytes = 256 * 1024
+    max_request_bytes = 256 * 1024
+
+    def __init__(self, bodies: list[str]) -> None:
+        self.bodies = bodies
+
+    def entry_size(self, message: Any) -> int:
+        """The size SQS counts (body and attributes)."""
+        from retrysafe.outbox_targets import message_size
+
+        return message_size(message)
+
+    def send(self, messages: Any) -> set[str]:
+        """Accept every message."""
+        self.bodies.extend(m.body() for m in messages)
+        return set()
+
+
 class Outbox:
     """The outbox path: publishers of one stream batch race; the consumer then applies each event once.
 
@@ -135,14 +158,7 @@ class Outbox:
         from retrysafe.outbox_publisher import Publisher
         from retrysafe.outbox_publisher import handler as publish
 
-        queue = self.queue
-
-        class Target:
-            def send(self, messages: Any) -> set[str]:
-                queue.extend(m.body() for m in messages)
-                return set()
-
-        publisher = Publisher(Target(), engine.store)
+        publisher = Publisher(MemoryQueue(self.queue), engine.store)
 
         def call() -> Answer:
             failures = publish(self.batch, None, publisher=publisher)["batchItemFailures"]
@@ -156,19 +172,13 @@ class Outbox:
         from retrysafe.testing.outbox import outbox_stream_event
 
         queue = self.queue
-
-        class Target:
-            def send(self, messages: Any) -> set[str]:
-                queue.extend(m.body() for m in messages)
-                return set()
-
         store = store_for(client)
         leftover = outbox_stream_event(store)["Records"]
         if leftover:
             from boto3.dynamodb.types import TypeDeserializer
 
             plain = TypeDeserializer()
-            Publisher(Target(), store).publish([OutboxMessage.from_item(
+            Publisher(MemoryQueue(queue), store).publish([OutboxMessage.from_item(
                 {k: plain.deserialize(v) for k, v in r["dynamodb"]["NewImage"].items()}) for r in leftover])
 
         def consume(message: Message, txn: Transaction) -> None:
