@@ -8,7 +8,12 @@ Atomic mode
 Claim first
     conditional claim (lease + owner token) -> run -> ONE ``TransactWriteItems``
     completing the record conditioned on the owner token. A failed or
-    uncacheable run releases the claim, also conditioned on the owner token.
+    uncacheable run releases the claim, also conditioned on the owner token;
+    a claim that holds (or may hold) a committed checkpoint only ends its lease.
+
+Lost responses: every write carries this invocation's token and is refused when
+repeated, so a retried call that meets its own write (a claim, a checkpoint, the
+completed record) goes on as if the first answer had arrived.
 
 The adapters translate :class:`Outcome` and the errors into their transport.
 """
@@ -23,7 +28,13 @@ from typing import TYPE_CHECKING, Any
 
 from ._value import Value
 from .config import LEASE_MARGIN_SECONDS, Mode, Retention
-from .errors import FencingError, KeyReuseMismatchError, RequestInFlightError
+from .errors import (
+    FencingError,
+    KeyReuseMismatchError,
+    RequestInFlightError,
+    RetrysafeError,
+    TransactionRaced,
+)
 from .keys import Scope
 from .observability import (
     EXECUTED,
@@ -31,13 +42,14 @@ from .observability import (
     IN_FLIGHT,
     KEY_MISMATCH,
     NOT_STORED,
+    RELEASE_FAILED,
     RELEASED,
     REPLAYED,
     TAKEOVER,
     telemetry,
 )
 from .record import COMPLETED, PENDING, Record
-from .store import DynamoStore, RecordConflict, TransactionRaced
+from .store import DynamoStore, RecordConflict, request_token
 from .transaction import Transaction
 
 if TYPE_CHECKING:
@@ -98,6 +110,11 @@ class Outcome(Value):
 Work = Callable[[Transaction], Completion]
 
 
+def new_token() -> str:
+    """A random writer token (owner of a claim, writer of a completed record, intent instance)."""
+    return os.urandom(12).hex()
+
+
 class Engine:
     """Executes intents against a :class:`DynamoStore`, optionally with a warm-container cache."""
 
@@ -126,46 +143,53 @@ class Engine:
     def execute_unkeyed(self, scope: Scope, work: Work, retention: Retention = _DEFAULT_RETENTION) -> Outcome:
         """Run ``work`` without deduplication (an operation whose key is optional and absent).
 
-        The work's writes and events still commit together in one transaction.
+        Each call is its own intent: ``scope``'s tenant and operation with a fresh random
+        key, so derived keys and event ids never repeat. The work's writes and events
+        still commit together in one transaction.
         """
-        txn = Transaction(scope, self.store.table_name, int(self.clock()) + retention.horizon_seconds)
+        writer = new_token()
+        own = Scope(scope.tenant, scope.operation, f"unkeyed/{writer}")
+        txn = Transaction(own, self.store.table_name, int(self.clock()) + retention.horizon_seconds, instance=writer)
         completion = work(txn)
         if completion.store:
-            self.store.transact(txn.actions())
+            self.store.transact(txn.actions(), token=request_token(writer, "unkeyed"))
         return Outcome(completion.result, replayed=False, stored=False)
 
     # -- atomic ------------------------------------------------------------
     def _atomic(self, intent: Intent, work: Work, now: float) -> Outcome:
+        writer = new_token()
         expires_at = int(now) + intent.retention.horizon_seconds
-        txn = Transaction(intent.scope, self.store.table_name, expires_at)
+        txn = Transaction(intent.scope, self.store.table_name, expires_at, instance=writer)
         completion = work(txn)
         if not completion.store:
             self._count(NOT_STORED, intent)
             return Outcome(completion.result, replayed=False, stored=False)
-        record = self._completed(intent, completion, now, expires_at)
+        record = self._completed(intent, completion, now, expires_at, writer)
         actions = txn.actions()
         for attempt in range(RACE_RETRIES + 1):
             try:
-                self.store.commit(record, actions, self.clock())
+                self.store.commit(record, actions, self.clock(), token=request_token(writer, "commit", str(attempt)))
                 break
             except RecordConflict as conflict:
+                if _written_by(conflict.current, writer, COMPLETED):
+                    break  # our own commit: its response was lost and botocore retried
                 return self._resolve(intent, conflict.current, self.clock())
             except TransactionRaced:
                 if attempt == RACE_RETRIES:
                     self._count(IN_FLIGHT, intent)
                     raise RequestInFlightError(1) from None
-                time.sleep((0.01 + 0.04 * os.urandom(1)[0] / 255) * (attempt + 1))  # jittered back-off
+                _back_off(attempt)
         return self._executed(intent, record, completion)
 
     # -- claim first -------------------------------------------------------
     def _claim_first(self, intent: Intent, work: Work, now: float,
                      remaining_ms: Callable[[], int] | None) -> Outcome:
-        owner = os.urandom(16).hex()  # the fencing token
+        owner = new_token()  # the fencing token
         expires_at = int(now) + intent.retention.horizon_seconds
         lease = self._lease_seconds(intent, remaining_ms)
         claim = Record(record_id=intent.scope.record_id, state=PENDING, fingerprint=intent.fingerprint,
                        expires_at=expires_at, created_at_ms=int(now * 1000), operation=intent.scope.operation,
-                       owner=owner, lease_until_ms=int((now + lease) * 1000))
+                       owner=owner, lease_until_ms=int((now + lease) * 1000), instance=owner)
         try:
             claimed = self.store.claim(claim, now)
         except RecordConflict as conflict:
@@ -173,36 +197,52 @@ class Engine:
         except TransactionRaced:
             self._count(IN_FLIGHT, intent)
             raise RequestInFlightError(1) from None
-        previous = claimed.previous
-        checkpoints: dict[str, Any] = {}
-        if previous is not None and previous.state == PENDING and not previous.is_expired(now):
+        if claimed.previous is not None:
             self._count(TAKEOVER, intent)
-            if previous.fingerprint == intent.fingerprint:
-                checkpoints = previous.checkpoints
-        txn = Transaction(intent.scope, self.store.table_name, expires_at, checkpoints,
-                          checkpoint_writer=lambda saved, actions: self._checkpoint(intent, owner, saved, actions))
+        held = claimed.held
+        steps = _Steps()
+        txn = Transaction(intent.scope, self.store.table_name, expires_at, held.checkpoints,
+                          checkpoint_writer=lambda name, saved, actions: self._checkpoint(
+                              intent, owner, name, saved, actions, steps),
+                          instance=held.instance or owner)
         try:
             completion = work(txn)
         except BaseException:
-            self._release(intent, owner, txn)
+            self._release(intent, owner, txn, steps)
             raise
         if not completion.store:
-            self._release(intent, owner, txn)
+            self._release(intent, owner, txn, steps)
             self._count(NOT_STORED, intent)
             return Outcome(completion.result, replayed=False, stored=False)
-        record = self._completed(intent, completion, now, expires_at)
+        record = self._completed(intent, completion, now, expires_at, owner)
         try:
-            self.store.commit(record, txn.actions(), self.clock(), owner=owner)
+            self._commit_claimed(intent, record, txn, owner)
         except RecordConflict as conflict:
-            self._count(FENCING_REJECTED, intent)
             current = conflict.current
+            if _written_by(current, owner, COMPLETED):
+                return self._executed(intent, record, completion)  # our own commit, response lost
+            self._count(FENCING_REJECTED, intent)
             if current is not None and current.state == COMPLETED and current.fingerprint == intent.fingerprint:
                 return self._replay(intent, current)
             raise FencingError("this invocation's claim was taken over; its writes were discarded") from None
-        except BaseException:
-            self._release(intent, owner, txn)
+        except BaseException as error:
+            if self._release(intent, owner, txn, steps) is COMPLETED and isinstance(error, Exception):
+                return self._executed(intent, record, completion)  # the commit had been applied after all
             raise
         return self._executed(intent, record, completion)
+
+    def _commit_claimed(self, intent: Intent, record: Record, txn: Transaction, owner: str) -> None:
+        """The completing transaction of a claim, re-sent when a concurrent transaction raced it."""
+        actions = txn.actions()
+        for attempt in range(RACE_RETRIES + 1):
+            try:
+                self.store.commit(record, actions, self.clock(), owner=owner,
+                                  token=request_token(owner, "commit", str(attempt)))
+                return
+            except TransactionRaced:
+                if attempt == RACE_RETRIES:
+                    raise
+                _back_off(attempt)
 
     def _lease_seconds(self, intent: Intent, remaining_ms: Callable[[], int] | None) -> float:
         if intent.lease_seconds is not None:
@@ -211,20 +251,40 @@ class Engine:
             return max(remaining_ms(), 0) / 1000.0 + LEASE_MARGIN_SECONDS
         return intent.retention.default_lease_seconds
 
-    def _checkpoint(self, intent: Intent, owner: str, checkpoints: dict[str, Any],
-                    actions: list[dict[str, Any]]) -> None:
+    def _checkpoint(self, intent: Intent, owner: str, name: str, checkpoints: dict[str, Any],
+                    actions: list[dict[str, Any]], steps: _Steps) -> None:
+        steps.sent = True  # from here on the claim may hold a committed checkpoint: never delete it
         try:
-            self.store.checkpoint(intent.scope.record_id, owner, checkpoints, actions)
-        except RecordConflict:
+            self.store.checkpoint(intent.scope.record_id, owner, name, checkpoints, actions,
+                                  token=request_token(owner, "step", name))
+        except RecordConflict as conflict:
+            current = conflict.current
+            if _written_by(current, owner, PENDING) and current is not None and name in current.checkpoints:
+                return  # our own checkpoint: its response was lost and botocore retried
             self._count(FENCING_REJECTED, intent, step="checkpoint")
             raise FencingError("this invocation's claim was taken over; its checkpoint was discarded") from None
 
-    def _release(self, intent: Intent, owner: str, txn: Transaction) -> None:
-        """Free the claim; one with checkpoints keeps them (its writes are committed) and only ends its lease."""
-        if self.store.release(intent.scope.record_id, owner, keep_checkpoints=bool(txn.checkpoints)):
+    def _release(self, intent: Intent, owner: str, txn: Transaction, steps: _Steps) -> str | None:
+        """Free the claim after a failed or uncacheable run; returns the state of a record that is no longer ours.
+
+        A claim that holds or may hold a committed checkpoint (one was sent, whatever
+        its answer) only ends its lease, so the next attempt resumes from what DynamoDB
+        holds. A release that fails (DynamoDB unavailable) is logged and left to the
+        lease: the run's own error is what the caller gets.
+        """
+        keep = bool(txn.checkpoints) or steps.sent
+        try:
+            released, current = self.store.release(intent.scope.record_id, owner, keep_checkpoints=keep)
+        except RetrysafeError as error:
+            self._count(RELEASE_FAILED, intent, error=type(error).__name__)
+            return None
+        if released:
             self._count(RELEASED, intent)
-        else:
-            self._count(FENCING_REJECTED, intent, step="release")
+            return None
+        if _written_by(current, owner, COMPLETED):
+            return COMPLETED
+        self._count(FENCING_REJECTED, intent, step="release")
+        return None
 
     # -- shared outcomes -----------------------------------------------------
     def _resolve(self, intent: Intent, current: Record | None, now: float) -> Outcome:
@@ -255,10 +315,10 @@ class Engine:
         self._count(REPLAYED, intent)
         return Outcome(record.result, replayed=True, stored=True)
 
-    def _completed(self, intent: Intent, completion: Completion, now: float, expires_at: int) -> Record:
+    def _completed(self, intent: Intent, completion: Completion, now: float, expires_at: int, writer: str) -> Record:
         return Record(record_id=intent.scope.record_id, state=COMPLETED, fingerprint=intent.fingerprint,
                       expires_at=expires_at, created_at_ms=int(now * 1000), operation=intent.scope.operation,
-                      result=completion.result, resource=completion.resource)
+                      owner=writer, result=completion.result, resource=completion.resource)
 
     def _executed(self, intent: Intent, record: Record, completion: Completion) -> Outcome:
         if self.cache is not None:
@@ -268,3 +328,21 @@ class Engine:
 
     def _count(self, name: str, intent: Intent, **fields: Any) -> None:
         telemetry.count(name, intent.scope.operation, intent.scope.record_id, **fields)
+
+
+class _Steps:
+    """Whether a claim sent a checkpoint (its outcome may be unknown)."""
+
+    __slots__ = ("sent",)
+
+    def __init__(self) -> None:
+        self.sent = False
+
+
+def _written_by(record: Record | None, writer: str, state: str) -> bool:
+    """True when ``record`` is this invocation's own write (in ``state``)."""
+    return record is not None and record.owner == writer and record.state == state
+
+
+def _back_off(attempt: int) -> None:
+    time.sleep((0.01 + 0.04 * os.urandom(1)[0] / 255) * (attempt + 1))  # jittered

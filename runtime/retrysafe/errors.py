@@ -101,3 +101,16 @@ class InvalidInputError(RetrysafeError):
     Unicode text), JSON nested too deeply. HTTP answers 400 problem+json, an SQS
     record is reported failed, a Step Functions task raises ``TaskPayloadError``.
     """
+
+
+class StoreRejectedError(RetrysafeError):
+    """DynamoDB refused a request as invalid (contract: 500 problem; a retry cannot cure it).
+
+    A deployment or data-model bug rather than a client's: a business table whose key
+    schema does not match the handler's writes, an item collection over its limit, a
+    ``ValidationError`` cancellation reason. The message names DynamoDB's reason.
+    """
+
+
+class TransactionRaced(RetrysafeError):
+    """DynamoDB cancelled the transaction because another one touched the same items (contract: 409, retry)."""

@@ -30,6 +30,8 @@ IN_FLIGHT = "InFlightConflict"
 TAKEOVER = "Takeover"
 FENCING_REJECTED = "FencingRejected"
 RELEASED = "Released"
+#: A claim could not be freed (DynamoDB unavailable): it stays until its lease lapses.
+RELEASE_FAILED = "ReleaseFailed"
 NOT_STORED = "NotStored"
 #: An outbox event its target refused permanently (parked by the publisher).
 OUTBOX_EVENT_PARKED = "OutboxEventParked"
@@ -37,8 +39,8 @@ OUTBOX_EVENT_PARKED = "OutboxEventParked"
 #: Outcomes that are logged but are not metrics: Lambda's ``Invocations`` counts first executions.
 NOT_METRICS = frozenset({EXECUTED})
 #: Every metric name the runtime can emit.
-METRIC_NAMES = (REPLAYED, KEY_MISMATCH, IN_FLIGHT, TAKEOVER, FENCING_REJECTED, RELEASED, NOT_STORED,
-                OUTBOX_EVENT_PARKED)
+METRIC_NAMES = (REPLAYED, KEY_MISMATCH, IN_FLIGHT, TAKEOVER, FENCING_REJECTED, RELEASED, RELEASE_FAILED,
+                NOT_STORED, OUTBOX_EVENT_PARKED)
 
 
 def namespace(environ: Mapping[str, str] | None = None) -> str:

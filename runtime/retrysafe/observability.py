@@ -34,17 +34,18 @@ from .metrics import (
     IN_FLIGHT,
     KEY_MISMATCH,
     NOT_STORED,
+    RELEASE_FAILED,
     RELEASED,
     REPLAYED,
     TAKEOVER,
 )
 
-__all__ = ["EXECUTED", "FENCING_REJECTED", "IN_FLIGHT", "KEY_MISMATCH", "NOT_STORED", "RELEASED", "REPLAYED",
-           "TAKEOVER", "Telemetry", "emf_line", "telemetry"]
+__all__ = ["EXECUTED", "FENCING_REJECTED", "IN_FLIGHT", "KEY_MISMATCH", "NOT_STORED", "RELEASE_FAILED", "RELEASED",
+           "REPLAYED", "TAKEOVER", "Telemetry", "emf_line", "telemetry"]
 
 _ROUTINE = frozenset({EXECUTED, REPLAYED})
 _NOT_A_METRIC = metrics.NOT_METRICS
-_ALARMING = frozenset({FENCING_REJECTED, KEY_MISMATCH})
+_ALARMING = frozenset({FENCING_REJECTED, KEY_MISMATCH, RELEASE_FAILED})
 
 
 #: Lambda's advanced logging levels (``AWS_LAMBDA_LOG_LEVEL``), which take precedence, and Python's.

@@ -2,16 +2,18 @@
 
 An event is written in the same ``TransactWriteItems`` as the business change
 that caused it, into the idempotency table, where the table's stream feeds the
-publisher. Its id is derived from the operation identity and its position in
-the operation, so a retried operation produces the same ids and consumers can
-dedupe on them.
+publisher. Its id is derived from the operation identity, the intent's instance
+and its position in the operation: a retry or takeover of the same instance
+produces the same ids (consumers dedupe on them), while a new intent with the
+same key after the record expired gets new ids (a consumer that still remembers
+the old ids must not drop its events).
 
 =============  =============================================================
 attribute      meaning
 =============  =============================================================
 ``pk``         ``outbox#`` + event id
 ``kind``       ``outbox`` (the stream filter selects INSERTs with this value)
-``eid``        event id (a UUID derived from the scope and the event's index)
+``eid``        event id (a UUID derived from the scope, the intent instance and the event's index)
 ``etype``      event type, e.g. ``OrderPlaced``
 ``aggt``       aggregate type, e.g. ``Order``
 ``aggid``      aggregate id
@@ -47,9 +49,9 @@ PARKED = "parked"
 _encode_payload = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, default=str).encode  # reused per event
 
 
-def event_id(record_id: str, index: int) -> str:
-    """Deterministic event id: the same operation appending its ``index``-th event gets the same id."""
-    digest = bytearray(hashlib.sha256(f"event/v1|{record_id}|{index}".encode()).digest()[:16])
+def event_id(record_id: str, index: int, instance: str = "") -> str:
+    """Deterministic event id: the same intent instance appending its ``index``-th event gets the same id."""
+    digest = bytearray(hashlib.sha256(f"event/v2|{record_id}|{instance}|{index}".encode()).digest()[:16])
     digest[6] = (digest[6] & 0x0F) | 0x50  # the layout of a name-based UUID (version 5, RFC 4122 variant)
     digest[8] = (digest[8] & 0x3F) | 0x80
     h = digest.hex()

@@ -12,7 +12,10 @@ attribute  meaning
 ``exp``    expiry, epoch seconds: the table's TTL attribute, compared in every condition
 ``ca``     created at, epoch milliseconds
 ``op``     operation name
-``ow``     owner token of the claim (pending only): the fencing token
+``ow``     writer token: the claim's owner (the fencing token) while pending; on a completed
+           record, the invocation that completed it (a retry whose response was lost knows its write)
+``ii``     intent instance (pending only): set by a fresh claim, kept by takeovers; names this
+           instance of the intent in its outbox event ids
 ``le``     lease end, epoch milliseconds (pending only)
 ``r``      stored result, JSON text (small results)
 ``rz``     stored result, zlib-compressed JSON (larger results)
@@ -48,12 +51,12 @@ class Record(Value):
     """A decoded idempotency record."""
 
     __slots__ = ("record_id", "state", "fingerprint", "expires_at", "created_at_ms", "operation", "owner",
-                 "lease_until_ms", "result", "resource", "checkpoints")
+                 "lease_until_ms", "result", "resource", "checkpoints", "instance")
 
     def __init__(self, record_id: str, state: str, fingerprint: str, expires_at: int, created_at_ms: int = 0,
                  operation: str = "", owner: str | None = None, lease_until_ms: int | None = None,
                  result: Any = None, resource: str | None = None,
-                 checkpoints: dict[str, Any] | None = None) -> None:
+                 checkpoints: dict[str, Any] | None = None, instance: str | None = None) -> None:
         self.record_id = record_id
         self.state = state
         self.fingerprint = fingerprint
@@ -65,6 +68,7 @@ class Record(Value):
         self.result = result
         self.resource = resource
         self.checkpoints: dict[str, Any] = checkpoints if checkpoints is not None else {}
+        self.instance = instance
 
     def is_expired(self, now: float) -> bool:
         """True once the horizon has passed, whether or not TTL has deleted the item yet."""
@@ -130,6 +134,8 @@ def to_item(record: Record) -> AttributeMap:
         item["rs"] = {"S": record.resource}
     if record.checkpoints:
         item["cp"] = encode_checkpoints(record.checkpoints)
+    if record.instance is not None:
+        item["ii"] = {"S": record.instance}
     return item
 
 
@@ -158,6 +164,7 @@ def from_item(item: AttributeMap) -> Record:
         result=result,
         resource=item.get("rs", {}).get("S"),
         checkpoints=checkpoints,
+        instance=item.get("ii", {}).get("S"),
     )
 
 

@@ -1,8 +1,15 @@
 """DynamoDB persistence of idempotency records: every call the engine makes, and nothing else.
 
-Each method is exactly one DynamoDB round trip. Conditions compare the expiry
-attribute itself (TTL deletion lags by up to two days) and every write after a
-claim is conditioned on the owner token (fencing).
+Each method is one DynamoDB round trip (a claim that takes over a lapsed lease: two).
+Conditions compare the expiry attribute itself (TTL deletion lags by up to two days)
+and every write after a claim is conditioned on the owner token (fencing).
+
+Lost responses: botocore retries a call whose response was lost (timeout, reset)
+with the same parameters, after DynamoDB may have applied it. Every record write is
+therefore non-reentrant (its condition fails when it was already applied) and carries
+the writer's token, so the record DynamoDB returns (``ALL_OLD``) shows the retry
+its own write. Transactions also carry a ``ClientRequestToken``, which DynamoDB honours
+for 10 minutes (a retried transaction then answers success without applying again).
 """
 
 from __future__ import annotations
@@ -16,21 +23,29 @@ from .errors import (
     BusinessConditionFailedError,
     ConfigurationError,
     RetrysafeError,
+    StoreRejectedError,
     StoreUnavailableError,
+    TransactionRaced,
     TransactionTooLargeError,
 )
 from .record import PENDING, AttributeMap, Record, encode_checkpoints, from_item, to_item
 from .transaction import check_limits
 
+#: Operation error codes (after botocore's retries) and ``CancellationReasons`` codes that mean
+#: "throttled or unavailable: retry later". The two vocabularies differ (``ThrottlingException``
+#: vs ``ThrottlingError``). A transaction still in progress under our token has an unknown outcome.
 _UNAVAILABLE = frozenset({
     "ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded",
     "InternalServerError", "ServiceUnavailable", "InternalFailure", "LimitExceededException",
+    "TransactionInProgressException", "ThrottlingError", "ProvisionedThroughputExceeded",
 })
+#: ``CancellationReasons`` codes of a transaction that DynamoDB refused as invalid.
+_REJECTED_REASONS = frozenset({"ValidationError", "ItemCollectionSizeLimitExceeded"})
 
-_ATOMIC_CONDITION = "attribute_not_exists(pk) OR #exp < :now"
-_CLAIM_CONDITION = ("attribute_not_exists(pk) OR #exp < :now "
-                    "OR (#st = :pending AND #le < :now_ms AND #fp = :fp)")
+_ABSENT_CONDITION = "attribute_not_exists(pk) OR #exp < :now"
+_TAKEOVER_CONDITION = "#st = :pending AND #ow = :previous AND #fp = :fp AND #le < :now_ms AND #exp >= :now"
 _OWNER_CONDITION = "#ow = :ow AND #st = :pending"
+_CHECKPOINT_CONDITION = "#ow = :ow AND #st = :pending AND attribute_not_exists(#cp.#step)"
 
 
 #: Set by Lambda during a function's init phase (``on-demand``, ``provisioned-concurrency``, ``snap-start``).
@@ -47,17 +62,22 @@ class RecordConflict(RetrysafeError):
         self.current = current
 
 
-class TransactionRaced(RetrysafeError):
-    """DynamoDB cancelled the transaction because another one touched the same items concurrently."""
-
-
 class ClaimResult(Value):
-    """A successful claim; ``previous`` is the record it replaced (a takeover or an expired record)."""
+    """A successful claim: ``held`` is the record this owner now holds (with the checkpoints and
+    instance of a lapsed claim it took over, named by ``previous``)."""
 
-    __slots__ = ("previous",)
+    __slots__ = ("held", "previous")
 
-    def __init__(self, previous: Record | None) -> None:
+    def __init__(self, held: Record, previous: Record | None = None) -> None:
+        self.held = held
         self.previous = previous
+
+
+def request_token(*parts: str) -> str:
+    """A ``ClientRequestToken`` (at most 36 characters) naming one logical transaction."""
+    import hashlib
+
+    return hashlib.sha256("|".join(parts).encode("utf-8")).hexdigest()[:32]
 
 
 class DynamoStore:
@@ -123,108 +143,126 @@ class DynamoStore:
 
     # -- the record operations ---------------------------------------------
     def claim(self, record: Record, now: float) -> ClaimResult:
-        """Claim-first mode: take the key with a lease (new, expired, or a lapsed lease with the same fingerprint).
+        """Claim-first mode: take the key with a lease, as ``record.owner``.
 
-        Raises :class:`RecordConflict` with the current record when the key is taken.
-        Checkpoints of a lapsed claim survive the takeover.
+        A new or expired key is claimed with one conditional ``PutItem`` that replaces
+        everything of a previous intent (its checkpoints included). A pending claim with
+        the same fingerprint whose lease lapsed (a crashed invocation) is taken over with
+        a second call that keeps its checkpoints and instance. A claim whose response was
+        lost finds its own owner token and holds the key. Raises :class:`RecordConflict`
+        with the current record when the key is taken.
         """
+        try:
+            self._call("put_item", TableName=self.table_name, Item=to_item(record),
+                       ConditionExpression=_ABSENT_CONDITION, ExpressionAttributeNames={"#exp": "exp"},
+                       ExpressionAttributeValues={":now": {"N": str(int(now))}},
+                       ReturnValuesOnConditionCheckFailure="ALL_OLD")
+            return ClaimResult(record)
+        except _ConditionFailed as failed:
+            current = failed.record
+        if current is not None and current.owner == record.owner:
+            return ClaimResult(current)  # our own claim: the response was lost and botocore retried
+        if (current is None or current.state != PENDING or current.fingerprint != record.fingerprint
+                or current.lease_remaining(now) > 0 or current.lease_until_ms is None):
+            raise RecordConflict(current)
+        return self._take_over(record, current, now)
+
+    def _take_over(self, record: Record, previous: Record, now: float) -> ClaimResult:
         values: AttributeMap = {
-            ":pending": {"S": PENDING}, ":fp": {"S": record.fingerprint}, ":ow": {"S": record.owner or ""},
-            ":le": {"N": str(record.lease_until_ms)}, ":exp": {"N": str(record.expires_at)},
-            ":op": {"S": record.operation}, ":ca": {"N": str(record.created_at_ms)},
+            ":pending": {"S": PENDING}, ":previous": {"S": previous.owner or ""}, ":fp": {"S": record.fingerprint},
+            ":ow": {"S": record.owner or ""}, ":le": {"N": str(record.lease_until_ms)},
             ":now": {"N": str(int(now))}, ":now_ms": {"N": str(int(now * 1000))},
         }
         try:
             response = self._call(
                 "update_item", TableName=self.table_name, Key={"pk": {"S": record.record_id}},
-                UpdateExpression="SET #st = :pending, #fp = :fp, #ow = :ow, #le = :le, #exp = :exp, #op = :op, "
-                                 "#ca = :ca REMOVE #r, #rz, #rs",
-                ConditionExpression=_CLAIM_CONDITION,
-                ExpressionAttributeNames={"#st": "st", "#fp": "fp", "#ow": "ow", "#le": "le", "#exp": "exp",
-                                          "#op": "op", "#ca": "ca", "#r": "r", "#rz": "rz", "#rs": "rs"},
-                ExpressionAttributeValues=values,
-                ReturnValues="ALL_OLD", ReturnValuesOnConditionCheckFailure="ALL_OLD",
+                UpdateExpression="SET #ow = :ow, #le = :le", ConditionExpression=_TAKEOVER_CONDITION,
+                ExpressionAttributeNames={"#st": "st", "#ow": "ow", "#fp": "fp", "#le": "le", "#exp": "exp"},
+                ExpressionAttributeValues=values, ReturnValues="ALL_NEW",
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
         except _ConditionFailed as failed:
+            if failed.record is not None and failed.record.owner == record.owner:
+                return ClaimResult(failed.record, previous)  # our own takeover, response lost
             raise RecordConflict(failed.record) from None
-        old = response.get("Attributes")
-        return ClaimResult(previous=from_item(old) if old else None)
+        return ClaimResult(from_item(response["Attributes"]), previous)
 
-    def commit(self, record: Record, actions: list[dict[str, Any]], now: float, owner: str | None = None) -> None:
+    def commit(self, record: Record, actions: list[dict[str, Any]], now: float, owner: str | None = None,
+               token: str | None = None) -> None:
         """Write the completed ``record`` together with ``actions`` in one ``TransactWriteItems``.
 
         Without ``owner`` (atomic mode) the record must be absent or expired; with
         it (claim-first) the record must still be pending under that owner.
-        Raises :class:`RecordConflict`, :class:`BusinessConditionFailedError` or
-        :class:`TransactionRaced`.
+        ``record.owner`` (the writer's token) stays on the completed record, so a retry
+        whose first attempt was applied recognises its own write in the
+        :class:`RecordConflict`. ``token`` is the ``ClientRequestToken``.
+        Raises :class:`RecordConflict`, :class:`BusinessConditionFailedError`,
+        :class:`TransactionRaced`, :class:`StoreUnavailableError` or :class:`StoreRejectedError`.
         """
         put: dict[str, Any] = {"TableName": self.table_name, "Item": to_item(record),
                                "ReturnValuesOnConditionCheckFailure": "ALL_OLD"}
         if owner is None:
-            put["ConditionExpression"] = _ATOMIC_CONDITION
+            put["ConditionExpression"] = _ABSENT_CONDITION
             put["ExpressionAttributeNames"] = {"#exp": "exp"}
             put["ExpressionAttributeValues"] = {":now": {"N": str(int(now))}}
         else:
             put["ConditionExpression"] = _OWNER_CONDITION
             put["ExpressionAttributeNames"] = {"#ow": "ow", "#st": "st"}
             put["ExpressionAttributeValues"] = {":ow": {"S": owner}, ":pending": {"S": PENDING}}
-        self.transact([{"Put": put}, *actions], record_first=True)
+        self.transact([{"Put": put}, *actions], record_first=True, token=token)
 
-    def transact(self, items: list[dict[str, Any]], *, record_first: bool = False) -> None:
-        """Run ``items`` as one ``TransactWriteItems``.
+    def transact(self, items: list[dict[str, Any]], *, record_first: bool = False, token: str | None = None) -> None:
+        """Run ``items`` as one ``TransactWriteItems`` (with ``token`` as its ``ClientRequestToken``).
 
         With ``record_first`` a failed condition on the first action raises
         :class:`RecordConflict`; a failed condition on any business action raises
         :class:`BusinessConditionFailedError` with its index among those actions.
+        The other cancellation reasons: ``TransactionConflict`` raises
+        :class:`TransactionRaced`; ``ThrottlingError`` and ``ProvisionedThroughputExceeded``
+        :class:`StoreUnavailableError`; ``ValidationError`` and ``ItemCollectionSizeLimitExceeded``
+        :class:`StoreRejectedError` (:class:`TransactionTooLargeError` for an item over 400 KB).
         """
         if not items:
             return
         check_limits(items)
+        request: dict[str, Any] = {"TransactItems": items}
+        if token is not None:
+            request["ClientRequestToken"] = token
         try:
-            self._call("transact_write_items", TransactItems=items)
+            self._call("transact_write_items", **request)
         except _Cancelled as cancelled:
-            reasons = cancelled.reasons
-            business = reasons
-            if record_first:
-                first = reasons[0] if reasons else {}
-                if first.get("Code") == "ConditionalCheckFailed":
-                    raise RecordConflict(from_item(first["Item"]) if first.get("Item") else None) from None
-                business = reasons[1:]
-            for index, reason in enumerate(business):
-                if reason.get("Code") == "ConditionalCheckFailed":
-                    raise BusinessConditionFailedError(index, reason.get("Item")) from None
-            if any(r.get("Code") == "TransactionConflict" for r in reasons):
-                raise TransactionRaced("concurrent transaction on the same items") from None
-            codes = ", ".join(str(r.get("Code")) for r in reasons)
-            if any(r.get("Code") in _UNAVAILABLE for r in reasons):
-                raise StoreUnavailableError(f"DynamoDB cancelled the transaction: {codes}") from None
-            raise RetrysafeError(f"DynamoDB cancelled the transaction: {codes}") from None
+            raise _cancellation(cancelled.reasons, record_first) from None
 
-    def checkpoint(self, record_id: str, owner: str, checkpoints: dict[str, Any],
-                   actions: list[dict[str, Any]]) -> None:
-        """Save a claim's ``checkpoints`` together with ``actions`` in one ``TransactWriteItems``.
+    def checkpoint(self, record_id: str, owner: str, step: str, checkpoints: dict[str, Any],
+                   actions: list[dict[str, Any]], token: str | None = None) -> None:
+        """Save a claim's ``checkpoints`` (``step`` is the new one) with ``actions`` in one ``TransactWriteItems``.
 
-        The record must still be pending under ``owner``: raises :class:`RecordConflict`
-        when fenced off, like :meth:`commit`.
+        The record must still be pending under ``owner`` and must not hold ``step`` yet:
+        raises :class:`RecordConflict` when fenced off, or when this very checkpoint was
+        already applied (the current record then holds ``step`` under ``owner``).
         """
         update = {"TableName": self.table_name, "Key": {"pk": {"S": record_id}}, "UpdateExpression": "SET #cp = :cp",
-                  "ConditionExpression": _OWNER_CONDITION,
-                  "ExpressionAttributeNames": {"#cp": "cp", "#ow": "ow", "#st": "st"},
+                  "ConditionExpression": _CHECKPOINT_CONDITION,
+                  "ExpressionAttributeNames": {"#cp": "cp", "#ow": "ow", "#st": "st", "#step": step},
                   "ExpressionAttributeValues": {":cp": encode_checkpoints(checkpoints), ":ow": {"S": owner},
                                                 ":pending": {"S": PENDING}},
                   "ReturnValuesOnConditionCheckFailure": "ALL_OLD"}
-        self.transact([{"Update": update}, *actions], record_first=True)
+        self.transact([{"Update": update}, *actions], record_first=True, token=token)
 
-    def release(self, record_id: str, owner: str, *, keep_checkpoints: bool = False) -> bool:
-        """Free a pending claim held by ``owner`` so a retry runs again. False when fenced off.
+    def release(self, record_id: str, owner: str, *, keep_checkpoints: bool = False) -> tuple[bool, Record | None]:
+        """Free a pending claim held by ``owner`` so a retry runs again.
 
-        The claim is deleted; with ``keep_checkpoints`` its lease is ended instead, so
-        the next attempt with the same fingerprint takes over at once and resumes
-        after the last checkpoint (whose writes are already committed).
+        The claim is deleted; with ``keep_checkpoints`` (the claim holds, or may hold,
+        committed checkpoints) its lease is ended instead, so the next attempt with
+        the same fingerprint takes over at once and resumes after the last checkpoint.
+        Returns ``(True, None)`` when released, including a retried delete whose first
+        attempt was applied (nothing left); ``(False, current)`` when the record is no
+        longer this owner's pending claim (fenced off, or completed).
         """
         condition: dict[str, Any] = {
             "ConditionExpression": _OWNER_CONDITION, "ExpressionAttributeNames": {"#ow": "ow", "#st": "st"},
             "ExpressionAttributeValues": {":ow": {"S": owner}, ":pending": {"S": PENDING}},
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
         }
         key = {"pk": {"S": record_id}}
         try:
@@ -235,9 +273,9 @@ class DynamoStore:
                            **condition)
             else:
                 self._call("delete_item", TableName=self.table_name, Key=key, **condition)
-        except _ConditionFailed:
-            return False
-        return True
+        except _ConditionFailed as failed:
+            return failed.record is None, failed.record
+        return True, None
 
     def get(self, record_id: str) -> Record | None:
         """Read a record with a consistent read (used only when waiting for an in-flight duplicate)."""
@@ -281,7 +319,32 @@ class DynamoStore:
             return TransactionTooLargeError(f"DynamoDB refused the transaction as too large: {message}")
         if code in _UNAVAILABLE or response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) >= 500:
             return StoreUnavailableError(f"DynamoDB unavailable after retries ({code})")
-        return RetrysafeError(f"DynamoDB rejected {code}: {response.get('Error', {}).get('Message')}")
+        return StoreRejectedError(f"DynamoDB rejected the request ({code}): {message}")
+
+
+def _cancellation(reasons: list[dict[str, Any]], record_first: bool) -> Exception:
+    """The error for a cancelled transaction, from its ``CancellationReasons`` (one per action, in order)."""
+    business = reasons
+    if record_first:
+        first = reasons[0] if reasons else {}
+        if first.get("Code") == "ConditionalCheckFailed":
+            return RecordConflict(from_item(first["Item"]) if first.get("Item") else None)
+        business = reasons[1:]
+    for index, reason in enumerate(business):
+        if reason.get("Code") == "ConditionalCheckFailed":
+            return BusinessConditionFailedError(index, reason.get("Item"))
+    codes = {str(r.get("Code")) for r in reasons} - {"None"}
+    described = ", ".join(f"{r.get('Code')}: {r.get('Message', '')}" for r in reasons if r.get("Code") != "None")
+    for reason in reasons:
+        if reason.get("Code") == "ValidationError" and "size" in str(reason.get("Message", "")).lower():
+            return TransactionTooLargeError(f"DynamoDB cancelled the transaction: {described}")
+    if codes & _REJECTED_REASONS:
+        return StoreRejectedError(f"DynamoDB cancelled the transaction: {described}")
+    if codes & _UNAVAILABLE:
+        return StoreUnavailableError(f"DynamoDB cancelled the transaction: {described}")
+    if "TransactionConflict" in codes:
+        return TransactionRaced("a concurrent transaction touched the same items")
+    return StoreRejectedError(f"DynamoDB cancelled the transaction: {described or 'no reason given'}")
 
 
 class _ConditionFailed(Exception):

@@ -26,9 +26,10 @@ MAX_ACTIONS = 100
 
 _serializer: Any = None
 
-#: Saves all checkpoints of a claim together with the actions buffered since the previous step
-#: (one ``TransactWriteItems`` conditioned on the claim's owner token); given by the engine in claim-first mode.
-CheckpointWriter = Callable[[dict[str, Any], list[dict[str, Any]]], None]
+#: Saves all checkpoints of a claim (the first argument names the new one) together with the actions
+#: buffered since the previous step (one ``TransactWriteItems`` conditioned on the claim's owner token);
+#: given by the engine in claim-first mode.
+CheckpointWriter = Callable[[str, dict[str, Any], list[dict[str, Any]]], None]
 
 
 def serialize(value: Any) -> dict[str, Any]:
@@ -67,12 +68,15 @@ class Transaction:
     """Buffered writes and events of one idempotent execution.
 
     Handlers receive it as their extra argument. ``table=None`` in any method
-    means the idempotency table itself (single-table designs).
+    means the idempotency table itself (single-table designs). ``instance`` names
+    this instance of the intent in its event ids (the engine gives a new one to a
+    new intent, and the same one to a retry or takeover of the same intent).
     """
 
     def __init__(self, scope: Scope, table_name: str, expires_at: int, checkpoints: Mapping[str, Any] | None = None,
-                 checkpoint_writer: CheckpointWriter | None = None):
+                 checkpoint_writer: CheckpointWriter | None = None, instance: str = ""):
         self.scope = scope
+        self.instance = instance
         self._table = table_name
         self._expires_at = expires_at
         self._actions: list[dict[str, Any]] = []
@@ -126,20 +130,28 @@ class Transaction:
         self._add("ConditionCheck", {"TableName": table or self._table, "Key": _key(key)}, condition, names, values)
 
     def append_event(self, event_type: str, payload: Any, *, aggregate_type: str, aggregate_id: str,
-                     sequence: int | None = None, occurred_at: datetime | None = None) -> str:
-        """Append an outbox event; returns its deterministic id.
+                     sequence: int | None = None, occurred_at: datetime | None = None,
+                     once_per_key: bool = False) -> str:
+        """Append an outbox event; returns its id, the same for a retry or takeover of this intent.
 
         Pass the aggregate's new version as ``sequence`` so consumers can order
         and guard per aggregate. An event that cannot fit one message of the
         configured target (``RETRYSAFE_OUTBOX_TARGET``; the strictest target
         when unset) raises :class:`~retrysafe.errors.EventTooLargeError` here,
-        before anything is committed.
+        before anything is committed. A new intent with the same key after the
+        record expired gets new ids, so its events are not mistaken for
+        duplicates. ``once_per_key=True`` derives the id from the key alone, for
+        an event that is itself the effect to have once per key (a webhook
+        receipt): a late replay after expiry then fails with
+        ``BusinessConditionFailedError`` (409 ``state-conflict``) while the
+        earlier event is still in the outbox, and a consumer drops it as a
+        duplicate after that.
         """
         if occurred_at is None:
             from datetime import UTC, datetime
 
             occurred_at = datetime.now(UTC)
-        eid = event_id(self.scope.record_id, self._appended)
+        eid = event_id(self.scope.record_id, self._appended, "" if once_per_key else self.instance)
         event = OutboxEvent(
             event_id=eid, event_type=event_type, aggregate_type=aggregate_type, aggregate_id=str(aggregate_id),
             payload=payload, occurred_at=occurred_at, sequence=sequence,
@@ -173,7 +185,7 @@ class Transaction:
             self._events.clear()
             return self.checkpoints[name]
         value = json.loads(json.dumps(call()))
-        self._write_checkpoints({**self.checkpoints, name: value}, self.actions())
+        self._write_checkpoints(name, {**self.checkpoints, name: value}, self.actions())
         self._actions.clear()
         self._events.clear()
         self.checkpoints[name] = value

@@ -38,7 +38,8 @@ provider = FakeProvider()
 
 def _order(txn: Transaction, amount: int) -> str:
     order_id = txn.derive_key("order")[:16]
-    txn.put({"pk": f"order#{order_id}", "amount": amount}, table=ORDERS)
+    # Conditioned: a late replay after the record expired finds the order instead of writing it again.
+    txn.put({"pk": f"order#{order_id}", "amount": amount}, table=ORDERS, condition="attribute_not_exists(pk)")
     txn.append_event("OrderPlaced", {"order": order_id, "amount": amount}, aggregate_type="Order",
                      aggregate_id=order_id, sequence=1)
     return order_id

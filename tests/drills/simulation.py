@@ -122,7 +122,7 @@ class Simulation:
         order = txn.derive_key("order")[:16]
         if txn.operation == "PayOrder":
             self.provider.charge(txn.derive_key("charge"), f"{txn.operation}/{txn.key}")
-        txn.put({"pk": f"order#{order}", "amount": body["amount"]}, table=ORDERS)
+        txn.put({"pk": f"order#{order}", "amount": body["amount"]}, table=ORDERS, condition="attribute_not_exists(pk)")
         txn.append_event("OrderPlaced", {"order": order}, aggregate_type="Order", aggregate_id=order, sequence=1)
         return {"statusCode": 201, "headers": {"Content-Type": "application/json", "Location": f"/orders/{order}"},
                 "body": json.dumps({"order": order, "amount": body["amount"]})}

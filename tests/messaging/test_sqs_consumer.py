@@ -159,7 +159,7 @@ def test_claim_first_leases_for_the_visibility_timeout_and_derives_downstream_ke
     record = sqs_record({"counter": "charged"})
     calls.reset()
     assert handler({"Records": [record]}, LambdaContext()) == {"batchItemFailures": []}
-    assert calls.calls == {"UpdateItem": 1, "GetItem": 1, "TransactWriteItems": 1}  # GetItem: the test's own
+    assert calls.calls == {"PutItem": 1, "GetItem": 1, "TransactWriteItems": 1}  # GetItem: the test's own
     assert handler({"Records": [record]}, LambdaContext()) == {"batchItemFailures": []}
     assert len(seen) == 1 and seen[0][0] == pytest.approx(90, abs=1)
     assert len(seen[0][1]) == 43 and applied(ddb, "charged") == 1

@@ -74,9 +74,9 @@ def test_first_request_runs_once_and_commits_writes_record_and_event_atomically(
     outbox = [i for i in ddb.scan(TableName="idempotency")["Items"] if i["pk"]["S"].startswith("outbox#")]
     assert len(outbox) == 1 and outbox[0]["etype"]["S"] == "OrderPlaced"
     [record] = records_in(ddb)
-    assert record["st"]["S"] == "completed" and "ow" not in record
+    assert record["st"]["S"] == "completed" and "le" not in record  # "ow": the writer, for lost responses
     # Round trips: atomic = one TransactWriteItems; claim-first = claim + one TransactWriteItems.
-    expected = {"TransactWriteItems": 1} if mode is Mode.ATOMIC else {"UpdateItem": 1, "TransactWriteItems": 1}
+    expected = {"TransactWriteItems": 1} if mode is Mode.ATOMIC else {"PutItem": 1, "TransactWriteItems": 1}
     assert dict(calls.calls) == expected
 
 
@@ -272,7 +272,7 @@ def test_exception_releases_the_claim_and_a_retry_runs_again(ddb, store, calls, 
     with pytest.raises(TimeoutError):
         handler(make_event({"amount": 1}), LambdaContext())
     # Atomic: nothing was sent. Claim-first: claim + conditional delete.
-    assert dict(calls.calls) == ({} if mode is Mode.ATOMIC else {"UpdateItem": 1, "DeleteItem": 1})
+    assert dict(calls.calls) == ({} if mode is Mode.ATOMIC else {"PutItem": 1, "DeleteItem": 1})
     assert records_in(ddb) == [] and orders_in(ddb) == []
     assert handler(make_event({"amount": 1}), LambdaContext())["statusCode"] == 201
     assert len(orders_in(ddb)) == 1

@@ -183,10 +183,10 @@ def test_checkpoint_and_completion_round_trips(ddb: Any, engine: Engine, calls: 
     handler = idempotent_task(body, engine=engine)
 
     handler(payload("Charge", {}), None)
-    assert dict(calls.calls) == {"UpdateItem": 1, "TransactWriteItems": 3}  # claim, 2 checkpoints, completion
+    assert dict(calls.calls) == {"PutItem": 1, "TransactWriteItems": 3}  # claim, 2 checkpoints, completion
     calls.reset()
     handler(payload("Charge", {}, retry=1), None)
-    assert dict(calls.calls) == {"UpdateItem": 1}  # the refused claim returns the stored result
+    assert dict(calls.calls) == {"PutItem": 1}  # the refused claim returns the stored result
 
 
 def test_step_needs_claim_first_mode(ddb: Any, engine: Engine) -> None:

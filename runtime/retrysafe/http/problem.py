@@ -7,14 +7,17 @@ import json
 from .._value import Value
 from ..errors import (
     BusinessConditionFailedError,
+    ConfigurationError,
     EventTooLargeError,
     FencingError,
     InvalidInputError,
     InvalidKeyError,
     KeyReuseMismatchError,
     RequestInFlightError,
+    StoreRejectedError,
     StoreUnavailableError,
     TenantRequiredError,
+    TransactionRaced,
     TransactionTooLargeError,
 )
 
@@ -72,12 +75,31 @@ def problem_for(error: Exception) -> Problem | None:
         return Problem(409, "state-conflict", "The request conflicts with the current state", str(error))
     if isinstance(error, StoreUnavailableError):
         return Problem(503, "store-unavailable", "Idempotency store temporarily unavailable",
-                       "Nothing was executed; retry with the same Idempotency-Key.",
-                       {"Retry-After": str(error.retry_after_seconds)})
+                       "Retry with the same Idempotency-Key: a request that was applied is replayed, "
+                       "one that was not runs.", {"Retry-After": str(error.retry_after_seconds)})
     if isinstance(error, EventTooLargeError):
         return Problem(500, "event-too-large", "An outbox event is too large for its target", str(error))
+    if isinstance(error, TransactionRaced):
+        return Problem(409, "transaction-conflict", "A concurrent request changed the same items",
+                       "Nothing was committed; retry with the same Idempotency-Key.", {"Retry-After": "1"})
     if isinstance(error, TransactionTooLargeError):
         return Problem(500, "result-too-large", "The result could not be stored", str(error))
+    if isinstance(error, StoreRejectedError):
+        _log_server_error(error)
+        return Problem(500, "store-rejected", "The idempotency store rejected the request",
+                       "Nothing was committed. This is a fault of the service, not of the request; "
+                       "retrying does not help.")
+    if isinstance(error, ConfigurationError):
+        _log_server_error(error)
+        return Problem(500, "service-misconfigured", "The service is misconfigured",
+                       "Nothing was executed. This is a fault of the service, not of the request.")
     if isinstance(error, (MalformedRequestError, InvalidInputError)):
         return Problem(400, "malformed-request", "Malformed request", str(error))
     return None
+
+
+def _log_server_error(error: Exception) -> None:
+    """The deployer needs the details the client's problem leaves out (table names, DynamoDB's message)."""
+    from ..observability import telemetry
+
+    telemetry.logger.error(f"{type(error).__name__}: {error}")

@@ -154,7 +154,7 @@ class WebhookReceiver:
 
         def work(txn: Transaction) -> Completion:
             txn.append_event(RECEIPT_EVENT, payload, aggregate_type=f"webhook:{receipt.source}",
-                             aggregate_id=receipt.key)
+                             aggregate_id=receipt.key, once_per_key=True)
             if self.on_receipt is not None:
                 self.on_receipt(receipt, txn)
             body = json.dumps({"status": "accepted", "delivery": receipt.delivery_id})

@@ -1,0 +1,171 @@
+"""Every record write whose response is lost (DynamoDB applied it, botocore retried) ends correct.
+
+Each test runs twice: with DynamoDB's ``ClientRequestToken`` idempotency honoured and without it
+(moto's behaviour), so the engine is right whether or not a retried transaction is deduplicated.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from retrysafe import Engine, Mode, Transaction, idempotent_http
+from retrysafe.observability import FENCING_REJECTED, telemetry
+
+from tests.conftest import ORDERS, TABLE
+from tests.events import LambdaContext, rest_event
+from tests.runtime.lost import LostResponses, checkpoints, completes, record_write
+
+
+@pytest.fixture(params=[True, False], ids=["token-honoured", "token-ignored"])
+def lost(request: pytest.FixtureRequest, ddb: Any) -> LostResponses:
+    import boto3
+    from botocore.config import Config
+
+    client = boto3.client("dynamodb", region_name="eu-west-1",
+                          config=Config(retries={"mode": "standard", "max_attempts": 3}))
+    return LostResponses(client, honour_tokens=request.param)
+
+
+@pytest.fixture
+def engine(lost: LostResponses) -> Engine:
+    from retrysafe.store import DynamoStore
+
+    return Engine(DynamoStore(TABLE, client=lost.client))
+
+
+@pytest.fixture
+def counted(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    names: list[str] = []
+    original = telemetry.count
+    monkeypatch.setattr(telemetry, "count", lambda name, *a, **kw: (names.append(name), original(name, *a, **kw))[1])
+    return names
+
+
+class Charges:
+    """A claim-first handler with a foreign call behind a recovery point and counted local effects."""
+
+    def __init__(self, fail_after_step: int = 0) -> None:
+        self.provider_calls = 0
+        self.runs = 0
+        self.fail_after_step = fail_after_step
+
+    def __call__(self, event: dict[str, Any], context: Any, txn: Transaction) -> dict[str, Any]:
+        self.runs += 1
+        amount = json.loads(event["body"])["amount"]
+        # Local effects buffered before the step commit with its checkpoint; ADD is not idempotent.
+        txn.update({"pk": "balance"}, "ADD charged :a", table=ORDERS, values={":a": amount})
+        txn.append_event("ChargeRequested", {"amount": amount}, aggregate_type="Charge", aggregate_id="c-1")
+        charge = txn.step("charge", self._charge)
+        if self.fail_after_step:
+            self.fail_after_step -= 1
+            raise ConnectionError("the receipt service timed out")
+        return {"statusCode": 201, "headers": {"Content-Type": "application/json", "X-Run": str(self.runs)},
+                "body": json.dumps(charge)}
+
+    def _charge(self) -> dict[str, Any]:
+        self.provider_calls += 1
+        return {"charge": f"ch_{self.provider_calls}"}
+
+
+def balance(ddb: Any) -> int:
+    item = ddb.get_item(TableName=ORDERS, Key={"pk": {"S": "balance"}}).get("Item")
+    return int(item["charged"]["N"]) if item else 0
+
+
+def outbox(ddb: Any) -> list[dict[str, Any]]:
+    return [i for i in ddb.scan(TableName=TABLE)["Items"] if i["pk"]["S"].startswith("outbox#")]
+
+
+def records(ddb: Any) -> list[dict[str, Any]]:
+    return [i for i in ddb.scan(TableName=TABLE)["Items"] if i["pk"]["S"].startswith("idem#")]
+
+
+def test_lost_claim_response_is_the_invocations_own_claim(ddb, lost, engine):
+    """The retried claim meets its own owner token: it goes on (one run, 201), no 409 to itself."""
+    api = Charges()
+    handler = idempotent_http(api, mode=Mode.CLAIM_FIRST, engine=engine)
+    lost.lose("PutItem", "UpdateItem", match=record_write)
+    response = handler(rest_event({"amount": 5}), LambdaContext())
+    assert lost.lost, "no claim response was lost"
+    assert response["statusCode"] == 201, response["body"]
+    assert api.runs == 1 and api.provider_calls == 1 and balance(ddb) == 5
+    [record] = records(ddb)
+    assert record["st"]["S"] == "completed"
+
+
+@pytest.mark.parametrize("mode", [Mode.ATOMIC, Mode.CLAIM_FIRST])
+def test_lost_commit_response_answers_the_handlers_own_response(ddb, lost, engine, mode):
+    """The completing transaction applied; the caller still gets the handler's response, not a replay."""
+
+    def api(event: dict[str, Any], context: Any, txn: Transaction) -> dict[str, Any]:
+        txn.update({"pk": "balance"}, "ADD charged :a", table=ORDERS, values={":a": 5})
+        txn.append_event("Charged", {"amount": 5}, aggregate_type="Charge", aggregate_id="c-1")
+        return {"statusCode": 201, "headers": {"Content-Type": "application/json", "X-Run": "1"},
+                "multiValueHeaders": {"Set-Cookie": ["a=1", "b=2"]}, "body": "{}"}
+
+    handler = idempotent_http(api, mode=mode, engine=engine)
+    lost.lose("TransactWriteItems", match=completes)
+    response = handler(rest_event({"amount": 5}), LambdaContext())
+    assert lost.lost == ["TransactWriteItems"]
+    assert response["statusCode"] == 201
+    assert "Idempotent-Replayed" not in response["headers"]
+    assert response["headers"]["X-Run"] == "1" and response["multiValueHeaders"]["Set-Cookie"] == ["a=1", "b=2"]
+    assert balance(ddb) == 5 and len(outbox(ddb)) == 1
+    again = handler(rest_event({"amount": 5}), LambdaContext())
+    assert again["headers"]["Idempotent-Replayed"] == "true" and balance(ddb) == 5
+
+
+def test_lost_checkpoint_response_does_not_repeat_the_step_or_its_writes(ddb, lost, engine):
+    """The checkpoint transaction applied; its retry must neither fail nor apply the writes again."""
+    api = Charges()
+    handler = idempotent_http(api, mode=Mode.CLAIM_FIRST, engine=engine)
+    lost.lose("TransactWriteItems", match=checkpoints)
+    response = handler(rest_event({"amount": 5}), LambdaContext())
+    assert lost.lost == ["TransactWriteItems"]
+    assert response["statusCode"] == 201, response["body"]
+    assert api.provider_calls == 1 and balance(ddb) == 5 and len(outbox(ddb)) == 1
+
+
+def test_failure_after_a_lost_checkpoint_response_keeps_the_checkpoint(ddb, lost, engine):
+    """The run fails after its checkpoint committed (response lost): the retry resumes, no second charge."""
+    api = Charges(fail_after_step=1)
+    handler = idempotent_http(api, mode=Mode.CLAIM_FIRST, engine=engine)
+    lost.lose("TransactWriteItems", match=checkpoints)
+    with pytest.raises(ConnectionError):
+        handler(rest_event({"amount": 5}), LambdaContext())
+    response = handler(rest_event({"amount": 5}), LambdaContext())
+    assert response["statusCode"] == 201, response["body"]
+    assert api.provider_calls == 1 and balance(ddb) == 5 and len(outbox(ddb)) == 1
+    assert json.loads(response["body"]) == {"charge": "ch_1"}
+
+
+def test_checkpoint_whose_outcome_is_unknown_is_never_deleted(ddb, lost, engine):
+    """The checkpoint applied, then DynamoDB became unreachable: 503, and the retry resumes from the checkpoint."""
+    api = Charges()
+    handler = idempotent_http(api, mode=Mode.CLAIM_FIRST, engine=engine)
+    lost.lose("TransactWriteItems", match=checkpoints, unreachable=3)
+    response = handler(rest_event({"amount": 5}), LambdaContext())
+    assert response["statusCode"] == 503 and response["headers"]["Retry-After"]
+    [record] = records(ddb)
+    assert record["st"]["S"] == "pending" and "charge" in record["cp"]["M"]  # the lease ended, the record stays
+    again = handler(rest_event({"amount": 5}), LambdaContext())
+    assert again["statusCode"] == 201, again["body"]
+    assert api.provider_calls == 1 and balance(ddb) == 5 and len(outbox(ddb)) == 1
+
+
+def test_lost_release_response_is_a_release(ddb, lost, engine, counted):
+    """The DeleteItem that freed the claim applied; its retry finds nothing: released, not fenced."""
+
+    def api(event: dict[str, Any], context: Any, txn: Transaction) -> dict[str, Any]:
+        raise TimeoutError("payment provider timed out")
+
+    handler = idempotent_http(api, mode=Mode.CLAIM_FIRST, engine=engine)
+    lost.lose("DeleteItem", match=record_write)
+    with pytest.raises(TimeoutError):
+        handler(rest_event({"amount": 5}), LambdaContext())
+    assert lost.lost == ["DeleteItem"]
+    assert FENCING_REJECTED not in counted and "Released" in counted
+    assert records(ddb) == []
+
