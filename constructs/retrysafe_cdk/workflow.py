@@ -33,6 +33,7 @@ from aws_cdk import Duration, RemovalPolicy, Stack
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import aws_stepfunctions_tasks as tasks
+from retrysafe.workflow import NON_RETRIABLE_ERRORS, RETRIABLE_ERRORS, TaskInProgress
 
 from constructs import Construct
 
@@ -51,12 +52,12 @@ LEASE_MARGIN_SECONDS = 2
 INIT_SECONDS = 10
 #: The iteration of an inline ``Map``: pass it as ``iteration=`` for a task inside one.
 MAP_ITEM_INDEX = "$$.Map.Item.Index"
-NON_RETRYABLE = ("TaskKeyMismatch", "TaskPayloadError")
-IN_PROGRESS = "TaskInProgress"
+#: The runtime's error classes name the retriers (a Lambda error's ``errorType`` is its class name).
+NON_RETRYABLE = tuple(error.__name__ for error in NON_RETRIABLE_ERRORS)
+IN_PROGRESS = TaskInProgress.__name__
 LAMBDA_SERVICE_ERRORS = ("Lambda.ClientExecutionTimeoutException", "Lambda.ServiceException",
                          "Lambda.AWSLambdaException", "Lambda.SdkClientException", "Lambda.TooManyRequestsException")
-TRANSIENT = (*LAMBDA_SERVICE_ERRORS, "Lambda.Unknown", "StoreUnavailableError", "TransactionRaced",
-             "BusinessConditionFailedError", "FencingError")
+TRANSIENT = (*LAMBDA_SERVICE_ERRORS, "Lambda.Unknown", *(error.__name__ for error in RETRIABLE_ERRORS))
 IN_PROGRESS_INTERVAL = 2
 BACKOFF = 2.0
 

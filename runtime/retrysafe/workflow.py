@@ -24,7 +24,10 @@ takeover resumes after the last completed step.
 
 Errors Step Functions sees (the Lambda ``errorType`` is the class name):
 ``TaskInProgress`` (retry it: the key is held by a live or not yet lapsed
-invocation), ``TaskKeyMismatch`` and ``TaskPayloadError`` (do not retry).
+invocation), :data:`RETRIABLE_ERRORS` (retry with back-off), :data:`NON_RETRIABLE_ERRORS`
+(never retry), and ``StoreRejectedError``, ``ConfigurationError``,
+``TransactionTooLargeError`` (a deployment bug: not retried). ``retrysafe_cdk``
+builds its retry policy from these classes' names.
 """
 
 from __future__ import annotations
@@ -37,7 +40,16 @@ from typing import Any, Protocol, cast, overload
 
 from .config import Mode, Retention
 from .engine import Completion, Engine, Intent
-from .errors import InvalidInputError, KeyReuseMismatchError, RequestInFlightError, RetrysafeError
+from .errors import (
+    BusinessConditionFailedError,
+    FencingError,
+    InvalidInputError,
+    KeyReuseMismatchError,
+    RequestInFlightError,
+    RetrysafeError,
+    StoreUnavailableError,
+    TransactionRaced,
+)
 from .fingerprint import canonical_value, fingerprint
 from .keys import Scope
 from .observability import telemetry
@@ -76,6 +88,15 @@ def _is_unicode(text: str) -> bool:
     except UnicodeEncodeError:
         return False
     return True
+
+
+#: Errors a retry of the state cures: DynamoDB throttled or unavailable, a transaction raced,
+#: a condition raced (the retry re-reads), a fenced-off zombie (the retry replays the result of
+#: the invocation that took over). Retried with back-off by ``retrysafe_cdk``'s policy.
+RETRIABLE_ERRORS: tuple[type[Exception], ...] = (StoreUnavailableError, TransactionRaced,
+                                                  BusinessConditionFailedError, FencingError)
+#: Errors no retry can cure; ``retrysafe_cdk``'s policy never retries them.
+NON_RETRIABLE_ERRORS: tuple[type[Exception], ...] = (TaskKeyMismatch, TaskPayloadError)
 
 
 @dataclass(frozen=True)

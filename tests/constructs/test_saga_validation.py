@@ -89,3 +89,21 @@ def test_in_progress_retries_outlast_the_lease_with_the_fewest_attempts(timeout:
     assert retrier.interval is not None and retrier.backoff_rate is not None and retrier.max_attempts is not None
     delays = [retrier.interval.to_seconds() * retrier.backoff_rate ** n for n in range(retrier.max_attempts)]
     assert sum(delays) > timeout + 2 >= sum(delays[:-1])
+
+
+def test_the_retry_policy_names_the_runtimes_own_error_classes() -> None:
+    """The retriers take their error names from the runtime's classes (a Lambda errorType is the class name)."""
+    from retrysafe import workflow as runtime
+    from retrysafe.errors import ConfigurationError, ResponseTooLargeError, StoreRejectedError, TransactionTooLargeError
+    from retrysafe_cdk.workflow import IN_PROGRESS, NON_RETRYABLE, TRANSIENT
+
+    never, in_progress, transient = retry_policy(Duration.minutes(5))
+    assert never.errors == list(NON_RETRYABLE) == [e.__name__ for e in runtime.NON_RETRIABLE_ERRORS]
+    assert never.max_attempts == 0
+    assert in_progress.errors == [IN_PROGRESS] == [runtime.TaskInProgress.__name__]
+    assert transient.errors == list(TRANSIENT)
+    assert {e.__name__ for e in runtime.RETRIABLE_ERRORS} <= set(transient.errors)
+    # A deployment bug is never retried: a retry cannot cure it.
+    cannot_cure = {e.__name__ for e in (StoreRejectedError, ConfigurationError, TransactionTooLargeError,
+                                        ResponseTooLargeError, *runtime.NON_RETRIABLE_ERRORS)}
+    assert not cannot_cure & set(in_progress.errors + transient.errors)

@@ -1,5 +1,5 @@
 """Every error a store call can raise maps to a documented answer: HTTP problem, SQS batch item failure,
-or a named Step Functions error whose retry policy comes from the runtime's own classes."""
+or a named Step Functions error (retried when the runtime's RETRIABLE_ERRORS name it)."""
 
 from __future__ import annotations
 
@@ -159,12 +159,11 @@ def test_a_throttled_sqs_record_is_a_batch_item_failure_of_its_own(ddb):
                                                ("TransactionConflict", "TransactionRaced"),
                                                ("ValidationError", "StoreRejectedError")])
 def test_step_functions_sees_named_errors(ddb, reason, error):
-    from retrysafe_cdk.workflow import NON_RETRYABLE, TRANSIENT
+    from retrysafe.workflow import RETRIABLE_ERRORS
 
     failing = Failing("TransactWriteItems", "TransactionCanceledException", reasons(reason, at=0))
     handler = idempotent_task(lambda task_input, context, txn: {"ok": True}, engine=failing.engine())
     with pytest.raises(Exception) as caught:
         handler(payload("Charge", {"amount": 1}), LambdaContext())
     assert type(caught.value).__name__ == error
-    retried = error in TRANSIENT
-    assert retried == (error != "StoreRejectedError") and error not in NON_RETRYABLE
+    assert (error in {e.__name__ for e in RETRIABLE_ERRORS}) == (error != "StoreRejectedError")
