@@ -94,7 +94,12 @@ def test_in_progress_retries_outlast_the_lease_with_the_fewest_attempts(timeout:
 def test_the_retry_policy_names_the_runtimes_own_error_classes() -> None:
     """The retriers take their error names from the runtime's classes (a Lambda errorType is the class name)."""
     from retrysafe import workflow as runtime
-    from retrysafe.errors import ConfigurationError, ResponseTooLargeError, StoreRejectedError, TransactionTooLargeError
+    from retrysafe.errors import (
+        ConfigurationError,
+        ResponseTooLargeError,
+        StoreRejectedError,
+        TransactionTooLargeError,
+    )
     from retrysafe_cdk.workflow import IN_PROGRESS, NON_RETRYABLE, TRANSIENT
 
     never, in_progress, transient = retry_policy(Duration.minutes(5))
