@@ -202,12 +202,16 @@ def test_throttling_after_botocore_retries_is_a_503_with_retry_after(ddb):
     client = boto3.client("dynamodb", region_name="eu-west-1",
                           config=Config(retries={"mode": "standard", "max_attempts": 2}))
     attempts: list[int] = []
+    from moto.core.models import botocore_stubber
+
+    client.meta.events.unregister("before-send", botocore_stubber)  # botocore runs every before-send handler
     client.meta.events.register_first("before-send.dynamodb", lambda **kw: (attempts.append(1), _throttle())[1])
     store = DynamoStore(TABLE, client=client)
     handler = idempotent_http(lambda e, c, t: {"statusCode": 201, "body": "{}"}, engine=Engine(store))
     response = handler(rest_event({"a": 1}), LambdaContext())
     assert response["statusCode"] == 503 and response["headers"]["Retry-After"] == "1"
     assert len(attempts) == 3  # botocore retried twice (retries.max_attempts counts retries) before giving up
+    assert ddb.scan(TableName=TABLE)["Items"] == []  # throttled: nothing applied
     with pytest.raises(StoreUnavailableError):
         Engine(store).execute(intent(), lambda txn: Completion("x"))
 
