@@ -95,13 +95,7 @@ def test_a_broken_handler_fails_the_drill_in_plain_words(orders: Any, retrysafe_
     assert "lease has lapsed" in message
 
 
-#: Paths whose claim answers 409 to its own retried claim on main (issue 11, item 1: fixed by the engine work).
-SELF_CONFLICT = {"http-claim-first", "sqs-claim-first", "workflow-task"}
-
-
 @pytest.mark.parametrize("times", [1, ALWAYS], ids=["once", "until-retries-run-out"])
-def test_lost_response_drill(request: pytest.FixtureRequest, drills: Drills, times: int) -> None:
-    if times == 1 and request.node.callspec.params["drills"] in SELF_CONFLICT:
-        request.applymarker(pytest.mark.xfail(reason="issue 11: a retried claim meets its own claim", strict=False))
+def test_lost_response_drill(drills: Drills, times: int) -> None:
     report = drills.lost_response(times=times)
     assert "its calls: " in report.story()

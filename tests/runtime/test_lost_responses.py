@@ -1,38 +1,63 @@
 """Every record write whose response is lost (DynamoDB applied it, botocore retried) ends correct.
 
-Each test runs twice: with DynamoDB's ``ClientRequestToken`` idempotency honoured and without it
-(moto's behaviour), so the engine is right whether or not a retried transaction is deduplicated.
+Each test runs twice: on the DynamoDB semantics layer (a retried ``ClientRequestToken`` is
+answered with success, nothing applied twice) and on bare moto (tokens ignored), so the engine is
+right whether or not a retried transaction is deduplicated. ``Boundary.lose_response`` applies a
+call and answers with a read timeout, so botocore's own retry re-sends it.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import pytest
 from retrysafe import Engine, Mode, Transaction, idempotent_http
 from retrysafe.observability import FENCING_REJECTED, telemetry
+from retrysafe.testing import ALWAYS, Boundary, DynamoSemantics, instant_retries
+from retrysafe.testing.boundary import completes_record
 
 from tests.conftest import ORDERS, TABLE
 from tests.events import LambdaContext, rest_event
-from tests.runtime.lost import LostResponses, checkpoints, completes, record_write
 
 
 @pytest.fixture(params=[True, False], ids=["token-honoured", "token-ignored"])
-def lost(request: pytest.FixtureRequest, ddb: Any) -> LostResponses:
+def lost(request: pytest.FixtureRequest, ddb: Any) -> Iterator[Boundary]:
     import boto3
     from botocore.config import Config
 
     client = boto3.client("dynamodb", region_name="eu-west-1",
-                          config=Config(retries={"mode": "standard", "max_attempts": 3}))
-    return LostResponses(client, honour_tokens=request.param)
+                          config=Config(retries={"mode": "standard", "max_attempts": 2}))
+    instant_retries(client)
+    if request.param:
+        DynamoSemantics().install(client)
+    boundary = Boundary(client)
+    yield boundary
+    boundary.close()
 
 
 @pytest.fixture
-def engine(lost: LostResponses) -> Engine:
+def engine(lost: Boundary) -> Engine:
     from retrysafe.store import DynamoStore
 
     return Engine(DynamoStore(TABLE, client=lost.client))
+
+
+def record_write(operation: str, params: Mapping[str, Any]) -> bool:
+    """A single-item call on an idempotency record (claim, takeover, release)."""
+    key = params.get("Key") or params.get("Item") or {}
+    return str(key.get("pk", {}).get("S", "")).startswith("idem#")
+
+
+def checkpoints(operation: str, params: Mapping[str, Any]) -> bool:
+    """A transaction that saves a checkpoint."""
+    return any("#cp" in str(item.get("Update", {}).get("UpdateExpression", ""))
+               for item in params.get("TransactItems") or [])
+
+
+def lost_answers(boundary: Boundary) -> list[str]:
+    return [operation for operation, kind in boundary.fired if kind == "lost response"]
 
 
 @pytest.fixture
@@ -86,9 +111,9 @@ def test_lost_claim_response_is_the_invocations_own_claim(ddb, lost, engine):
     """The retried claim meets its own owner token: it goes on (one run, 201), no 409 to itself."""
     api = Charges()
     handler = idempotent_http(api, mode=Mode.CLAIM_FIRST, engine=engine)
-    lost.lose("PutItem", "UpdateItem", match=record_write)
+    lost.lose_response("PutItem", match=record_write)
     response = handler(rest_event({"amount": 5}), LambdaContext())
-    assert lost.lost, "no claim response was lost"
+    assert lost_answers(lost) == ["PutItem"]
     assert response["statusCode"] == 201, response["body"]
     assert api.runs == 1 and api.provider_calls == 1 and balance(ddb) == 5
     [record] = records(ddb)
@@ -106,9 +131,9 @@ def test_lost_commit_response_answers_the_handlers_own_response(ddb, lost, engin
                 "multiValueHeaders": {"Set-Cookie": ["a=1", "b=2"]}, "body": "{}"}
 
     handler = idempotent_http(api, mode=mode, engine=engine)
-    lost.lose("TransactWriteItems", match=completes)
+    lost.lose_response("TransactWriteItems", match=completes_record)
     response = handler(rest_event({"amount": 5}), LambdaContext())
-    assert lost.lost == ["TransactWriteItems"]
+    assert lost_answers(lost) == ["TransactWriteItems"]
     assert response["statusCode"] == 201
     assert "Idempotent-Replayed" not in response["headers"]
     assert response["headers"]["X-Run"] == "1" and response["multiValueHeaders"]["Set-Cookie"] == ["a=1", "b=2"]
@@ -121,9 +146,9 @@ def test_lost_checkpoint_response_does_not_repeat_the_step_or_its_writes(ddb, lo
     """The checkpoint transaction applied; its retry must neither fail nor apply the writes again."""
     api = Charges()
     handler = idempotent_http(api, mode=Mode.CLAIM_FIRST, engine=engine)
-    lost.lose("TransactWriteItems", match=checkpoints)
+    lost.lose_response("TransactWriteItems", match=checkpoints)
     response = handler(rest_event({"amount": 5}), LambdaContext())
-    assert lost.lost == ["TransactWriteItems"]
+    assert lost_answers(lost) == ["TransactWriteItems"]
     assert response["statusCode"] == 201, response["body"]
     assert api.provider_calls == 1 and balance(ddb) == 5 and len(outbox(ddb)) == 1
 
@@ -132,7 +157,7 @@ def test_failure_after_a_lost_checkpoint_response_keeps_the_checkpoint(ddb, lost
     """The run fails after its checkpoint committed (response lost): the retry resumes, no second charge."""
     api = Charges(fail_after_step=1)
     handler = idempotent_http(api, mode=Mode.CLAIM_FIRST, engine=engine)
-    lost.lose("TransactWriteItems", match=checkpoints)
+    lost.lose_response("TransactWriteItems", match=checkpoints)
     with pytest.raises(ConnectionError):
         handler(rest_event({"amount": 5}), LambdaContext())
     response = handler(rest_event({"amount": 5}), LambdaContext())
@@ -145,7 +170,7 @@ def test_checkpoint_whose_outcome_is_unknown_is_never_deleted(ddb, lost, engine)
     """The checkpoint applied, then DynamoDB became unreachable: 503, and the retry resumes from the checkpoint."""
     api = Charges()
     handler = idempotent_http(api, mode=Mode.CLAIM_FIRST, engine=engine)
-    lost.lose("TransactWriteItems", match=checkpoints, unreachable=3)
+    lost.lose_response("TransactWriteItems", match=checkpoints, times=ALWAYS)
     response = handler(rest_event({"amount": 5}), LambdaContext())
     assert response["statusCode"] == 503 and response["headers"]["Retry-After"]
     [record] = records(ddb)
@@ -162,10 +187,10 @@ def test_lost_release_response_is_a_release(ddb, lost, engine, counted):
         raise TimeoutError("payment provider timed out")
 
     handler = idempotent_http(api, mode=Mode.CLAIM_FIRST, engine=engine)
-    lost.lose("DeleteItem", match=record_write)
+    lost.lose_response("DeleteItem", match=record_write)
     with pytest.raises(TimeoutError):
         handler(rest_event({"amount": 5}), LambdaContext())
-    assert lost.lost == ["DeleteItem"]
+    assert lost_answers(lost) == ["DeleteItem"]
     assert FENCING_REJECTED not in counted and "Released" in counted
     assert records(ddb) == []
 

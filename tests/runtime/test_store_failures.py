@@ -4,68 +4,46 @@ or a named Step Functions error (retried when the runtime's RETRIABLE_ERRORS nam
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from retrysafe import Engine, Mode, Transaction, idempotent_http, idempotent_task
 from retrysafe.sqs import idempotent_sqs
 from retrysafe.store import DynamoStore
+from retrysafe.testing import ALWAYS, Boundary, DynamoSemantics, instant_retries
+from retrysafe.testing.boundary import Reason
 
 from tests.conftest import ORDERS, TABLE
 from tests.events import LambdaContext, rest_event
 from tests.messaging.helpers import sqs_record
 from tests.workflow.conftest import payload
 
-PREFIX = "com.amazonaws.dynamodb.v20120810#"
+
+@pytest.fixture
+def faults(ddb: Any) -> Iterator[Boundary]:
+    """Faults on a client of its own (standard retries, no back-off sleeps), on DynamoDB's semantics."""
+    import boto3
+    from botocore.config import Config
+
+    client = boto3.client("dynamodb", region_name="eu-west-1",
+                          config=Config(retries={"mode": "standard", "max_attempts": 2}))
+    instant_retries(client)
+    DynamoSemantics().install(client)
+    boundary = Boundary(client)
+    yield boundary
+    boundary.close()
 
 
-def _answer(url: str, code: str, reasons: list[dict[str, Any]] | None = None) -> Any:
-    from botocore.awsrequest import AWSResponse
-
-    class Raw:
-        def stream(self, **_: Any) -> Any:
-            yield b""
-
-    body: dict[str, Any] = {"__type": PREFIX + code, "message": f"{code} (injected)"}
-    if reasons is not None:
-        body["CancellationReasons"] = reasons
-    response = AWSResponse(url, 400, {"x-amzn-requestid": "injected"}, Raw())
-    response._content = json.dumps(body).encode()
-    return response
+def engine_of(boundary: Boundary) -> Engine:
+    return Engine(DynamoStore(TABLE, client=boundary.client))
 
 
-class Failing:
-    """A client whose chosen operation answers with an injected DynamoDB error; everything else reaches moto."""
-
-    def __init__(self, operation: str, code: str, reasons: list[dict[str, Any]] | None = None) -> None:
-        import boto3
-        from botocore.config import Config
-
-        self.client = boto3.client("dynamodb", region_name="eu-west-1",
-                                   config=Config(retries={"mode": "standard", "max_attempts": 1}))
-        self.operation, self.code, self.reasons = operation, code, reasons
-        from moto.core.models import botocore_stubber
-
-        # botocore runs every before-send handler (the first response wins): without moto's own
-        # handler on this client, a refused request is not applied behind the injected error.
-        self.client.meta.events.unregister("before-send", botocore_stubber)
-        self.client.meta.events.register_first("before-send.dynamodb", self._send)
-        self.client.meta.events.register_first("needs-retry.dynamodb", lambda attempts, **_: 0 if attempts < 2 else None)
-
-    def _send(self, request: Any, **kwargs: Any) -> Any:
-        from moto.core.models import botocore_stubber
-
-        if kwargs["event_name"].endswith(self.operation):
-            return _answer(request.url, self.code, self.reasons)
-        return botocore_stubber(request=request, **kwargs)
-
-    def engine(self) -> Engine:
-        return Engine(DynamoStore(TABLE, client=self.client))
-
-
-def reasons(code: str, *, at: int = 1, size: int = 2, message: str = "injected") -> list[dict[str, Any]]:
-    """Cancellation reasons: ``code`` at index ``at`` (0 = the record), ``None`` elsewhere."""
-    return [{"Code": code, "Message": message} if i == at else {"Code": "None"} for i in range(size)]
+def reasons(code: str, *, at: int = 1, message: str | None = None) -> list[Reason]:
+    """Cancellation reasons of a record + one business action: ``code`` at index ``at`` (0 = the record)."""
+    found: list[Reason] = [None, None]
+    found[at] = code if message is None else (code, message)
+    return found
 
 
 def api(event: dict[str, Any], context: Any, txn: Transaction) -> dict[str, Any]:
@@ -86,19 +64,19 @@ def claims(ddb: Any) -> list[dict[str, Any]]:
 
 @pytest.mark.parametrize("code", ["ThrottlingError", "ProvisionedThroughputExceeded"])
 @pytest.mark.parametrize("mode", [Mode.ATOMIC, Mode.CLAIM_FIRST])
-def test_throttled_transaction_is_a_503_with_retry_after(ddb, mode, code):
+def test_throttled_transaction_is_a_503_with_retry_after(ddb, faults, mode, code):
     """The reasons inside CancellationReasons are not the operation error codes (ThrottlingException...)."""
-    failing = Failing("TransactWriteItems", "TransactionCanceledException", reasons(code))
-    response = idempotent_http(api, mode=mode, engine=failing.engine())(rest_event({"a": 1}), LambdaContext())
+    faults.cancel(reasons(code), times=ALWAYS)
+    response = idempotent_http(api, mode=mode, engine=engine_of(faults))(rest_event({"a": 1}), LambdaContext())
     assert response["statusCode"] == 503 and int(response["headers"]["Retry-After"]) >= 1
     assert problem(response)["type"].endswith("store-unavailable")
     assert claims(ddb) == []  # a claim-first claim is released: the retry runs
 
 
-def test_transaction_conflict_on_a_claim_first_commit_is_a_409_and_the_claim_is_released(ddb):
-    failing = Failing("TransactWriteItems", "TransactionCanceledException", reasons("TransactionConflict", at=0))
-    response = idempotent_http(api, mode=Mode.CLAIM_FIRST, engine=failing.engine())(rest_event({"a": 1}),
-                                                                                   LambdaContext())
+def test_transaction_conflict_on_a_claim_first_commit_is_a_409_and_the_claim_is_released(ddb, faults):
+    faults.cancel(reasons("TransactionConflict", at=0), times=ALWAYS)
+    response = idempotent_http(api, mode=Mode.CLAIM_FIRST, engine=engine_of(faults))(rest_event({"a": 1}),
+                                                                                    LambdaContext())
     assert response["statusCode"] == 409 and response["headers"]["Retry-After"]
     assert problem(response)["type"].endswith("transaction-conflict")
     assert claims(ddb) == []
@@ -110,9 +88,9 @@ def test_transaction_conflict_on_a_claim_first_commit_is_a_409_and_the_claim_is_
     ("ItemCollectionSizeLimitExceeded", "Collection size exceeded", 500, "store-rejected"),
 ])
 @pytest.mark.parametrize("mode", [Mode.ATOMIC, Mode.CLAIM_FIRST])
-def test_rejected_transaction_is_a_clear_500_problem(ddb, mode, code, message, status, slug):
-    failing = Failing("TransactWriteItems", "TransactionCanceledException", reasons(code, message=message))
-    response = idempotent_http(api, mode=mode, engine=failing.engine())(rest_event({"a": 1}), LambdaContext())
+def test_rejected_transaction_is_a_clear_500_problem(ddb, faults, mode, code, message, status, slug):
+    faults.cancel(reasons(code, message=message), times=ALWAYS)
+    response = idempotent_http(api, mode=mode, engine=engine_of(faults))(rest_event({"a": 1}), LambdaContext())
     assert response["statusCode"] == status and problem(response)["type"].endswith(slug)
     assert claims(ddb) == []
 
@@ -126,31 +104,32 @@ def test_rejected_transaction_is_a_clear_500_problem(ddb, mode, code, message, s
     ("PutItem", "RequestLimitExceeded", 503, "store-unavailable"),
     ("PutItem", "ItemCollectionSizeLimitExceededException", 500, "store-rejected"),
 ])
-def test_operation_errors_map_to_documented_problems(ddb, operation, code, status, slug):
-    failing = Failing(operation, code)
-    response = idempotent_http(api, mode=Mode.CLAIM_FIRST, engine=failing.engine())(rest_event({"a": 1}),
-                                                                                   LambdaContext())
+def test_operation_errors_map_to_documented_problems(ddb, faults, operation, code, status, slug):
+    faults.fail(operation, 400, code, times=ALWAYS)
+    response = idempotent_http(api, mode=Mode.CLAIM_FIRST, engine=engine_of(faults))(rest_event({"a": 1}),
+                                                                                    LambdaContext())
     assert response["statusCode"] == status and problem(response)["type"].endswith(slug), response["body"]
 
 
-def test_a_failing_release_does_not_hide_the_handlers_error(ddb):
+def test_a_failing_release_does_not_hide_the_handlers_error(ddb, faults):
     """The claim could not be freed (throttled): the handler's own error surfaces; the lease lapses by itself."""
-    failing = Failing("DeleteItem", "ProvisionedThroughputExceededException")
+    faults.throttle("DeleteItem", code="ProvisionedThroughputExceededException", times=ALWAYS)
 
     def broken(event: dict[str, Any], context: Any, txn: Transaction) -> dict[str, Any]:
         raise TimeoutError("provider timed out")
 
     with pytest.raises(TimeoutError):
-        idempotent_http(broken, mode=Mode.CLAIM_FIRST, engine=failing.engine())(rest_event({"a": 1}), LambdaContext())
+        idempotent_http(broken, mode=Mode.CLAIM_FIRST, engine=engine_of(faults))(rest_event({"a": 1}),
+                                                                                  LambdaContext())
 
 
-def test_a_throttled_sqs_record_is_a_batch_item_failure_of_its_own(ddb):
-    failing = Failing("TransactWriteItems", "TransactionCanceledException", reasons("ThrottlingError"))
+def test_a_throttled_sqs_record_is_a_batch_item_failure_of_its_own(ddb, faults):
+    faults.cancel(reasons("ThrottlingError"), times=ALWAYS)
 
     def consume(message: Any, txn: Transaction) -> None:
         txn.update({"pk": "balance"}, "ADD n :one", table=ORDERS, values={":one": 1})
 
-    handler = idempotent_sqs(consume, subscriber="billing", engine=failing.engine())
+    handler = idempotent_sqs(consume, subscriber="billing", engine=engine_of(faults))
     record = sqs_record({"n": 1}, message_id="m-1")
     assert handler({"Records": [record]}, LambdaContext()) == {"batchItemFailures": [{"itemIdentifier": "m-1"}]}
 
@@ -158,11 +137,11 @@ def test_a_throttled_sqs_record_is_a_batch_item_failure_of_its_own(ddb):
 @pytest.mark.parametrize(("reason", "error"), [("ThrottlingError", "StoreUnavailableError"),
                                                ("TransactionConflict", "TransactionRaced"),
                                                ("ValidationError", "StoreRejectedError")])
-def test_step_functions_sees_named_errors(ddb, reason, error):
+def test_step_functions_sees_named_errors(ddb, faults, reason, error):
     from retrysafe.workflow import RETRIABLE_ERRORS
 
-    failing = Failing("TransactWriteItems", "TransactionCanceledException", reasons(reason, at=0))
-    handler = idempotent_task(lambda task_input, context, txn: {"ok": True}, engine=failing.engine())
+    faults.cancel(reasons(reason, at=0), times=ALWAYS)
+    handler = idempotent_task(lambda task_input, context, txn: {"ok": True}, engine=engine_of(faults))
     with pytest.raises(Exception) as caught:
         handler(payload("Charge", {"amount": 1}), LambdaContext())
     assert type(caught.value).__name__ == error

@@ -51,6 +51,8 @@ _PARAMS = "retrysafe_boundary_params"
 
 #: Decides whether a fault applies to one call: ``(operation, params) -> bool``.
 Match = Callable[[str, Mapping[str, Any]], bool]
+#: One ``CancellationReasons`` entry to simulate: a code, ``(code, message)``, or ``None`` (no reason).
+Reason = str | tuple[str, str] | None
 
 #: ``times`` of a fault that fires on every matching attempt: until botocore's retries run out.
 ALWAYS = sys.maxsize
@@ -278,12 +280,13 @@ class Boundary:
         self.fail(operation, 400, code, "Rate of requests exceeds the allowed throughput (simulated)",
                   match=match, nth=nth, times=times)
 
-    def cancel(self, reasons: Sequence[str | None] = ("ThrottlingError",), *, match: Match | None = None,
+    def cancel(self, reasons: Sequence[Reason] = ("ThrottlingError",), *, match: Match | None = None,
                nth: int = 1, times: int = 1) -> None:
         """Cancel matching ``TransactWriteItems`` attempts, unapplied, with these ``CancellationReasons`` codes.
 
-        ``reasons[i]`` is the code of action ``i`` (``None`` or missing: ``"None"``),
-        e.g. ``("ThrottlingError",)``, ``(None, "TransactionConflict")``, ``("ProvisionedThroughputExceeded",)``.
+        ``reasons[i]`` is the code of action ``i`` (``None`` or missing: ``"None"``), or a
+        ``(code, message)`` pair, e.g. ``("ThrottlingError",)``, ``(None, "TransactionConflict")``,
+        ``(("ValidationError", "Item size has exceeded the maximum allowed size"),)``.
         """
         self.arm(Fault("TransactWriteItems", ERROR, match, nth, times, error=(400, "TransactionCanceledException", "",
                                                                                {"reasons": tuple(reasons)})))
@@ -385,10 +388,12 @@ class Boundary:
         raise SimulatedCrash(operation, when)
 
 
-def _cancelled(params: Mapping[str, Any], reasons: Sequence[str | None]) -> Any:
+def _cancelled(params: Mapping[str, Any], reasons: Sequence[Reason]) -> Any:
     count = max(len(params.get("TransactItems") or []), len(reasons))
-    codes = [(reasons[i] if i < len(reasons) else None) or "None" for i in range(count)]
-    listed = [{"Code": code, **({"Message": f"{code} (simulated)"} if code != "None" else {})} for code in codes]
+    given = [reasons[i] if i < len(reasons) else None for i in range(count)]
+    pairs = [r if isinstance(r, tuple) else (r or "None", f"{r} (simulated)") for r in given]
+    codes = [code for code, _ in pairs]
+    listed = [{"Code": code, **({"Message": message} if code != "None" else {})} for code, message in pairs]
     message = f"Transaction cancelled, please refer cancellation reasons for specific reasons [{', '.join(codes)}]"
     return error_response(400, "TransactionCanceledException", message, {"CancellationReasons": listed})
 
