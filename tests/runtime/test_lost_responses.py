@@ -194,3 +194,16 @@ def test_lost_release_response_is_a_release(ddb, lost, engine, counted):
     assert FENCING_REJECTED not in counted and "Released" in counted
     assert records(ddb) == []
 
+
+
+def test_lost_takeover_response_holds_the_claim_with_its_checkpoints(ddb, lost, engine):
+    """A crashed claim's lease ended; the takeover UpdateItem applied and its answer was lost: the retry holds it."""
+    api = Charges(fail_after_step=1)
+    handler = idempotent_http(api, mode=Mode.CLAIM_FIRST, engine=engine)
+    with pytest.raises(ConnectionError):  # checkpoint committed, then the run failed: the lease is ended
+        handler(rest_event({"amount": 5}), LambdaContext())
+    lost.lose_response("UpdateItem", match=record_write)
+    response = handler(rest_event({"amount": 5}), LambdaContext())
+    assert lost_answers(lost) == ["UpdateItem"]
+    assert response["statusCode"] == 201, response["body"]
+    assert api.provider_calls == 1 and balance(ddb) == 5 and json.loads(response["body"]) == {"charge": "ch_1"}
