@@ -216,7 +216,7 @@ class Engine:
             return Outcome(completion.result, replayed=False, stored=False)
         record = self._completed(intent, completion, now, expires_at, owner)
         try:
-            self._commit_claimed(intent, record, txn, owner)
+            self._commit_claimed(record, txn, owner)
         except RecordConflict as conflict:
             current = conflict.current
             if _written_by(current, owner, COMPLETED):
@@ -231,7 +231,7 @@ class Engine:
             raise
         return self._executed(intent, record, completion)
 
-    def _commit_claimed(self, intent: Intent, record: Record, txn: Transaction, owner: str) -> None:
+    def _commit_claimed(self, record: Record, txn: Transaction, owner: str) -> None:
         """The completing transaction of a claim, re-sent when a concurrent transaction raced it."""
         actions = txn.actions()
         for attempt in range(RACE_RETRIES + 1):
