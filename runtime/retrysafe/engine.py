@@ -33,6 +33,7 @@ from .errors import (
     KeyReuseMismatchError,
     RequestInFlightError,
     RetrysafeError,
+    StoreUnavailableError,
     TransactionRaced,
 )
 from .keys import Scope
@@ -197,6 +198,11 @@ class Engine:
         except TransactionRaced:
             self._count(IN_FLIGHT, intent)
             raise RequestInFlightError(1) from None
+        except StoreUnavailableError:
+            # Every answer was lost or refused: the claim may be in place. Free it if it is ours,
+            # so the client's retry does not wait for the lease.
+            self._release(intent, owner, keep=False)
+            raise
         if claimed.previous is not None:
             self._count(TAKEOVER, intent)
         held = claimed.held
@@ -208,10 +214,10 @@ class Engine:
         try:
             completion = work(txn)
         except BaseException:
-            self._release(intent, owner, txn, steps)
+            self._release(intent, owner, keep=steps.keep(txn))
             raise
         if not completion.store:
-            self._release(intent, owner, txn, steps)
+            self._release(intent, owner, keep=steps.keep(txn))
             self._count(NOT_STORED, intent)
             return Outcome(completion.result, replayed=False, stored=False)
         record = self._completed(intent, completion, now, expires_at, owner)
@@ -226,7 +232,7 @@ class Engine:
                 return self._replay(intent, current)
             raise FencingError("this invocation's claim was taken over; its writes were discarded") from None
         except BaseException as error:
-            if self._release(intent, owner, txn, steps) is COMPLETED and isinstance(error, Exception):
+            if self._release(intent, owner, keep=steps.keep(txn)) is COMPLETED and isinstance(error, Exception):
                 return self._executed(intent, record, completion)  # the commit had been applied after all
             raise
         return self._executed(intent, record, completion)
@@ -264,15 +270,14 @@ class Engine:
             self._count(FENCING_REJECTED, intent, step="checkpoint")
             raise FencingError("this invocation's claim was taken over; its checkpoint was discarded") from None
 
-    def _release(self, intent: Intent, owner: str, txn: Transaction, steps: _Steps) -> str | None:
+    def _release(self, intent: Intent, owner: str, *, keep: bool) -> str | None:
         """Free the claim after a failed or uncacheable run; returns the state of a record that is no longer ours.
 
-        A claim that holds or may hold a committed checkpoint (one was sent, whatever
-        its answer) only ends its lease, so the next attempt resumes from what DynamoDB
-        holds. A release that fails (DynamoDB unavailable) is logged and left to the
-        lease: the run's own error is what the caller gets.
+        With ``keep`` (the claim holds or may hold a committed checkpoint) only its lease
+        ends, so the next attempt resumes from what DynamoDB holds. A release that fails
+        (DynamoDB unavailable) is logged and left to the lease: the run's own error is
+        what the caller gets.
         """
-        keep = bool(txn.checkpoints) or steps.sent
         try:
             released, current = self.store.release(intent.scope.record_id, owner, keep_checkpoints=keep)
         except RetrysafeError as error:
@@ -337,6 +342,10 @@ class _Steps:
 
     def __init__(self) -> None:
         self.sent = False
+
+    def keep(self, txn: Transaction) -> bool:
+        """True when the claim holds or may hold a committed checkpoint: never delete it."""
+        return self.sent or bool(txn.checkpoints)
 
 
 def _written_by(record: Record | None, writer: str, state: str) -> bool:

@@ -207,3 +207,17 @@ def test_lost_takeover_response_holds_the_claim_with_its_checkpoints(ddb, lost, 
     assert lost_answers(lost) == ["UpdateItem"]
     assert response["statusCode"] == 201, response["body"]
     assert api.provider_calls == 1 and balance(ddb) == 5 and json.loads(response["body"]) == {"charge": "ch_1"}
+
+
+def test_a_claim_whose_every_answer_was_lost_is_freed_for_the_retry(ddb, lost, engine):
+    """botocore's retries ran out on the claim (503): it was applied, so it is freed; the retry runs at once."""
+    api = Charges()
+    handler = idempotent_http(api, mode=Mode.CLAIM_FIRST, engine=engine)
+    lost.lose_response("PutItem", match=record_write, times=ALWAYS)
+    response = handler(rest_event({"amount": 5}), LambdaContext())
+    assert response["statusCode"] == 503 and api.runs == 0
+    assert records(ddb) == []
+    lost.revive()  # the network is back
+    again = handler(rest_event({"amount": 5}), LambdaContext())  # no wait for a lease
+    assert again["statusCode"] == 201, again["body"]
+    assert api.runs == 1 and api.provider_calls == 1 and balance(ddb) == 5
