@@ -199,9 +199,9 @@ class Engine:
             self._count(IN_FLIGHT, intent)
             raise RequestInFlightError(1) from None
         except StoreUnavailableError:
-            # Every answer was lost or refused: the claim may be in place. Free it if it is ours,
-            # so the client's retry does not wait for the lease.
-            self._release(intent, owner, keep=False)
+            # Every answer was lost or refused: the claim (or a takeover, holding checkpoints) may be
+            # ours. End its lease if so, so the client's retry takes over at once instead of waiting.
+            self._release(intent, owner, keep=True)
             raise
         if claimed.previous is not None:
             self._count(TAKEOVER, intent)
