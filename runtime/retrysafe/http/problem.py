@@ -7,7 +7,6 @@ import json
 from .._value import Value
 from ..errors import (
     BusinessConditionFailedError,
-    ConfigurationError,
     EventTooLargeError,
     FencingError,
     InvalidInputError,
@@ -89,10 +88,6 @@ def problem_for(error: Exception) -> Problem | None:
         return Problem(500, "store-rejected", "The idempotency store rejected the request",
                        "Nothing was committed. This is a fault of the service, not of the request; "
                        "retrying does not help.")
-    if isinstance(error, ConfigurationError):
-        _log_server_error(error)
-        return Problem(500, "service-misconfigured", "The service is misconfigured",
-                       "Nothing was executed. This is a fault of the service, not of the request.")
     if isinstance(error, (MalformedRequestError, InvalidInputError)):
         return Problem(400, "malformed-request", "Malformed request", str(error))
     return None
