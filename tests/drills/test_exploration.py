@@ -28,22 +28,8 @@ def scope_id(scope: Scope) -> str:
     return "-".join(parts)
 
 
-#: Scopes that find issue 11's defects on the engine before its fixes (removed once they land).
-ISSUE_11 = {
-    "http-claim-first-A-f2": "a retried claim meets its own claim (409 to itself)",
-    "http-claim-first-AA-f1": "a retried claim meets its own claim (409 to itself)",
-    "task-A-f1": "a lost checkpoint response: the release deletes the committed checkpoint",
-    "task-AB-f1-expire": "an expired record's checkpoints reach the next intent",
-    "http-atomic-AB-f0-expire+ttl": "the previous intent's outbox items make the next one fail with 409",
-    "http-claim-first-AB-f0-expire+ttl": "the previous intent's outbox items make the next one fail with 409",
-}
-
-
 @pytest.mark.parametrize("scope", BOUNDED, ids=scope_id)
-def test_every_schedule_keeps_the_invariants(request: pytest.FixtureRequest, explorer: World, scope: Scope) -> None:
-    known = ISSUE_11.get(scope_id(scope))
-    if known:
-        request.applymarker(pytest.mark.xfail(reason=f"issue 11: {known}", strict=False))
+def test_every_schedule_keeps_the_invariants(explorer: World, scope: Scope) -> None:
     result = explore(explorer, scope)
     assert result.schedules > 0
     assert not result.violations, "\n\n".join(v.report(scope) for v in result.violations.values())
