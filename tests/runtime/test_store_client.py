@@ -101,7 +101,7 @@ def test_http_paths_send_valid_requests(own: tuple[DynamoStore, Captured]) -> No
         mismatch = api_event(json.dumps({"a": 2}), headers={"Idempotency-Key": f"k-{mode.value}"})
         assert handler(mismatch, DrillContext())["statusCode"] == 422
         store.client.delete_item(TableName=ORDERS, Key={"pk": {"S": "order#1"}})
-    _shapes_ok(captured, {"TransactWriteItems", "UpdateItem"})
+    _shapes_ok(captured, {"TransactWriteItems", "PutItem"})  # the claim is a conditional PutItem
 
 
 def test_claim_release_checkpoint_wait_and_verify_send_valid_requests(own: tuple[DynamoStore, Captured]) -> None:
