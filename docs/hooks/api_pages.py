@@ -1,0 +1,64 @@
+"""MkDocs hook: one API reference page per public module of ``retrysafe`` and ``retrysafe_cdk``.
+
+The pages are generated from the source tree at build time (never written to disk), so a module
+that is added, moved or renamed gets its page without editing the site. Private modules (a name
+part starting with ``_``), ``__main__`` and the local sandbox are left out.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from mkdocs.config.defaults import MkDocsConfig
+from mkdocs.structure.files import File, Files
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGES = {"retrysafe": ROOT / "runtime" / "retrysafe", "retrysafe_cdk": ROOT / "constructs" / "retrysafe_cdk"}
+EXCLUDED = ("retrysafe_cdk.sandbox",)
+NAV_TITLE = "API reference"
+
+
+def public_modules() -> dict[str, list[tuple[str, bool]]]:
+    """Per top-level package: (dotted module name, is a package) of every public module, sorted."""
+    found: dict[str, list[tuple[str, bool]]] = {}
+    for top, folder in PACKAGES.items():
+        modules: list[tuple[str, bool]] = []
+        for path in sorted(folder.rglob("*.py")):
+            parts = [top, *path.relative_to(folder).with_suffix("").parts]
+            is_package = parts[-1] == "__init__"
+            if is_package:
+                parts = parts[:-1]
+            name = ".".join(parts)
+            if any(p.startswith("_") for p in parts) or name.startswith(EXCLUDED):
+                continue
+            modules.append((name, is_package))
+        found[top] = sorted(modules)
+    return found
+
+
+def page(name: str, is_package: bool) -> str:
+    """The Markdown of one reference page: the module's docstring and its public members."""
+    # A package's page shows its docstring only: its modules have their own pages, and the
+    # names it re-exports are documented where they are defined.
+    options = "      members: false\n" if is_package else ""
+    return f"# `{name}`\n\n::: {name}\n    options:\n      show_root_heading: false\n{options}"
+
+
+def on_config(config: MkDocsConfig, **_: Any) -> MkDocsConfig:
+    """Replace the ``API reference`` nav entry by the generated pages."""
+    sections = [{top: [{name: f"api/{name}.md"} for name, _ in modules]}
+                for top, modules in public_modules().items()]
+    nav = config.nav or []
+    for index, entry in enumerate(nav):
+        if isinstance(entry, dict) and NAV_TITLE in entry:
+            nav[index] = {NAV_TITLE: sections}
+    return config
+
+
+def on_files(files: Files, config: MkDocsConfig, **_: Any) -> Files:
+    """Add the generated reference pages to the build."""
+    for modules in public_modules().values():
+        for name, is_package in modules:
+            files.append(File.generated(config, f"api/{name}.md", content=page(name, is_package)))
+    return files
