@@ -1,0 +1,56 @@
+"""The CDK snippets of the documentation site synthesize, and build what the constructs page says."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.synth
+
+SNIPPETS = Path(__file__).resolve().parents[2] / "examples" / "snippets"
+
+
+@pytest.fixture(scope="module")
+def stacks() -> dict[str, Any]:
+    import aws_cdk as cdk
+    from aws_cdk.assertions import Template
+
+    from examples.snippets.cdk_app import ExistingStack
+    from examples.snippets.cdk_saga import SagaStack
+
+    app = cdk.App()
+    existing, saga = ExistingStack(app, "DocsExisting"), SagaStack(app, "DocsSaga")
+    return {"existing": Template.from_stack(existing), "saga": Template.from_stack(saga), "saga_stack": saga}
+
+
+def test_existing_app_gets_the_table_api_outbox_and_consumer(stacks: dict[str, Any]) -> None:
+    from aws_cdk.assertions import Match
+
+    template = stacks["existing"]
+    template.has_resource_properties("AWS::DynamoDB::Table", {
+        "TimeToLiveSpecification": {"AttributeName": "exp", "Enabled": True},
+        "StreamSpecification": {"StreamViewType": "NEW_IMAGE"}})
+    template.has_resource_properties("AWS::Lambda::Function", {
+        "Handler": "http_atomic.handler",
+        "Environment": {"Variables": Match.object_like({"RETRYSAFE_TABLE": Match.any_value()})}})
+    template.has_resource_properties("AWS::ApiGateway::Method", {"HttpMethod": "POST",
+                                                                 "AuthorizationType": "AWS_IAM"})
+    template.has_resource_properties("AWS::Lambda::EventSourceMapping", {
+        "EventSourceArn": {"Fn::GetAtt": [Match.string_like_regexp("^BillingQueue"), "Arn"]},
+        "FunctionResponseTypes": ["ReportBatchItemFailures"]})
+
+
+def test_saga_has_its_compensations_and_the_documented_task_payload(stacks: dict[str, Any]) -> None:
+    from retrysafe_cdk import task_payload
+
+    machines = stacks["saga"].find_resources("AWS::StepFunctions::StateMachine")
+    (machine,) = machines.values()
+    definition = json.dumps(machine["Properties"]["DefinitionString"])
+    for state in ("ReserveInventory", "ChargePayment", "ConfirmOrder", "ReleaseInventory", "RefundPayment"):
+        assert f'\\"{state}\\"' in definition
+    documented = json.loads((SNIPPETS / "task_payload.json").read_text())
+    assert task_payload().value == documented
+    assert stacks["saga_stack"].state.to_state_json()["Parameters"] == documented          # payload_response_only
