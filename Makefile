@@ -34,7 +34,7 @@ typecheck: install
 # snippet file, a docstring griffe cannot read) fails the build. About 3 s.
 export NO_MKDOCS_2_WARNING := 1
 docs: install
-	$(BIN)/mkdocs build --strict --quiet
+	$(BIN)/mkdocs build --strict
 
 # The site with live reload on http://127.0.0.1:$(DOCS_PORT) (never on other interfaces).
 DOCS_PORT ?= 8000
