@@ -39,7 +39,7 @@ docs: install
 # The site with live reload on http://127.0.0.1:$(DOCS_PORT) (never on other interfaces).
 DOCS_PORT ?= 8000
 docs-serve: install
-	$(BIN)/mkdocs serve --strict --dev-addr 127.0.0.1:$(DOCS_PORT)
+	$(BIN)/mkdocs serve --dev-addr 127.0.0.1:$(DOCS_PORT)
 
 # The example app into cdk.out. cdk-nag (AwsSolutions) runs as a validation plugin:
 # an unacknowledged finding fails the synthesis.
