@@ -5,7 +5,7 @@ requests (atomic and claim-first APIs), outbox publishes of a random subset in
 random order, deliveries in random order, duplicated messages, crashes at every
 persistence boundary (before/after each DynamoDB call of the engine, the
 publisher's send and its mark-published update), lease expiry, and record
-expiry (after the queue is settled: records must outlive redelivery, CONTRACT.md).
+expiry (after the queue is settled: records must outlive redelivery, docs/contract.md P5).
 
 Invariants, checked after every step: at most one business effect per intent
 (orders committed, invoice lines applied, provider charges), and every 2xx

@@ -1,4 +1,4 @@
-"""Every row of the HTTP contract (CONTRACT.md), on REST v1 and HTTP API v2 events, against moto."""
+"""Every row of the HTTP contract (docs/contract.md, rows H1-H16), on REST v1 and HTTP API v2 events, against moto."""
 
 from __future__ import annotations
 
