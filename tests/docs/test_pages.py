@@ -42,3 +42,14 @@ def test_every_snippet_file_is_shown_somewhere() -> None:
     for snippet in sorted((ROOT / "examples" / "snippets").iterdir()):
         if snippet.suffix in {".py", ".json"} and snippet.name not in helpers:
             assert f"examples/snippets/{snippet.name}" in shown, f"{snippet.name} is not included by any page"
+
+
+def test_the_docs_and_the_shipped_code_cite_only_files_in_the_repository() -> None:
+    outside = ("CONTRACT.md", "DRILLS.md", "/work/")
+    roots = [ROOT / "docs", ROOT / "runtime", ROOT / "constructs", ROOT / "examples",
+             ROOT / "README.md", ROOT / "CHANGELOG.md", ROOT / "mkdocs.yml"]
+    files = [p for root in roots for p in ([root] if root.is_file() else root.rglob("*"))
+             if p.is_file() and p.suffix in {".md", ".py", ".yml", ".json"}]
+    cited = [f"{p.relative_to(ROOT)}: {name}" for p in files for name in outside
+             if name in p.read_text(encoding="utf-8", errors="replace")]
+    assert not cited

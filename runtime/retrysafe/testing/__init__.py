@@ -1,10 +1,10 @@
-"""Failure drills for retrysafe handlers, shipped with the library (see ``runtime/DRILLS.md``).
+"""Failure drills for retrysafe handlers, shipped with the library (see ``docs/drills.md``).
 
 Nothing here is imported by ``import retrysafe``: the pytest plugin
 (:mod:`retrysafe.testing.plugin`) imports pytest, and moto is imported only by
 the fixtures that need it, so Lambda packages never load them.
 
-- :class:`Drills` -- the drills of CONTRACT.md against one handler
+- :class:`Drills` -- the failure drills of the contract (``docs/contract.md``) against one handler
 - :func:`publish_twice` -- drill 6: outbox events published twice, consumed once
 - :class:`Boundary`, :class:`SimulatedCrash` -- faults on a botocore client (crashes, lost responses,
   throttling, cancellation reasons) and the ledger of applied transactions

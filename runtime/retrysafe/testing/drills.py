@@ -1,4 +1,4 @@
-"""The failure drills of CONTRACT.md, run against a user's own decorated handler.
+"""The failure drills of the contract (docs/contract.md), run against a user's own decorated handler.
 
 Each drill uses a fresh intent, injects its fault at a real persistence
 boundary (:class:`~retrysafe.testing.boundary.Boundary` on the engine's
