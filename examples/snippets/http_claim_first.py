@@ -17,7 +17,8 @@ def handler(event: dict[str, Any], context: Any, txn: Transaction) -> dict[str, 
     txn.update({"pk": f"order#{order['id']}"}, "SET charge_id = :c, #s = :paid",
                table="orders", names={"#s": "status"}, values={":c": charge.id, ":paid": "paid"})
     txn.append_event("PaymentCaptured", {"order_id": order["id"], "charge": charge.id},
-                     aggregate_type="Order", aggregate_id=order["id"], sequence=2)
+                     aggregate_type="Order", aggregate_id=order["id"], sequence=2,
+                     once_per_key=True)                 # a late replay cannot announce it twice
     return {"statusCode": 200, "headers": {"Content-Type": "application/json"},
             "body": json.dumps({"charge": charge.id})}
 # --8<-- [end:handler]
