@@ -26,8 +26,9 @@ tasks' records must outlive that, so the table's ``operator_replay`` part of the
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 from aws_cdk import Duration, RemovalPolicy, Stack
 from aws_cdk import aws_logs as logs
@@ -171,6 +172,11 @@ class SagaStep:
     compensation: Compensation | None = None
 
 
+#: ``sfn.StateMachine`` props a :class:`Saga` sets itself (refused in ``state_machine_props``).
+_SAGA_OWNED_PROPS = frozenset({"definition", "definition_body", "definition_substitutions", "state_machine_type",
+                               "timeout", "logs"})
+
+
 class Saga(Construct):
     """A Standard state machine running idempotent steps in order, compensating completed ones on failure.
 
@@ -183,6 +189,11 @@ class Saga(Construct):
     - ``timeout``: the execution timeout (default 1 hour); it is part of the retry horizon.
     - ``log_retention``: default one month. ``include_execution_data``: log state inputs and
       outputs (default False).
+    - ``log_group``: an existing log group for the execution history (then none is created and
+      ``log_retention`` must not be set).
+    - ``state_machine_props``: any other ``sfn.StateMachine`` props (applied last), e.g.
+      ``state_machine_name`` or ``role``. The definition, type, timeout and logging are the
+      saga's own and are refused there.
 
     Every task is built by :func:`idempotent_invoke`. The state machine logs ALL events to
     its own log group and is traced with X-Ray. Attributes: ``state_machine``, ``log_group``,
@@ -191,11 +202,19 @@ class Saga(Construct):
 
     def __init__(self, scope: Construct, construct_id: str, *, steps: Sequence[SagaStep],
                  business_errors: Sequence[str] = (), timeout: Duration = DEFAULT_EXECUTION_TIMEOUT,
-                 log_retention: logs.RetentionDays = logs.RetentionDays.ONE_MONTH,
-                 include_execution_data: bool = False) -> None:
+                 log_retention: logs.RetentionDays | None = None,
+                 include_execution_data: bool = False, log_group: logs.ILogGroup | None = None,
+                 state_machine_props: Mapping[str, Any] | None = None) -> None:
         super().__init__(scope, construct_id)
         if not steps:
             raise ValueError(f"{self.node.path}: a saga needs at least one step.")
+        if log_group is not None and log_retention is not None:
+            raise ValueError(f"{self.node.path}: log_retention applies only to a log group the saga creates; "
+                             "set the retention on the log_group you pass instead.")
+        fixed = sorted(set(state_machine_props or {}) & _SAGA_OWNED_PROPS)
+        if fixed:
+            raise ValueError(f"{self.node.path}: state_machine_props cannot set {', '.join(fixed)}: the saga "
+                             "builds them (use steps=, timeout=, log_group= and include_execution_data=).")
         self.tasks: dict[str, tasks.LambdaInvoke] = {}
 
         def invoke(name: str, function: IdempotentFunction, result_path: str) -> tasks.LambdaInvoke:
@@ -225,12 +244,14 @@ class Saga(Construct):
         for table in {f.table.node.path: f.table for f in functions.values()}.values():
             require_redrive_horizon(table, timeout)
 
-        self.log_group = logs.LogGroup(self, "Logs", retention=log_retention, removal_policy=RemovalPolicy.DESTROY)
+        self.log_group: logs.ILogGroup = log_group or logs.LogGroup(
+            self, "Logs", retention=log_retention or logs.RetentionDays.ONE_MONTH, removal_policy=RemovalPolicy.DESTROY)
+        props: dict[str, Any] = {"tracing_enabled": True, **(state_machine_props or {})}
         self.state_machine = sfn.StateMachine(
             self, "StateMachine", definition_body=sfn.DefinitionBody.from_chainable(chain.next(self.succeeded)),
-            state_machine_type=sfn.StateMachineType.STANDARD, timeout=timeout, tracing_enabled=True,
+            state_machine_type=sfn.StateMachineType.STANDARD, timeout=timeout,
             logs=sfn.LogOptions(destination=self.log_group, level=sfn.LogLevel.ALL,
-                                include_execution_data=include_execution_data))
+                                include_execution_data=include_execution_data), **props)
         acknowledge_state_machine_grants(self.state_machine, functions.values())
 
 

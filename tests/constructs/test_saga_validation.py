@@ -7,7 +7,9 @@ from typing import Any
 import aws_cdk as cdk
 import pytest
 from aws_cdk import Duration
+from aws_cdk import aws_logs as logs
 from aws_cdk import aws_stepfunctions as sfn
+from aws_cdk.assertions import Template
 from hypothesis import given
 from hypothesis import strategies as st
 from retrysafe_cdk import (
@@ -78,6 +80,25 @@ def test_a_saga_without_compensations_fails_straight_away(stack: cdk.Stack) -> N
     assert _state(stack, saga.tasks["A"])["Next"] == "B"
     with pytest.raises(ValueError, match="at least one step"):
         Saga(stack, "Empty", steps=[])
+
+
+def test_saga_takes_an_existing_log_group_and_state_machine_props(stack: cdk.Stack) -> None:
+    table = IdempotencyTable(stack, "Table")
+    existing = logs.LogGroup(stack, "History", retention=logs.RetentionDays.ONE_YEAR)
+    saga = Saga(stack, "Saga", steps=[SagaStep("A", inline_function(stack, table), "$.a")], log_group=existing,
+                state_machine_props={"state_machine_name": "orders-saga"})
+    assert saga.log_group is existing
+    template = Template.from_stack(stack)
+    template.resource_count_is("AWS::Logs::LogGroup", 2)  # the history and the function's own, no saga-made one
+    template.has_resource_properties("AWS::StepFunctions::StateMachine", {
+        "StateMachineName": "orders-saga", "TracingConfiguration": {"Enabled": True},
+        "LoggingConfiguration": {"Destinations": [{"CloudWatchLogsLogGroup": {
+            "LogGroupArn": stack.resolve(existing.log_group_arn)}}]}})
+    step = [SagaStep("B", inline_function(stack, table, 20), "$.b")]
+    with pytest.raises(ValueError, match="state_machine_props cannot set timeout"):
+        Saga(stack, "Bad", steps=step, state_machine_props={"timeout": Duration.hours(2)})
+    with pytest.raises(ValueError, match="set the retention on the log_group"):
+        Saga(stack, "Both", steps=step, log_group=existing, log_retention=logs.RetentionDays.ONE_DAY)
 
 
 @given(st.integers(min_value=1, max_value=900))
