@@ -238,6 +238,15 @@ def _quoted(text: str) -> str:
     return json.dumps(text[:64])
 
 
+def is_unicode(text: str) -> bool:
+    """True when ``text`` is Unicode text (no lone surrogate), so it can be hashed into a record id."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def fingerprint(parts: Iterable[bytes | str]) -> str:
     """Hash length-prefixed ``parts`` into a short, printable fingerprint (SHA-256, base64url).
 

@@ -41,7 +41,7 @@ from .claimcheck import resolve_receipt
 from .config import Mode, Retention
 from .engine import Completion, Engine, Intent
 from .errors import ConfigurationError, InvalidInputError
-from .fingerprint import canonical_document, fingerprint, parse_json
+from .fingerprint import canonical_document, fingerprint, is_unicode, parse_json
 from .keys import Scope
 from .observability import telemetry
 from .store import DynamoStore
@@ -177,7 +177,7 @@ class SqsConsumer:
         content, _ = unwrap(record.body)
         key = self.key(record, content) or record.message_id
         message = Message(record=record, key=key, content=content)
-        if not isinstance(key, str) or not _is_unicode(key):
+        if not isinstance(key, str) or not is_unicode(key):
             raise InvalidInputError("the message key is not Unicode text")
         intent = Intent(Scope(self.subscriber, self.operation, key), message_fingerprint(record.body),
                         self.mode, self.retention, lease_seconds=self.lease_seconds)
@@ -262,13 +262,6 @@ def idempotent_sqs(func: RecordHandler | None = None,
     handler.consumer = consumer
     return handler
 
-
-def _is_unicode(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def _visibility_timeout(explicit: float | None) -> float | None:

@@ -50,7 +50,7 @@ from .errors import (
     StoreUnavailableError,
     TransactionRaced,
 )
-from .fingerprint import canonical_value, fingerprint
+from .fingerprint import canonical_value, fingerprint, is_unicode
 from .keys import Scope
 from .observability import telemetry
 from .store import DynamoStore
@@ -80,14 +80,6 @@ class TaskPayloadError(RetrysafeError):
     """The task payload lacks the execution id or state name from the context object, or its input has
     no canonical form (a lone surrogate, NaN): do not retry."""
 
-
-def _is_unicode(text: str) -> bool:
-    """Text without lone surrogates (it is hashed into the record id)."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 #: Errors a retry of the state cures: DynamoDB throttled or unavailable, a transaction raced,
@@ -128,7 +120,7 @@ class TaskRequest:
                                    '"stateMachine.$": "$$.StateMachine.Id"')
         for name, value in (("execution", payload["execution"]), ("state", payload["state"]),
                             ("stateMachine", state_machine), ("iteration", iteration)):
-            if value is not None and not _is_unicode(str(value)):
+            if value is not None and not is_unicode(str(value)):
                 raise TaskPayloadError(f"the task payload's {name!r} is not Unicode text (a lone surrogate)")
         return cls(execution=payload["execution"], state=payload["state"], input=payload.get("input"),
                    state_machine=state_machine, iteration=None if iteration is None else str(iteration))

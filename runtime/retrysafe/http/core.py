@@ -13,6 +13,7 @@ from .._value import Value
 from ..config import Mode, Retention
 from ..engine import Completion, Engine, Intent
 from ..errors import BusinessConditionFailedError, InvalidInputError, RetrysafeError, TenantRequiredError
+from ..fingerprint import is_unicode
 from ..keys import Scope, parse_key
 from ..observability import telemetry
 from ..store import DynamoStore
@@ -173,10 +174,8 @@ class HttpIdempotency:
 
 def _unicode(value: str, what: str) -> str:
     """``value`` when it is Unicode text (it is hashed into the record id); else :class:`InvalidInputError`."""
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        raise InvalidInputError(f"{what} holds a lone surrogate; it is not Unicode text") from None
+    if not is_unicode(value):
+        raise InvalidInputError(f"{what} holds a lone surrogate; it is not Unicode text")
     return value
 
 
