@@ -1,6 +1,6 @@
 """The nine drills on every path, written with the retrysafe pytest plugin.
 
-Drill numbers are those of CONTRACT.md: 1 lost response, 2 race, 3 key reuse,
+Drill numbers are those of the contract page (docs/contract.md): 1 lost response, 2 race, 3 key reuse,
 4 consumer crash before the ack, 5 replay with the same id, 6 outbox published
 twice, 7 crash after the foreign call, 8 late replay after expiry, 9 replays
 equivalent (asserted inside every drill).
