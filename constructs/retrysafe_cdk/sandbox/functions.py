@@ -149,7 +149,8 @@ class FunctionPool:
         self._crash_after: str | None = None
 
     def crash_once_after(self, call: str) -> None:
-        """Kill the next invocation's environment right after ``call`` (``service:Operation``) succeeds."""
+        """Kill the next invocation's environment right after ``call`` succeeds: ``service:Operation``, or
+        ``service:Operation@TableName`` for a call on one table only."""
         self._crash_after = call
 
     def invoke(self, event: Any) -> Invocation:

@@ -25,7 +25,8 @@ if TYPE_CHECKING:
     from .stepfunctions import Execution
 
 SKU, STOCK = "saga-widget", 10
-PROVIDER_CALL = "dynamodb:PutItem"
+#: The provider's own write (its ledger table), not the task's claim (also a PutItem, on the idempotency table).
+PROVIDER_CALL = "dynamodb:PutItem@{table}"
 
 
 def run(sandbox: Sandbox, report: Report) -> None:
@@ -39,7 +40,8 @@ def run(sandbox: Sandbox, report: Report) -> None:
     ddb.put_item(TableName=orders, Item={"pk": {"S": f"stock#{SKU}"}, "available": {"N": str(STOCK)}})
     run_id = uuid.uuid4().hex[:8]
     orders_in = {"happy": 4200, "declined": 250_000, "crashed": 4300}
-    charge.crash_once_after(PROVIDER_CALL)  # the first invocation to reach the provider dies right after it
+    # the first invocation to reach the provider dies right after the provider recorded its call
+    charge.crash_once_after(PROVIDER_CALL.format(table=provider))
     results: dict[str, Execution] = {}
 
     def execute(kind: str, amount: int) -> None:

@@ -74,17 +74,21 @@ class Instruments:
         """Count one round trip as ``service:Operation``."""
         self.calls[f"{model.service_model.service_name}:{model.name}"] += 1
 
-    def before_parameter_build(self, model: Any, params: dict[str, Any], **_: Any) -> None:
-        """Count the events a publishing call carries."""
+    def before_parameter_build(self, model: Any, params: dict[str, Any], context: dict[str, Any],
+                               **_: Any) -> None:
+        """Count the events a publishing call carries; note the table a call writes (for a table-scoped crash)."""
         name = f"{model.service_model.service_name}:{model.name}"
+        if isinstance(params.get("TableName"), str):
+            context["sandbox_table"] = params["TableName"]
         if name in PUBLISH:
             entries = PUBLISH[name]
             self.outcomes["Published"] += 1 if entries is None else len(params.get(entries, []))
 
-    def after_call(self, model: Any, http_response: Any, **_: Any) -> None:
-        """Die here once if a crash is armed for this call and the call succeeded."""
+    def after_call(self, model: Any, http_response: Any, context: dict[str, Any], **_: Any) -> None:
+        """Die here once if a crash is armed for this call (``service:Operation`` or ``...@Table``) and it succeeded."""
         name = f"{model.service_model.service_name}:{model.name}"
-        if self.crash_after == name and http_response.status_code < 300:
+        armed = {name, f"{name}@{context.get('sandbox_table')}"}
+        if self.crash_after in armed and http_response.status_code < 300:
             sys.stderr.write(f"sandbox: injected crash after {name} succeeded\n")
             sys.stderr.flush()
             os._exit(CRASH_EXIT_CODE)
