@@ -45,7 +45,8 @@ def test_every_snippet_file_is_shown_somewhere() -> None:
 
 
 def test_the_docs_and_the_shipped_code_cite_only_files_in_the_repository() -> None:
-    outside = ("CONTRACT.md", "DRILLS.md", "/work/")
+    # Names of files outside the repository (built, so that this guard does not itself cite them).
+    outside = tuple(f"{name}.md" for name in ("CONTRACT", "DRILLS")) + ("/work/",)
     roots = [ROOT / "docs", ROOT / "runtime", ROOT / "constructs", ROOT / "examples",
              ROOT / "README.md", ROOT / "CHANGELOG.md", ROOT / "mkdocs.yml"]
     files = [p for root in roots for p in ([root] if root.is_file() else root.rglob("*"))
