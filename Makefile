@@ -8,7 +8,7 @@ NODE_STAMP := node_modules/.installed
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 
-.PHONY: install test lint typecheck synth synth-oldest bench soak clean demo sandbox docs docs-serve
+.PHONY: install test lint ruff typecheck synth synth-oldest bench soak clean demo sandbox docs docs-serve
 
 install: $(PY_STAMP) $(NODE_STAMP)
 
@@ -23,12 +23,16 @@ $(NODE_STAMP): package.json package-lock.json
 	touch $@
 
 # The whole suite. Pytest's exit code 5 ("no tests collected") is a failure here.
-test: install typecheck docs
+test: install typecheck ruff docs
 	$(BIN)/python -m pytest -q; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "make test: no tests were collected" >&2; exit 1; fi; exit $$rc
 
 typecheck: install
 	$(BIN)/python -m mypy
+
+# ruff over the whole tree (runtime, constructs, examples, tests, benchmarks). Under a second.
+ruff: install
+	$(BIN)/ruff check .
 
 # The documentation site (mkdocs.yml, docs/) into site/; any warning (a broken link, a missing
 # snippet file, a docstring griffe cannot read) fails the build. About 3 s.
@@ -77,10 +81,9 @@ sandbox: synth
 	$(BIN)/python -m retrysafe_cdk.sandbox serve --port $(SANDBOX_PORT) --visibility-timeout 5
 
 # cdk-nag (via synth) + cfn-lint over every synthesized template (W3005, CDK's redundant
-# DependsOn, is reported but expected) + ruff over the CDK code.
-lint: synth
+# DependsOn, is reported but expected) + ruff over the whole tree.
+lint: synth ruff
 	$(BIN)/cfn-lint --non-zero-exit-code error cdk.out/*.template.json
-	$(BIN)/ruff check constructs examples app.py tests/constructs
 
 # retrysafe vs Powertools side by side; writes benchmarks/results.json, RESULTS.md, comparison.png.
 bench: install

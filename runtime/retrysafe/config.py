@@ -59,7 +59,7 @@ class Mode(str, enum.Enum):
 class Retention(Value):
     """How long records live and how long a claim is leased."""
 
-    __slots__ = ("horizon_seconds", "default_lease_seconds")
+    __slots__ = ("default_lease_seconds", "horizon_seconds")
 
     def __init__(self, horizon_seconds: int = DEFAULT_HORIZON_SECONDS,
                  default_lease_seconds: float = DEFAULT_LEASE_SECONDS) -> None:

@@ -73,7 +73,7 @@ class Intent(Value):
     in-flight duplicate to complete, then replay it.
     """
 
-    __slots__ = ("scope", "fingerprint", "mode", "retention", "lease_seconds", "wait_seconds")
+    __slots__ = ("fingerprint", "lease_seconds", "mode", "retention", "scope", "wait_seconds")
 
     def __init__(self, scope: Scope, fingerprint: str, mode: Mode = Mode.ATOMIC,
                  retention: Retention = _DEFAULT_RETENTION, lease_seconds: float | None = None,
@@ -89,7 +89,7 @@ class Intent(Value):
 class Completion(Value):
     """What the work produced. ``store=False`` (a 5xx, a transient failure) commits nothing and frees the key."""
 
-    __slots__ = ("result", "store", "resource")
+    __slots__ = ("resource", "result", "store")
 
     def __init__(self, result: Any, store: bool = True, resource: str | None = None) -> None:
         self.result = result
@@ -100,7 +100,7 @@ class Completion(Value):
 class Outcome(Value):
     """The result to answer with, and whether it was replayed from a stored record."""
 
-    __slots__ = ("result", "replayed", "stored")
+    __slots__ = ("replayed", "result", "stored")
 
     def __init__(self, result: Any, replayed: bool, stored: bool) -> None:
         self.result = result

@@ -73,7 +73,7 @@ def _digest(*parts: str) -> str:
 class Scope(Value):
     """Who asked (tenant), for what (operation) and which intent (key)."""
 
-    __slots__ = ("tenant", "operation", "key", "_record_id")
+    __slots__ = ("_record_id", "key", "operation", "tenant")
 
     def __init__(self, tenant: str, operation: str, key: str) -> None:
         self.tenant = tenant

@@ -40,8 +40,20 @@ from .metrics import (
     TAKEOVER,
 )
 
-__all__ = ["EXECUTED", "FENCING_REJECTED", "IN_FLIGHT", "KEY_MISMATCH", "NOT_STORED", "RELEASE_FAILED", "RELEASED",
-           "REPLAYED", "TAKEOVER", "Telemetry", "emf_line", "telemetry"]
+__all__ = [
+    "EXECUTED",
+    "FENCING_REJECTED",
+    "IN_FLIGHT",
+    "KEY_MISMATCH",
+    "NOT_STORED",
+    "RELEASED",
+    "RELEASE_FAILED",
+    "REPLAYED",
+    "TAKEOVER",
+    "Telemetry",
+    "emf_line",
+    "telemetry",
+]
 
 _ROUTINE = frozenset({EXECUTED, REPLAYED})
 _NOT_A_METRIC = metrics.NOT_METRICS

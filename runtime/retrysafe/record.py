@@ -50,8 +50,20 @@ _encode_json = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encod
 class Record(Value):
     """A decoded idempotency record."""
 
-    __slots__ = ("record_id", "state", "fingerprint", "expires_at", "created_at_ms", "operation", "owner",
-                 "lease_until_ms", "result", "resource", "checkpoints", "instance")
+    __slots__ = (
+        "checkpoints",
+        "created_at_ms",
+        "expires_at",
+        "fingerprint",
+        "instance",
+        "lease_until_ms",
+        "operation",
+        "owner",
+        "record_id",
+        "resource",
+        "result",
+        "state",
+    )
 
     def __init__(self, record_id: str, state: str, fingerprint: str, expires_at: int, created_at_ms: int = 0,
                  operation: str = "", owner: str | None = None, lease_until_ms: int | None = None,

@@ -274,7 +274,6 @@ def test_business_item_over_400kb_is_refused_whole(ddb, store):
 
 def test_table_verification_at_cold_start_is_opt_in(aws, monkeypatch):
     import boto3
-
     from retrysafe import store as store_module
 
     monkeypatch.setattr(store_module, "_SHARED", {})

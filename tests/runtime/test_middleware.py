@@ -53,7 +53,7 @@ CASES = [
 @pytest.mark.parametrize("resolver_cls, event", CASES)
 @pytest.mark.parametrize("mode", [Mode.ATOMIC, Mode.CLAIM_FIRST])
 def test_middleware_runs_once_and_replays(ddb, store, calls, resolver_cls, event, mode):
-    app, runs = make_app(resolver_cls, store, mode)
+    app, _runs = make_app(resolver_cls, store, mode)
     first = app.resolve(event({"amount": 10}), LambdaContext())
     assert first["statusCode"] == 201
     calls.reset()

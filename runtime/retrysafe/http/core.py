@@ -30,7 +30,7 @@ NO_TENANT = "-"
 class StoredResponse(Value):
     """The part of a response that is stored and replayed."""
 
-    __slots__ = ("status", "headers", "body", "is_base64")
+    __slots__ = ("body", "headers", "is_base64", "status")
 
     def __init__(self, status: int, headers: dict[str, str] | None = None, body: str = "",
                  is_base64: bool = False) -> None:
@@ -59,7 +59,7 @@ class HttpAnswer(Value):
     (returned untouched: all headers, cookies).
     """
 
-    __slots__ = ("response", "replayed", "original")
+    __slots__ = ("original", "replayed", "response")
 
     def __init__(self, response: StoredResponse, replayed: bool = False, original: Any = None) -> None:
         self.response = response
