@@ -72,13 +72,13 @@ synth-oldest: $(OLDEST_STAMP) $(NODE_STAMP)
 # (its Lambda authorizer, IAM policies and state machine included): a scripted client scenario over
 # real HTTP and the order saga, then the ledger; fails if any intent had two effects or IAM denied a call.
 demo: synth
-	$(BIN)/python -m retrysafe_cdk.sandbox demo
+	$(BIN)/python -m retrysafe_sandbox demo
 
 # The same, left running for manual use (curl against the printed URL); Ctrl-C stops it.
 # SANDBOX_PORT (default 3000) and SANDBOX_TENANT (default local) configure it.
 SANDBOX_PORT ?= 3000
 sandbox: synth
-	$(BIN)/python -m retrysafe_cdk.sandbox serve --port $(SANDBOX_PORT) --visibility-timeout 5
+	$(BIN)/python -m retrysafe_sandbox serve --port $(SANDBOX_PORT) --visibility-timeout 5
 
 # cdk-nag (via synth) + cfn-lint over every synthesized template (W3005, CDK's redundant
 # DependsOn, is reported but expected) + ruff over the whole tree.

@@ -11,54 +11,32 @@
 - :class:`AlarmOptions` -- alarm actions, and alarms turned off one by one
 - :func:`idempotent_invoke`, :class:`Saga` -- Step Functions tasks with the right payload and retries,
   and sagas with compensations
+- :func:`python_function` -- a plain Python Lambda (e.g. an authorizer) with its own log group and a
+  role that can only write to it, as the constructs build theirs
+- :func:`acknowledge` -- acknowledge a cdk-nag finding on a construct, with its reason
 
-Names are imported on first use, so that ``retrysafe_cdk.sandbox`` (which
-only reads synthesized templates) never starts jsii.
+The local sandbox that runs a synthesized app is a separate package, ``retrysafe_sandbox``
+(``pip install 'retrysafe[sandbox]'``).
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
-
-_EXPORTS = {
-    "AlarmOptions": "alarms", "Dashboard": "dashboard",
-    "IdempotentHttpApi": "api", "IdempotentRestApi": "api",
-    "IdempotentFunction": "function",
-    "RetryHorizon": "horizon", "queue_redelivery": "horizon",
-    "Outbox": "outbox", "OutboxPipe": "outbox",
-    "IdempotentQueueConsumer": "queue",
-    "IdempotencyTable": "table",
-    "OutboxTarget": "targets",
-    "WebhookReceiver": "webhook",
-    "Compensation": "workflow", "Saga": "workflow", "SagaStep": "workflow", "idempotent_invoke": "workflow",
-    "retry_policy": "workflow", "task_payload": "workflow",
-}
-
-if TYPE_CHECKING:
-    from .alarms import AlarmOptions
-    from .api import IdempotentHttpApi, IdempotentRestApi
-    from .dashboard import Dashboard
-    from .function import IdempotentFunction
-    from .horizon import RetryHorizon, queue_redelivery
-    from .outbox import Outbox, OutboxPipe
-    from .queue import IdempotentQueueConsumer
-    from .table import IdempotencyTable
-    from .targets import OutboxTarget
-    from .webhook import WebhookReceiver
-    from .workflow import Compensation, Saga, SagaStep, idempotent_invoke, retry_policy, task_payload
+from .alarms import AlarmOptions
+from .api import IdempotentHttpApi, IdempotentRestApi
+from .dashboard import Dashboard
+from .function import IdempotentFunction, python_function
+from .horizon import RetryHorizon, queue_redelivery
+from .nag import acknowledge
+from .outbox import Outbox, OutboxPipe
+from .queue import IdempotentQueueConsumer
+from .table import IdempotencyTable
+from .targets import OutboxTarget
+from .webhook import WebhookReceiver
+from .workflow import Compensation, Saga, SagaStep, idempotent_invoke, retry_policy, task_payload
 
 __all__ = [
-    "AlarmOptions", "Compensation", "Dashboard", "IdempotencyTable", "IdempotentFunction", "IdempotentHttpApi", "IdempotentQueueConsumer",
-    "IdempotentRestApi", "Outbox", "OutboxPipe", "OutboxTarget", "RetryHorizon", "Saga", "SagaStep",
-    "WebhookReceiver", "idempotent_invoke", "queue_redelivery", "retry_policy", "task_payload",
+    "AlarmOptions", "Compensation", "Dashboard", "IdempotencyTable", "IdempotentFunction", "IdempotentHttpApi",
+    "IdempotentQueueConsumer", "IdempotentRestApi", "Outbox", "OutboxPipe", "OutboxTarget", "RetryHorizon", "Saga",
+    "SagaStep", "WebhookReceiver", "acknowledge", "idempotent_invoke", "python_function", "queue_redelivery",
+    "retry_policy", "task_payload",
 ]
-
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value

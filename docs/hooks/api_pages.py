@@ -2,7 +2,8 @@
 
 The pages are generated from the source tree at build time (never written to disk), so a module
 that is added, moved or renamed gets its page without editing the site. Private modules (a name
-part starting with ``_``), ``__main__`` and the local sandbox are left out.
+part starting with ``_``) and ``__main__`` are left out. The local sandbox (``retrysafe_sandbox``)
+is a development tool with its own page, not part of the API.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ from mkdocs.structure.files import File, Files
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = {"retrysafe": ROOT / "runtime" / "retrysafe", "retrysafe_cdk": ROOT / "constructs" / "retrysafe_cdk"}
-EXCLUDED = ("retrysafe_cdk.sandbox",)
 NAV_TITLE = "API reference"
 
 
@@ -30,7 +30,7 @@ def public_modules() -> dict[str, list[tuple[str, bool]]]:
             if is_package:
                 parts = parts[:-1]
             name = ".".join(parts)
-            if any(p.startswith("_") for p in parts) or name.startswith(EXCLUDED):
+            if any(p.startswith("_") for p in parts):
                 continue
             modules.append((name, is_package))
         found[top] = sorted(modules)

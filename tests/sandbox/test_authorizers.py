@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from retrysafe_cdk.sandbox.authorizers import Authorizer, Gate, Granted, Request, method_arn
-from retrysafe_cdk.sandbox.functions import Invocation
-from retrysafe_cdk.sandbox.ledger import Ledger
-from retrysafe_cdk.sandbox.tokens import InvalidToken, mint, verify
+from retrysafe_sandbox.authorizers import Authorizer, Gate, Granted, Request, method_arn
+from retrysafe_sandbox.functions import Invocation
+from retrysafe_sandbox.ledger import Ledger
+from retrysafe_sandbox.tokens import InvalidToken, mint, verify
 
 ARN = method_arn("Api", "prod", "POST", "/orders/7/payments")
 

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from retrysafe_cdk.sandbox import Options, Sandbox, scenario
+from retrysafe_sandbox import Options, Sandbox, scenario
 
 
 def test_every_intent_applies_exactly_once(example_assembly: Path, tmp_path: Path) -> None:
@@ -64,7 +64,7 @@ def test_demo_names_a_missing_permission(example_assembly: Path, tmp_path: Path)
     # and API Gateway may no longer invoke the webhook receiver (its AWS::Lambda::Permission for the stage)
     _without_resource(broken, "ApiwebhooksgithubPOSTApiPermissionRetrysafe")
     # its own process, as `make demo` runs it (moto's backends are per process)
-    demo = subprocess.run([sys.executable, "-m", "retrysafe_cdk.sandbox", "demo", "--assembly", str(broken),
+    demo = subprocess.run([sys.executable, "-m", "retrysafe_sandbox", "demo", "--assembly", str(broken),
                            "--stack", "RetrysafeOrders", "--logs", str(tmp_path / "logs")],
                           capture_output=True, text=True, timeout=300, check=False)
     out = demo.stdout

@@ -17,8 +17,8 @@ import pytest
 from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
-from retrysafe_cdk.sandbox import Options, Sandbox
-from retrysafe_cdk.sandbox.tokens import LOCAL_SECRET_KEY, mint
+from retrysafe_sandbox import Options, Sandbox
+from retrysafe_sandbox.tokens import LOCAL_SECRET_KEY, mint
 
 HANDLERS = Path(__file__).parent / "http_api_handlers"
 ISSUER, AUDIENCE = "https://issuer.example", "notes-app"

@@ -9,11 +9,11 @@ from typing import Any
 import boto3
 import pytest
 from botocore.exceptions import ClientError
-from retrysafe_cdk.sandbox.calls import checks
-from retrysafe_cdk.sandbox.embedded import EmbeddedAws
-from retrysafe_cdk.sandbox.guard import Guard, Role
-from retrysafe_cdk.sandbox.iam import Policies, Principal, UnsupportedPolicy, evaluate
-from retrysafe_cdk.sandbox.ledger import Ledger
+from retrysafe_sandbox.calls import checks
+from retrysafe_sandbox.embedded import EmbeddedAws
+from retrysafe_sandbox.guard import Guard, Role
+from retrysafe_sandbox.iam import Policies, Principal, UnsupportedPolicy, evaluate
+from retrysafe_sandbox.ledger import Ledger
 
 TABLE = "arn:aws:dynamodb:eu-west-1:123456789012:table/Orders"
 QUEUE = "arn:aws:sqs:eu-west-1:123456789012:Work"

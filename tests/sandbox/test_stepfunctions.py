@@ -7,11 +7,11 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from retrysafe_cdk.sandbox.functions import Invocation
-from retrysafe_cdk.sandbox.guard import Guard, Role
-from retrysafe_cdk.sandbox.iam import Policies
-from retrysafe_cdk.sandbox.ledger import Ledger
-from retrysafe_cdk.sandbox.stepfunctions import Machine, StepFunctions, node_modules, prepared
+from retrysafe_sandbox.functions import Invocation
+from retrysafe_sandbox.guard import Guard, Role
+from retrysafe_sandbox.iam import Policies
+from retrysafe_sandbox.ledger import Ledger
+from retrysafe_sandbox.stepfunctions import Machine, StepFunctions, node_modules, prepared
 
 CONTEXT = {"execution.$": "$$.Execution.Id", "state.$": "$$.State.Name", "retryCount.$": "$$.State.RetryCount",
            "stateMachine.$": "$$.StateMachine.Id", "input.$": "$"}

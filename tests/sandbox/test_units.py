@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from retrysafe_cdk.sandbox.assembly import Intrinsics
-from retrysafe_cdk.sandbox.filters import parse_criteria, passes
-from retrysafe_cdk.sandbox.sqs_poller import failed_ids
-from retrysafe_cdk.sandbox.streams import failed_from
+from retrysafe_sandbox.assembly import Intrinsics
+from retrysafe_sandbox.filters import parse_criteria, passes
+from retrysafe_sandbox.sqs_poller import failed_ids
+from retrysafe_sandbox.streams import failed_from
 
 OUTBOX = {"Filters": [{"Pattern": json.dumps(
     {"eventName": ["INSERT"], "dynamodb": {"NewImage": {"kind": {"S": ["outbox"]}}}})}]}

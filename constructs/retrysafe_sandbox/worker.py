@@ -1,6 +1,6 @@
 """One Lambda execution environment: a process that imports a handler and runs invocations.
 
-Started by :class:`retrysafe_cdk.sandbox.functions.FunctionPool` with the function's
+Started by :class:`retrysafe_sandbox.functions.FunctionPool` with the function's
 environment. Like Lambda, it puts the code directory and each layer's ``python/`` directory
 first on ``sys.path``, imports ``Handler`` once (cold start), then serves invocations read
 as JSON lines from stdin, answering JSON lines on the original stdout (the handler's own

@@ -1,4 +1,4 @@
-"""Command line: ``python -m retrysafe_cdk.sandbox {demo,serve,token}`` (``make demo`` / ``make sandbox``)."""
+"""Command line: ``python -m retrysafe_sandbox {demo,serve,token}`` (``make demo`` / ``make sandbox``)."""
 
 from __future__ import annotations
 
@@ -93,7 +93,7 @@ def token(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Parse the command line and run ``demo``, ``serve`` or ``token``."""
-    parser = argparse.ArgumentParser(prog="python -m retrysafe_cdk.sandbox", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m retrysafe_sandbox", description=__doc__)
     parser.add_argument("command", choices=["demo", "serve", "token"])
     parser.add_argument("--assembly", default="cdk.out", help="the synthesized cloud assembly (default cdk.out)")
     parser.add_argument("--stack", action="append", default=[], help="run only this stack (repeatable; default all)")

@@ -1,4 +1,4 @@
-"""Run a synthesized retrysafe app locally: ``python -m retrysafe_cdk.sandbox`` (``make demo`` / ``make sandbox``).
+"""Run a synthesized retrysafe app locally: ``python -m retrysafe_sandbox`` (``make demo`` / ``make sandbox``).
 
 Reads the cloud assembly in ``cdk.out`` (never aws_cdk), provisions its tables, queues, buses,
 rules and secrets on an embedded AWS (moto's server on 127.0.0.1), serves its APIs over real

@@ -1,6 +1,6 @@
 """Lambda functions of a stack, invoked as Lambda invokes them: one process per execution environment.
 
-A :class:`FunctionPool` keeps warm worker processes (:mod:`retrysafe_cdk.sandbox.worker`) and
+A :class:`FunctionPool` keeps warm worker processes (:mod:`retrysafe_sandbox.worker`) and
 starts another when all are busy, as Lambda scales out. An invocation that outlives the
 function's ``Timeout`` kills its environment, as Lambda does.
 """
@@ -104,7 +104,7 @@ class _Environment:
                "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(spec.memory), "_HANDLER": spec.handler,
                "SANDBOX_ACCOUNT": ACCOUNT, CODE_PATH_ENV: os.pathsep.join(spec.code_paths),
                "PYTHONUNBUFFERED": "1"}
-        # Run by path: importing the package would import its parent, the CDK constructs.
+        # Run by path: as a module it would import the whole sandbox package into every function process.
         self.process = subprocess.Popen([sys.executable, worker.__file__], env=env, text=True,
                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                         stderr=log if log is not None else subprocess.DEVNULL)
