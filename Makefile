@@ -69,12 +69,15 @@ synth-oldest: $(OLDEST_STAMP) $(NODE_STAMP)
 	$(BIN)/cfn-lint --non-zero-exit-code error cdk.out.oldest/*.template.json
 
 # The example app on an embedded AWS (moto's server on 127.0.0.1), from the synthesized template
-# (its Lambda authorizer, IAM policies and state machine included): a scripted client scenario over
-# real HTTP and the order saga, then the ledger; fails if any intent had two effects or IAM denied a call.
+# (its Lambda authorizer, IAM policies and state machine included), run by the local sandbox
+# (constructs/retrysafe_sandbox, the [sandbox] extra). It drives the scenarios cdk.json names
+# (context.retrysafe_sandbox: examples/orders/scenario.py over real HTTP, then examples/saga/scenario.py)
+# and prints the ledger; fails if any intent had other than one effect or IAM denied a call.
 demo: synth
 	$(BIN)/python -m retrysafe_sandbox demo
 
-# The same, left running for manual use (curl against the printed URL); Ctrl-C stops it.
+# The same app, left running for manual use (curl against the printed URL, with the Authorization
+# header cdk.json's authorization hook makes); Ctrl-C stops it.
 # SANDBOX_PORT (default 3000) and SANDBOX_TENANT (default local) configure it.
 SANDBOX_PORT ?= 3000
 sandbox: synth

@@ -44,7 +44,8 @@ def python_function(scope: Construct, *, code: lambda_.Code, handler: str, envir
                     ) -> tuple[lambda_.Function, iam.IRole, logs.ILogGroup]:
     """A Python Lambda (latest runtime) with its own log group and a role that can only write to it.
 
-    No managed policies: grants are added by the caller. Children of ``scope``: ``Logs`` (unless
+    For a function that is not an :class:`IdempotentFunction` (a Lambda authorizer, say); returns
+    ``(function, role, log_group)``. No managed policies: grants are added by the caller. Children of ``scope``: ``Logs`` (unless
     ``log_group``), ``Role`` (unless ``role``), ``Function``. ``function_props``: any other
     ``lambda_.Function`` props, applied last (they win over everything here).
     """

@@ -1,4 +1,8 @@
-"""Command line: ``python -m retrysafe_sandbox {demo,serve,token}`` (``make demo`` / ``make sandbox``)."""
+"""Command line: ``python -m retrysafe_sandbox {demo,serve,token}`` (``make demo`` / ``make sandbox``).
+
+``demo`` runs the app's scenarios and ``serve`` prints its authorizers' credentials through the hooks
+the app names in ``cdk.json`` (see :mod:`retrysafe_sandbox.hooks`) or ``--scenario`` / ``--authorization``.
+"""
 
 from __future__ import annotations
 
@@ -10,9 +14,10 @@ import tempfile
 import threading
 from pathlib import Path
 
-from . import scenario
+from .hooks import Authorization, HookError, Hooks
 from .http_front import ApiServer
 from .runner import Options, Sandbox
+from .scenarios import run_scenarios
 from .tokens import LOCAL_SECRET_KEY, mint
 
 
@@ -22,10 +27,19 @@ def _options(args: argparse.Namespace) -> Options:
                    log_dir=Path(args.logs) if args.logs else Path(tempfile.mkdtemp(prefix="retrysafe-sandbox-")))
 
 
+def _hooks(args: argparse.Namespace) -> Hooks:
+    return Hooks.from_cdk_json(Path(args.cdk_json)).replaced(args.scenario, args.authorization)
+
+
 def demo(args: argparse.Namespace) -> int:
-    """Run the scenario, print the ledger; 1 if any intent did not have exactly one effect."""
+    """Run the app's scenarios, print the ledger; 1 if any intent did not have exactly one effect."""
+    scenarios = _hooks(args).scenario_functions()
+    if not scenarios:
+        print(f"demo: no scenario to run: name them in {args.cdk_json} (context.retrysafe_sandbox.scenarios) "
+              "or pass --scenario MODULE:FUNCTION", file=sys.stderr)
+        return 2
     with Sandbox(_options(args)) as sandbox:
-        report = scenario.run(sandbox)
+        report = run_scenarios(sandbox, scenarios)
         print("\n".join(report.steps))
         print(sandbox.ledger.render(report.effects))
         print(f"function logs: {sandbox.options.log_dir}")
@@ -36,8 +50,13 @@ def demo(args: argparse.Namespace) -> int:
     return 0
 
 
-def credentials(sandbox: Sandbox, server: ApiServer, tenant: str) -> list[str]:
-    """How a client authenticates as ``tenant`` on each authorizer of one API (printed by ``serve``)."""
+def credentials(sandbox: Sandbox, server: ApiServer, tenant: str, authorization: Authorization | None = None
+                ) -> list[str]:
+    """How a client authenticates as ``tenant`` on each authorizer of one API (printed by ``serve``).
+
+    For a Lambda authorizer only the app knows what it accepts: ``authorization`` (the app's hook) makes
+    the header; without it, or when it raises ``LookupError``, the line names the identity source only.
+    """
     lines, seen = [], set()
     for route in server.routes:
         spec = server.gate.authorizers.get(route.authorizer or "")
@@ -55,7 +74,7 @@ def credentials(sandbox: Sandbox, server: ApiServer, tenant: str) -> list[str]:
             lines.append(f"  {spec.logical_id} ({spec.kind}): -H 'Authorization: Bearer {token}'")
             continue
         try:
-            example = f": -H 'Authorization: {scenario.bearer_token(sandbox, tenant, route.path)}'"
+            example = f": -H 'Authorization: {authorization(sandbox, tenant, route.path)}'" if authorization else ""
         except LookupError:
             example = ""
         lines.append(f"  {spec.logical_id} (Lambda {spec.kind}, identity {', '.join(spec.identity) or '-'}){example}")
@@ -64,13 +83,14 @@ def credentials(sandbox: Sandbox, server: ApiServer, tenant: str) -> list[str]:
 
 def serve(args: argparse.Namespace) -> int:
     """Keep the app running until Ctrl-C (or SIGTERM); print the ledger on the way out."""
+    authorization = _hooks(args).authorization_function()
     stopped = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stopped.set())
     with Sandbox(_options(args)) as sandbox:
         for server in sandbox.apis:
             print(f"API: {server.url}  (tenant {args.tenant!r}; routes: "
                   f"{', '.join(f'{r.method} {r.path}' for r in server.routes if r.function)})")
-            print("\n".join(credentials(sandbox, server, args.tenant)))
+            print("\n".join(credentials(sandbox, server, args.tenant, authorization)))
         if sandbox.stepfunctions is not None:
             for machine in sandbox.stepfunctions.machines.values():
                 print(f"state machine {machine.name}: curl -X POST {sandbox.stepfunctions.url}/executions/"
@@ -109,10 +129,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--visibility-timeout", type=int, default=None,
                         help="override every queue's visibility timeout, in seconds (short redelivery)")
     parser.add_argument("--logs", default=None, help="directory for the functions' logs (default: a temp dir)")
+    parser.add_argument("--cdk-json", default="cdk.json",
+                        help="the app's cdk.json, whose context.retrysafe_sandbox names its hooks (default cdk.json)")
+    parser.add_argument("--scenario", action="append", default=[], metavar="MODULE:FUNCTION",
+                        help="demo: a scenario to run (repeatable, in order; replaces the cdk.json ones)")
+    parser.add_argument("--authorization", default=None, metavar="MODULE:FUNCTION",
+                        help="serve: makes an Authorization header for a Lambda authorizer (replaces cdk.json's)")
     args = parser.parse_args(argv)
     if args.command == "demo" and args.visibility_timeout is None:
         args.visibility_timeout = 2
-    return {"demo": demo, "serve": serve, "token": token}[args.command](args)
+    try:
+        return {"demo": demo, "serve": serve, "token": token}[args.command](args)
+    except HookError as error:
+        print(f"{parser.prog}: {error}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -27,9 +27,9 @@ from retrysafe_cdk import (
     Outbox,
     OutboxTarget,
     WebhookReceiver,
+    acknowledge,
+    python_function,
 )
-from retrysafe_cdk.function import python_function
-from retrysafe_cdk.nag import acknowledge
 
 from constructs import Construct
 from examples.tables import business_table

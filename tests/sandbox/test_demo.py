@@ -1,23 +1,37 @@
-"""The demo scenario end to end on the sandbox (embedded AWS, real HTTP, worker processes)."""
+"""The example's demo scenarios end to end on the sandbox (embedded AWS, real HTTP, worker processes)."""
 
 from __future__ import annotations
 
+import functools
 import json
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-from retrysafe_sandbox import Options, Sandbox, scenario
+from retrysafe_sandbox import Options, Sandbox, run_scenarios
+from retrysafe_sandbox.__main__ import credentials
+
+from examples.orders import scenario as orders
+from examples.saga import scenario as saga_scenario
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_every_intent_applies_exactly_once(example_assembly: Path, tmp_path: Path) -> None:
     notices: list[str] = []
     with Sandbox(Options(assembly=example_assembly, visibility_timeout=2, log_dir=tmp_path),
                  notices.append) as sandbox:
-        report = scenario.run(sandbox, settle_seconds=40)
+        report = run_scenarios(sandbox, [functools.partial(orders.run, settle_seconds=40), saga_scenario.run])
         ledger = sandbox.ledger
+        # what `make sandbox` prints for the Lambda TOKEN authorizer, made by the app's authorization hook
+        [api] = sandbox.apis
+        printed = "\n".join(credentials(sandbox, api, "acme", orders.authorization))
+        assert f"-H 'Authorization: {orders.authorization(sandbox, 'acme')}'" in printed
+        assert "Authorization: Bearer acme." in printed
+        assert "Authorization:" not in "\n".join(credentials(sandbox, api, "acme"))
     assert report.violations == [], "\n".join(report.steps)
+    assert not [step for step in report.steps if step.startswith("skip")], report.steps
     assert report.effects["orders"] == 3 and report.effects["units reserved"] == 6
     assert ledger.outcomes["Replayed"] >= 5 and ledger.outcomes["KeyMismatch"] == 1
     # both queue consumers, then the saga's payment task right after its provider call
@@ -63,12 +77,13 @@ def test_demo_names_a_missing_permission(example_assembly: Path, tmp_path: Path)
     broken = _without_grant(example_assembly, tmp_path / "cdk.out", "CreateOrderRoleDefaultPolicy", "dynamodb:PutItem")
     # and API Gateway may no longer invoke the webhook receiver (its AWS::Lambda::Permission for the stage)
     _without_resource(broken, "ApiwebhooksgithubPOSTApiPermissionRetrysafe")
-    # its own process, as `make demo` runs it (moto's backends are per process)
+    # its own process, as `make demo` runs it (moto's backends are per process), with the scenarios cdk.json names
     demo = subprocess.run([sys.executable, "-m", "retrysafe_sandbox", "demo", "--assembly", str(broken),
                            "--stack", "RetrysafeOrders", "--logs", str(tmp_path / "logs")],
-                          capture_output=True, text=True, timeout=300, check=False)
+                          capture_output=True, text=True, timeout=300, check=False, cwd=ROOT)
     out = demo.stdout
     assert demo.returncode == 1, out + demo.stderr
+    assert "skip   saga: no running state machine has the task states" in out  # its stack was not selected
     assert "IAM DENIED" in out and "CreateOrderRole207E4039: dynamodb:PutItem on arn:aws:dynamodb:" in out
     assert "FAILED first order: 502" in out
     assert ("apigateway.amazonaws.com for arn:aws:execute-api:eu-west-1:123456789012:ApiCD79AAA0/prod/POST/webhooks/"

@@ -32,8 +32,7 @@ def assembly(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from aws_cdk import aws_apigatewayv2_authorizers as authorizers
     from aws_cdk import aws_apigatewayv2_integrations as integrations
     from aws_cdk import aws_lambda as lambda_
-    from retrysafe_cdk import IdempotencyTable, IdempotentFunction, IdempotentHttpApi
-    from retrysafe_cdk.function import python_function
+    from retrysafe_cdk import IdempotencyTable, IdempotentFunction, IdempotentHttpApi, python_function
 
     from app import feature_flags
     from constructs import Construct

@@ -1,4 +1,7 @@
-"""The demo's saga part: the example order saga's state machine on the ASL interpreter, then its effects checked.
+"""The order saga's sandbox scenario: its state machine on the ASL interpreter, then its effects checked.
+
+``python -m retrysafe_sandbox demo`` runs it after :mod:`examples.orders.scenario` (``cdk.json``
+names both in its ``retrysafe_sandbox`` context).
 
 Three executions run side by side: a happy path; a declined payment (the interpreter catches
 ``PaymentDeclined`` and runs the inventory compensation); and one whose payment task crashes
@@ -7,8 +10,9 @@ right after its first provider call (the interpreter retries ``Lambda.Unknown``,
 Then the provider's ledger must show one authorization per order and exactly one charge per
 paid order, and the stock must hold what the paid orders took.
 
-Like :mod:`.scenario`, it knows the example: the task states ``ReserveInventory`` and
-``ChargePayment`` and the tables in their functions' environment.
+It knows this example: the task states ``ReserveInventory`` and ``ChargePayment`` and the tables
+in their functions' environment. It is skipped when no running state machine has those states (the
+saga stack not selected, or the ASL interpreter not installed).
 """
 
 from __future__ import annotations
@@ -17,23 +21,25 @@ import json
 import threading
 import uuid
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from .runner import Sandbox
-    from .scenario import Report
-    from .stepfunctions import Execution
+from retrysafe_sandbox import Sandbox
+from retrysafe_sandbox.scenarios import Report
+from retrysafe_sandbox.stepfunctions import Execution
 
 SKU, STOCK = "saga-widget", 10
+TASKS = ("ReserveInventory", "ChargePayment")
 #: The provider's own write (its ledger table), not the task's claim (also a PutItem, on the idempotency table).
 PROVIDER_CALL = "dynamodb:PutItem@{table}"
 
 
 def run(sandbox: Sandbox, report: Report) -> None:
-    """Drive the saga's executions and check their effects."""
-    assert sandbox.stepfunctions is not None
-    machine = next(iter(sandbox.stepfunctions.machines.values()))
-    reserve, charge = (sandbox.pools[machine.tasks[state]["function"]] for state in ("ReserveInventory", "ChargePayment"))
+    """Drive the saga's executions in ``sandbox``; record every check in ``report``."""
+    running = sandbox.stepfunctions.machines.values() if sandbox.stepfunctions is not None else []
+    machine = next((m for m in running if all(state in m.tasks for state in TASKS)), None)
+    if machine is None:
+        report.skip(f"saga: no running state machine has the task states {', '.join(TASKS)}")
+        return
+    reserve, charge = (sandbox.pools[machine.tasks[state]["function"]] for state in TASKS)
     orders = reserve.spec.environment["SAGA_ORDERS_TABLE"]
     provider = charge.spec.environment["PROVIDER_LEDGER_TABLE"]
     ddb = sandbox.client("dynamodb")
