@@ -7,6 +7,7 @@ the app names in ``cdk.json`` (see :mod:`retrysafe_sandbox.hooks`) or ``--scenar
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import signal
 import sys
@@ -25,6 +26,20 @@ def _options(args: argparse.Namespace) -> Options:
     return Options(assembly=Path(args.assembly), stacks=args.stack, tenant=args.tenant, port=args.port,
                    aws_port=args.aws_port, visibility_timeout=args.visibility_timeout,
                    log_dir=Path(args.logs) if args.logs else Path(tempfile.mkdtemp(prefix="retrysafe-sandbox-")))
+
+
+#: What each command imports beyond the standard library and boto3: the ``sandbox`` extra.
+NEEDS = {"demo": ("moto", "joserfc"), "serve": ("moto", "joserfc"), "token": ("joserfc",)}
+
+
+def _missing(command: str) -> list[str]:
+    """The packages ``command`` needs that are not installed."""
+    def installed(name: str) -> bool:
+        try:
+            return importlib.util.find_spec(name) is not None
+        except ImportError:
+            return False
+    return [name for name in NEEDS[command] if not installed(name)]
 
 
 def _hooks(args: argparse.Namespace) -> Hooks:
@@ -138,6 +153,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "demo" and args.visibility_timeout is None:
         args.visibility_timeout = 2
+    missing = _missing(args.command)
+    if missing:
+        print(f"{parser.prog} {args.command}: needs {', '.join(missing)}, which the sandbox extra installs: "
+              "pip install 'retrysafe[sandbox]'", file=sys.stderr)
+        return 2
     try:
         return {"demo": demo, "serve": serve, "token": token}[args.command](args)
     except HookError as error:

@@ -76,3 +76,29 @@ def test_demo_without_a_scenario_says_how_to_name_one(tmp_path: Path) -> None:
                          capture_output=True, text=True, timeout=120, check=False, cwd=ROOT)
     assert bad.returncode == 2 and "'examples.orders.scenario:nothing'" in bad.stderr, bad.stderr
     assert "Traceback" not in bad.stderr
+
+
+WITHOUT_EXTRA = """
+import importlib.abc, runpy, sys
+
+class NotInstalled(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] in ("moto", "joserfc"):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+sys.meta_path.insert(0, NotInstalled())
+sys.argv = ["retrysafe_sandbox", *sys.argv[1:]]
+runpy.run_module("retrysafe_sandbox", run_name="__main__")
+"""
+
+
+@pytest.mark.parametrize(("command", "missing"), [("demo", "moto, joserfc"), ("token", "joserfc")])
+def test_without_the_sandbox_extra_the_command_says_what_to_install(tmp_path: Path, command: str,
+                                                                     missing: str) -> None:
+    done = subprocess.run([sys.executable, "-c", WITHOUT_EXTRA, command, "--cdk-json", str(ROOT / "cdk.json")],
+                          capture_output=True, text=True, timeout=120, check=False, cwd=ROOT)
+    assert done.returncode == 2, done.stderr
+    assert f"{command}: needs {missing}, which the sandbox extra installs: pip install 'retrysafe[sandbox]'" in (
+        done.stderr)
+    assert "Traceback" not in done.stderr
