@@ -34,9 +34,10 @@ PROVIDER_CALL = "dynamodb:PutItem@{table}"
 
 def run(sandbox: Sandbox, report: Report) -> None:
     """Drive the saga's executions in ``sandbox``; record every check in ``report``."""
-    running = sandbox.stepfunctions.machines.values() if sandbox.stepfunctions is not None else []
+    stepfunctions = sandbox.stepfunctions
+    running = stepfunctions.machines.values() if stepfunctions is not None else []
     machine = next((m for m in running if all(state in m.tasks for state in TASKS)), None)
-    if machine is None:
+    if stepfunctions is None or machine is None:
         report.skip(f"saga: no running state machine has the task states {', '.join(TASKS)}")
         return
     reserve, charge = (sandbox.pools[machine.tasks[state]["function"]] for state in TASKS)
@@ -52,7 +53,7 @@ def run(sandbox: Sandbox, report: Report) -> None:
 
     def execute(kind: str, amount: int) -> None:
         payload = {"orderId": f"{run_id}-{kind}", "sku": SKU, "quantity": 1, "amount": amount}
-        results[kind] = sandbox.stepfunctions.run(machine.name, payload, f"{run_id}-{kind}")  # type: ignore[union-attr]
+        results[kind] = stepfunctions.run(machine.name, payload, f"{run_id}-{kind}")
 
     # the crashing one runs first: the armed crash must hit its payment task; the others start once it has
     threads = {kind: threading.Thread(target=execute, args=(kind, amount)) for kind, amount in orders_in.items()}
