@@ -34,7 +34,8 @@ from aws_cdk import Duration, RemovalPolicy, Stack
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import aws_stepfunctions_tasks as tasks
-from retrysafe.workflow import NON_RETRIABLE_ERRORS, RETRIABLE_ERRORS, TaskInProgress
+from retrysafe.errors import TaskInProgress
+from retrysafe.workflow import NON_RETRIABLE_ERRORS, RETRIABLE_ERRORS
 
 from constructs import Construct
 

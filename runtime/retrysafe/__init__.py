@@ -35,9 +35,9 @@ _EXPORTS = {
     "Scope": "retrysafe.keys",
     "idempotent_task": "retrysafe.workflow",
     "TaskIdempotency": "retrysafe.workflow",
-    "TaskInProgress": "retrysafe.workflow",
-    "TaskKeyMismatch": "retrysafe.workflow",
-    "TaskPayloadError": "retrysafe.workflow",
+    "TaskInProgress": "retrysafe.errors",
+    "TaskKeyMismatch": "retrysafe.errors",
+    "TaskPayloadError": "retrysafe.errors",
     "idempotent_sqs": "retrysafe.sqs",
     "Message": "retrysafe.sqs",
     "Publisher": "retrysafe.outbox_publisher",
@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     from .cache import RecordCache
     from .config import Mode, Retention
     from .engine import Completion, Engine, Intent, Outcome
+    from .errors import TaskInProgress, TaskKeyMismatch, TaskPayloadError
     from .http.core import HttpIdempotency
     from .http.decorator import idempotent_http
     from .http.middleware import TRANSACTION_KEY, IdempotencyMiddleware
@@ -60,7 +61,7 @@ if TYPE_CHECKING:
     from .store import DynamoStore
     from .transaction import Transaction
     from .webhook import WebhookReceiver, put_if_newer, update_if_newer
-    from .workflow import TaskIdempotency, TaskInProgress, TaskKeyMismatch, TaskPayloadError, idempotent_task
+    from .workflow import TaskIdempotency, idempotent_task
 
 __all__ = [
     "TRANSACTION_KEY",

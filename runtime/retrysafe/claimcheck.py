@@ -15,15 +15,11 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from .errors import ConfigurationError, RetrysafeError
+from .errors import ClaimCheckError, ConfigurationError
 
 BUCKET_ENV = "RETRYSAFE_CLAIM_CHECK_BUCKET"
 #: Marks a webhook receipt whose body is in S3 (``body_ref`` holds the pointer).
 S3_ENCODING = "s3"
-
-
-class ClaimCheckError(RetrysafeError):
-    """A claim-checked object is missing, or its size or SHA-256 differs from the pointer's."""
 
 
 class ClaimCheck:

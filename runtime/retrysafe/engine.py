@@ -31,6 +31,7 @@ from .config import LEASE_MARGIN_SECONDS, Mode, Retention
 from .errors import (
     FencingError,
     KeyReuseMismatchError,
+    RecordConflict,
     RequestInFlightError,
     RetrysafeError,
     StoreUnavailableError,
@@ -50,7 +51,7 @@ from .observability import (
     telemetry,
 )
 from .record import COMPLETED, PENDING, Record
-from .store import DynamoStore, RecordConflict, request_token
+from .store import DynamoStore, request_token
 from .transaction import Transaction
 
 if TYPE_CHECKING:

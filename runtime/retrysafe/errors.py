@@ -1,10 +1,74 @@
-"""Exceptions raised by the retrysafe runtime.
+"""Every exception the retrysafe runtime raises, under one base: :class:`RetrysafeError`.
 
-Each error maps to one row of the idempotency contract; the HTTP adapter turns
-them into ``application/problem+json`` responses (see :mod:`retrysafe.http.problem`).
+``except RetrysafeError`` catches anything retrysafe refuses or fails with; the
+adapters answer each with the contract's response (HTTP: ``application/problem+json``,
+see :mod:`retrysafe.http.problem`; SQS: a batch item failure; Step Functions: the
+error's class name as the Lambda ``errorType``). The classes are defined here and
+nowhere else; the modules that raise them re-export them under their old names.
+
+The hierarchy::
+
+    RetrysafeError
+    ├── ConfigurationError            misconfigured deployment (cold start where possible)
+    ├── InvalidKeyError               Idempotency-Key missing or malformed (400)
+    ├── TenantRequiredError           no authenticated tenant (401)
+    ├── MalformedRequestError         not a usable API Gateway event (400; also a ValueError)
+    ├── InvalidInputError             no canonical form, cannot be fingerprinted (400)
+    ├── KeyReuseMismatchError         key reused with another request (422)
+    │   └── TaskKeyMismatch           Step Functions: the state ran with another input
+    ├── RequestInFlightError          another invocation holds the key (409, Retry-After)
+    │   └── TaskInProgress            Step Functions: retry the state later
+    ├── TaskPayloadError              Step Functions payload unusable
+    ├── FencingError                  this invocation's claim was taken over
+    ├── RecordConflict                a record condition failed (between store and engine)
+    ├── BusinessConditionFailedError  a condition on the handler's own write failed (409)
+    ├── TransactionRaced              a concurrent transaction touched the same items (409)
+    ├── TransactionTooLargeError      over DynamoDB's transaction limits
+    │   ├── EventTooLargeError        an outbox event cannot fit its target
+    │   ├── ResponseTooLargeError     the result cannot fit one item
+    │   └── PayloadTooLargeError      a webhook delivery no path can carry (413)
+    ├── StoreUnavailableError         DynamoDB throttled or unavailable (503, Retry-After)
+    ├── StoreRejectedError            DynamoDB refused a request as invalid (500)
+    ├── SignatureError                webhook signature missing or wrong (401)
+    ├── ClaimCheckError               a claim-checked S3 object is missing or altered
+    ├── UnreadableOutboxRecordError   an outbox stream record cannot be read (also a ValueError)
+    └── SweepIncompleteError          the outbox sweeper left refused events for its next run
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .record import Record
+
+__all__ = [
+    "BusinessConditionFailedError",
+    "ClaimCheckError",
+    "ConfigurationError",
+    "EventTooLargeError",
+    "FencingError",
+    "InvalidInputError",
+    "InvalidKeyError",
+    "KeyReuseMismatchError",
+    "MalformedRequestError",
+    "PayloadTooLargeError",
+    "RecordConflict",
+    "RequestInFlightError",
+    "ResponseTooLargeError",
+    "RetrysafeError",
+    "SignatureError",
+    "StoreRejectedError",
+    "StoreUnavailableError",
+    "SweepIncompleteError",
+    "TaskInProgress",
+    "TaskKeyMismatch",
+    "TaskPayloadError",
+    "TenantRequiredError",
+    "TransactionRaced",
+    "TransactionTooLargeError",
+    "UnreadableOutboxRecordError",
+]
 
 
 class RetrysafeError(Exception):
@@ -31,8 +95,19 @@ class TenantRequiredError(RetrysafeError):
     """No authenticated tenant could be found on a request that requires one."""
 
 
+class MalformedRequestError(RetrysafeError, ValueError):
+    """The event is not a usable API Gateway request (bad base64 body, missing method...).
+
+    Also a :class:`ValueError`, as it was before it joined the hierarchy.
+    """
+
+
 class KeyReuseMismatchError(RetrysafeError):
     """The key was already used with a different request fingerprint (contract: 422)."""
+
+
+class TaskKeyMismatch(KeyReuseMismatchError):
+    """This execution's state already ran with a different input; nothing was executed (do not retry)."""
 
 
 class RequestInFlightError(RetrysafeError):
@@ -43,12 +118,33 @@ class RequestInFlightError(RetrysafeError):
         self.retry_after_seconds = retry_after_seconds
 
 
+class TaskInProgress(RequestInFlightError):
+    """Another invocation of this execution's state holds the claim; Step Functions should retry later."""
+
+
+class TaskPayloadError(RetrysafeError):
+    """The task payload lacks the execution id or state name from the context object, or its input has
+    no canonical form (a lone surrogate, NaN): do not retry."""
+
+
 class FencingError(RetrysafeError):
     """This invocation lost its claim (lease expired and another owner took over).
 
     A zombie can neither complete, checkpoint nor release the record of the
     owner that replaced it; its buffered writes are discarded.
     """
+
+
+class RecordConflict(RetrysafeError):
+    """The idempotency record's condition failed; ``current`` is the record DynamoDB returned (ALL_OLD).
+
+    Raised by :class:`~retrysafe.store.DynamoStore` and resolved by the engine
+    (replay, mismatch, in flight); it never reaches a handler's caller.
+    """
+
+    def __init__(self, current: Record | None) -> None:
+        super().__init__("idempotency record condition failed")
+        self.current = current
 
 
 class TransactionTooLargeError(RetrysafeError):
@@ -61,6 +157,10 @@ class EventTooLargeError(TransactionTooLargeError):
 
 class ResponseTooLargeError(TransactionTooLargeError):
     """The result to store cannot fit one DynamoDB item, even compressed."""
+
+
+class PayloadTooLargeError(TransactionTooLargeError):
+    """No configured path can carry the webhook delivery (answered 413 before anything is written)."""
 
 
 class BusinessConditionFailedError(RetrysafeError):
@@ -114,3 +214,22 @@ class StoreRejectedError(RetrysafeError):
 
 class TransactionRaced(RetrysafeError):
     """DynamoDB cancelled the transaction because another one touched the same items (contract: 409, retry)."""
+
+
+class SignatureError(RetrysafeError):
+    """The delivery's signature is missing, malformed, stale or wrong (answered 401; nothing is written)."""
+
+
+class ClaimCheckError(RetrysafeError):
+    """A claim-checked object is missing, or its size or SHA-256 differs from the pointer's."""
+
+
+class UnreadableOutboxRecordError(RetrysafeError, ValueError):
+    """An outbox INSERT whose image cannot be read as an outbox event (the pipe dead-letters it).
+
+    Also a :class:`ValueError`, as it was before it joined the hierarchy.
+    """
+
+
+class SweepIncompleteError(RetrysafeError):
+    """Some unpublished events were still refused by the target; the next run tries again."""

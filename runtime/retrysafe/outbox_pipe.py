@@ -16,11 +16,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .errors import UnreadableOutboxRecordError
 from .outbox_publisher import outbox_inserts
-
-
-class UnreadableOutboxRecordError(ValueError):
-    """An outbox INSERT whose image cannot be read as an outbox event (the pipe dead-letters it)."""
 
 
 def envelopes(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from .errors import ConfigurationError, RetrysafeError
+from .errors import ConfigurationError, SweepIncompleteError
 from .observability import telemetry
 from .outbox import UNPUBLISHED_ATTRIBUTE, UNPUBLISHED_SHARDS
 from .outbox_publisher import BATCH_SIZE, OutboxMessage, Publisher, default_publisher
@@ -29,10 +29,6 @@ DEFAULT_SWEEP_AFTER_SECONDS = 900
 INDEX_NAME = "outbox-unpublished"
 #: Stop starting new pages when the invocation has less than this left (milliseconds).
 TIME_RESERVE_MS = 10_000
-
-
-class SweepIncompleteError(RetrysafeError):
-    """Some unpublished events were still refused by the target; the next run tries again."""
 
 
 def sweep(publisher: Publisher, older_than_seconds: float, *, now: datetime | None = None,

@@ -22,7 +22,7 @@ from .config import VERIFY_ENV, table_name_from_env
 from .errors import (
     BusinessConditionFailedError,
     ConfigurationError,
-    RetrysafeError,
+    RecordConflict,
     StoreRejectedError,
     StoreUnavailableError,
     TransactionRaced,
@@ -52,14 +52,6 @@ _CHECKPOINT_CONDITION = "#ow = :ow AND #st = :pending AND attribute_not_exists(#
 INIT_PHASE_ENV = "AWS_LAMBDA_INITIALIZATION_TYPE"
 
 _SHARED: dict[str, DynamoStore] = {}
-
-
-class RecordConflict(RetrysafeError):
-    """The record's condition failed; ``current`` is the record DynamoDB returned (ALL_OLD)."""
-
-    def __init__(self, current: Record | None) -> None:
-        super().__init__("idempotency record condition failed")
-        self.current = current
 
 
 class ClaimResult(Value):

@@ -46,8 +46,10 @@ from .errors import (
     InvalidInputError,
     KeyReuseMismatchError,
     RequestInFlightError,
-    RetrysafeError,
     StoreUnavailableError,
+    TaskInProgress,
+    TaskKeyMismatch,
+    TaskPayloadError,
     TransactionRaced,
 )
 from .fingerprint import canonical_value, fingerprint, is_unicode
@@ -66,20 +68,6 @@ class TaskFunction(Protocol):
 
     def __call__(self, payload: Any, context: Any) -> Any:
         """Handle one Step Functions invocation."""
-
-
-class TaskInProgress(RequestInFlightError):
-    """Another invocation of this execution's state holds the claim; Step Functions should retry later."""
-
-
-class TaskKeyMismatch(KeyReuseMismatchError):
-    """This execution's state already ran with a different input; nothing was executed (do not retry)."""
-
-
-class TaskPayloadError(RetrysafeError):
-    """The task payload lacks the execution id or state name from the context object, or its input has
-    no canonical form (a lone surrogate, NaN): do not retry."""
-
 
 
 #: Errors a retry of the state cures: DynamoDB throttled or unavailable, a transaction raced,

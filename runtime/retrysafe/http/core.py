@@ -18,7 +18,7 @@ from ..keys import Scope, parse_key
 from ..observability import telemetry
 from ..store import DynamoStore
 from ..transaction import Transaction
-from .problem import MalformedRequestError, Problem, problem_for
+from .problem import Problem, problem_for
 from .request import HttpRequest, parse_event
 from .tenant import TenantExtractor, default_tenant
 
@@ -138,7 +138,7 @@ class HttpIdempotency:
                 original = self.on_state_conflict(error, event)
                 return HttpAnswer(convert(original), original=original)
             return _refusal(error)
-        except (RetrysafeError, MalformedRequestError) as error:
+        except RetrysafeError as error:
             return _refusal(error)
         finally:
             telemetry.flush()

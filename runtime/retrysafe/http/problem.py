@@ -12,6 +12,7 @@ from ..errors import (
     InvalidInputError,
     InvalidKeyError,
     KeyReuseMismatchError,
+    MalformedRequestError,
     RequestInFlightError,
     StoreRejectedError,
     StoreUnavailableError,
@@ -45,10 +46,6 @@ class Problem(Value):
     def all_headers(self) -> dict[str, str]:
         """Content-Type plus the problem's own headers (e.g. ``Retry-After``)."""
         return {"Content-Type": PROBLEM_CONTENT_TYPE, **self.headers}
-
-
-class MalformedRequestError(ValueError):
-    """The event is not a usable API Gateway request (bad base64 body, missing method...)."""
 
 
 def problem_for(error: Exception) -> Problem | None:

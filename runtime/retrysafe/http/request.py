@@ -10,8 +10,8 @@ from typing import Any
 from urllib.parse import unquote
 
 from .._value import Value
+from ..errors import MalformedRequestError
 from ..fingerprint import canonical_json, fingerprint
-from .problem import MalformedRequestError
 
 #: Content types whose bodies are canonicalised as JSON (besides ``*/*+json`` and an absent Content-Type).
 JSON_MEDIA_TYPES = frozenset({"application/json"})

@@ -4,18 +4,11 @@
 from the environment; build a :class:`WebhookReceiver` for anything else.
 """
 
+from ..errors import PayloadTooLargeError, SignatureError
 from .ordering import put_if_newer, update_if_newer
 from .receipt import Receipt
-from .receiver import PayloadTooLargeError, WebhookReceiver, handler, parse_secrets, secret_from_env
-from .signatures import (
-           GenericHmac,
-           GitHub,
-           Provider,
-           SignatureError,
-           StandardWebhooks,
-           Stripe,
-           standard_secret,
-)
+from .receiver import WebhookReceiver, handler, parse_secrets, secret_from_env
+from .signatures import GenericHmac, GitHub, Provider, StandardWebhooks, Stripe, standard_secret
 
 __all__ = ["GenericHmac", "GitHub", "PayloadTooLargeError", "Provider", "Receipt", "SignatureError",
            "StandardWebhooks", "Stripe", "WebhookReceiver", "handler", "parse_secrets", "put_if_newer",

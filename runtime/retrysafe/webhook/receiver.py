@@ -32,17 +32,25 @@ from typing import Any
 from ..claimcheck import ClaimCheck
 from ..config import Mode, Retention
 from ..engine import Completion, Engine, Intent
-from ..errors import ConfigurationError, RetrysafeError, StoreUnavailableError, TransactionTooLargeError
+from ..errors import (
+    ConfigurationError,
+    MalformedRequestError,
+    PayloadTooLargeError,
+    RetrysafeError,
+    SignatureError,
+    StoreUnavailableError,
+    TransactionTooLargeError,
+)
 from ..fingerprint import fingerprint
 from ..http.core import StoredResponse
-from ..http.problem import MalformedRequestError, Problem, problem_for
+from ..http.problem import Problem, problem_for
 from ..http.request import HttpRequest, parse_event
 from ..keys import Scope
 from ..observability import telemetry
 from ..store import DynamoStore
 from ..transaction import Transaction
 from .receipt import RECEIPT_EVENT, Receipt, metadata
-from .signatures import NO_HOOK, PROVIDERS, Provider, SignatureError, body_digest
+from .signatures import NO_HOOK, PROVIDERS, Provider, body_digest
 
 SECRET_ARN_ENV = "RETRYSAFE_WEBHOOK_SECRET_ARN"
 SECRET_PARAMETER_ENV = "RETRYSAFE_WEBHOOK_SECRET_PARAMETER"
@@ -54,10 +62,6 @@ SECRET_MAX_AGE = 300
 DEFAULT_MAX_BODY_BYTES = 6 * 1024 * 1024
 
 SecretSource = Callable[[], Sequence[bytes]]
-
-
-class PayloadTooLargeError(TransactionTooLargeError):
-    """No configured path can carry the delivery (answered 413 before anything is written)."""
 
 
 def secret_from_env() -> SecretSource:
@@ -130,7 +134,7 @@ class WebhookReceiver:
         """Answer one delivery with a proxy response."""
         try:
             response, replayed = self._receive(parse_event(event))
-        except (RetrysafeError, MalformedRequestError) as error:
+        except RetrysafeError as error:
             problem = _problem(error)
             if problem is None:
                 raise

@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
-from ..errors import ConfigurationError, RetrysafeError
+from ..errors import ConfigurationError, SignatureError
 from ..http.request import HttpRequest
 
 NO_HOOK = "-"
@@ -34,10 +34,6 @@ NO_HOOK = "-"
 MAX_SIGNATURE_HEADER = 4096
 #: Receipt fields that a provider may take from unsigned headers.
 RECEIPT_FIELDS = frozenset({"delivery_id", "hook", "event"})
-
-
-class SignatureError(RetrysafeError):
-    """The delivery's signature is missing, malformed, stale or wrong (answered 401; nothing is written)."""
 
 
 class Provider(Protocol):
