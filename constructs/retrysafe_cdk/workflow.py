@@ -1,7 +1,7 @@
 """Step Functions for idempotent tasks: ``LambdaInvoke`` states with the right payload and retries, and sagas.
 
 :func:`idempotent_invoke` builds the state for an :class:`IdempotentFunction` whose
-handler uses ``retrysafe.workflow.idempotent_task``: the payload carries the
+handler uses ``retrysafe.stepfunctions.idempotent_task``: the payload carries the
 execution id and state name from the context object (the task's key), and the
 retry policy matches the runtime's lease. :class:`Saga` chains such states and
 runs the compensations of the completed steps, in reverse, when a step fails.
@@ -35,7 +35,7 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import aws_stepfunctions_tasks as tasks
 from retrysafe.errors import TaskInProgress
-from retrysafe.workflow import NON_RETRIABLE_ERRORS, RETRIABLE_ERRORS
+from retrysafe.stepfunctions import NON_RETRIABLE_ERRORS, RETRIABLE_ERRORS
 
 from constructs import Construct
 
@@ -65,7 +65,7 @@ BACKOFF = 2.0
 
 
 def task_payload(iteration: str | None = None) -> sfn.TaskInput:
-    """The ``LambdaInvoke`` payload ``retrysafe.workflow`` reads; ``iteration`` tells repeated runs apart."""
+    """The ``LambdaInvoke`` payload ``retrysafe.stepfunctions`` reads; ``iteration`` tells repeated runs apart."""
     payload = {"execution.$": "$$.Execution.Id", "state.$": "$$.State.Name", "stateMachine.$": "$$.StateMachine.Id",
                "retryCount.$": "$$.State.RetryCount", "input.$": "$"}
     if iteration is not None:

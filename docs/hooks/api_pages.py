@@ -8,6 +8,7 @@ is a development tool with its own page, not part of the API.
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +20,27 @@ PACKAGES = {"retrysafe": ROOT / "runtime" / "retrysafe", "retrysafe_cdk": ROOT /
 NAV_TITLE = "API reference"
 
 
+def reexports_only(path: Path) -> bool:
+    """Whether a module only re-exports names defined elsewhere (a package, or an alias kept for an old name)."""
+    body = ast.parse(path.read_text(encoding="utf-8")).body
+    return all(isinstance(node, (ast.Import, ast.ImportFrom)) or _is_docstring(node) or _is_all(node)
+               for node in body)
+
+
+def _is_docstring(node: ast.stmt) -> bool:
+    return isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
+
+
+def _is_all(node: ast.stmt) -> bool:
+    return isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == ["__all__"]
+
+
 def public_modules() -> dict[str, list[tuple[str, bool]]]:
-    """Per top-level package: (dotted module name, is a package) of every public module, sorted."""
+    """Per top-level package: (dotted module name, shows only its docstring) of every public module, sorted.
+
+    Packages and modules that only re-export show their docstring: the names they re-export are
+    documented where they are defined.
+    """
     found: dict[str, list[tuple[str, bool]]] = {}
     for top, folder in PACKAGES.items():
         modules: list[tuple[str, bool]] = []
@@ -32,16 +52,14 @@ def public_modules() -> dict[str, list[tuple[str, bool]]]:
             name = ".".join(parts)
             if any(p.startswith("_") for p in parts):
                 continue
-            modules.append((name, is_package))
+            modules.append((name, is_package or reexports_only(path)))
         found[top] = sorted(modules)
     return found
 
 
-def page(name: str, is_package: bool) -> str:
-    """The Markdown of one reference page: the module's docstring and its public members."""
-    # A package's page shows its docstring only: its modules have their own pages, and the
-    # names it re-exports are documented where they are defined.
-    options = "      members: false\n" if is_package else ""
+def page(name: str, docstring_only: bool) -> str:
+    """The Markdown of one reference page: the module's docstring and, unless ``docstring_only``, its members."""
+    options = "      members: false\n" if docstring_only else ""
     return f"# `{name}`\n\n::: {name}\n    options:\n      show_root_heading: false\n{options}"
 
 
@@ -59,6 +77,6 @@ def on_config(config: MkDocsConfig, **_: Any) -> MkDocsConfig:
 def on_files(files: Files, config: MkDocsConfig, **_: Any) -> Files:
     """Add the generated reference pages to the build."""
     for modules in public_modules().values():
-        for name, is_package in modules:
-            files.append(File.generated(config, f"api/{name}.md", content=page(name, is_package)))
+        for name, docstring_only in modules:
+            files.append(File.generated(config, f"api/{name}.md", content=page(name, docstring_only)))
     return files

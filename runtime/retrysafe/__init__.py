@@ -33,8 +33,8 @@ _EXPORTS = {
     "Mode": "retrysafe.config",
     "Retention": "retrysafe.config",
     "Scope": "retrysafe.keys",
-    "idempotent_task": "retrysafe.workflow",
-    "TaskIdempotency": "retrysafe.workflow",
+    "idempotent_task": "retrysafe.stepfunctions",
+    "TaskIdempotency": "retrysafe.stepfunctions",
     "TaskInProgress": "retrysafe.errors",
     "TaskKeyMismatch": "retrysafe.errors",
     "TaskPayloadError": "retrysafe.errors",
@@ -58,10 +58,10 @@ if TYPE_CHECKING:
     from .keys import Scope
     from .outbox_publisher import OutboxMessage, Publisher
     from .sqs import Message, idempotent_sqs
+    from .stepfunctions import TaskIdempotency, idempotent_task
     from .store import DynamoStore
     from .transaction import Transaction
     from .webhook import WebhookReceiver, put_if_newer, update_if_newer
-    from .workflow import TaskIdempotency, idempotent_task
 
 __all__ = [
     "TRANSACTION_KEY",

@@ -1,209 +1,30 @@
-"""``@idempotent_task``: Lambda tasks invoked by Step Functions, each effect at most once per execution and state.
+"""The former name of :mod:`retrysafe.stepfunctions`, kept so that existing imports keep working.
 
-The task's key is the execution id plus the state name, which Step Functions
-passes from its context object; both are stable across the state's retries
-(and a redrive), so a retry replays the stored result instead of running again.
-The payload the state machine sends (``LambdaInvoke`` ``Payload``)::
-
-    {
-      "execution.$": "$$.Execution.Id",
-      "state.$": "$$.State.Name",
-      "stateMachine.$": "$$.StateMachine.Id",
-      "retryCount.$": "$$.State.RetryCount",
-      "input.$": "$"
-    }
-
-``retryCount`` is accepted and never part of the identity. A state that runs
-more than once per execution (inside an inline ``Map``, or in a loop) adds
-``"iteration.$": "$$.Map.Item.Index"`` (or a loop counter) to its key.
-
-Tasks run in claim-first mode (they make foreign calls): a crashed invocation
-keeps its claim until the lease, sized from the Lambda's remaining time,
-lapses; :meth:`~retrysafe.Transaction.step` records recovery points so the
-takeover resumes after the last completed step.
-
-Errors Step Functions sees (the Lambda ``errorType`` is the class name):
-``TaskInProgress`` (retry it: the key is held by a live or not yet lapsed
-invocation), :data:`RETRIABLE_ERRORS` (retry with back-off), :data:`NON_RETRIABLE_ERRORS`
-(never retry), and ``StoreRejectedError``, ``ConfigurationError``,
-``TransactionTooLargeError`` (a deployment bug: not retried). ``retrysafe_cdk``
-builds its retry policy from these classes' names.
+New code imports :mod:`retrysafe.stepfunctions` (the Step Functions task adapter)
+and the task errors from :mod:`retrysafe.errors`. Every name this module had is
+still here and is the same object as the one in its new home.
 """
 
-from __future__ import annotations
-
-import functools
-import json
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, Protocol, cast, overload
-
-from .config import Mode, Retention
-from .engine import Completion, Engine, Intent
-from .errors import (
-    BusinessConditionFailedError,
-    FencingError,
-    InvalidInputError,
-    KeyReuseMismatchError,
-    RequestInFlightError,
-    StoreUnavailableError,
-    TaskInProgress,
-    TaskKeyMismatch,
-    TaskPayloadError,
-    TransactionRaced,
+from .errors import TaskInProgress, TaskKeyMismatch, TaskPayloadError
+from .stepfunctions import (
+    NON_RETRIABLE_ERRORS,
+    RETRIABLE_ERRORS,
+    TaskFunction,
+    TaskHandler,
+    TaskIdempotency,
+    TaskRequest,
+    idempotent_task,
 )
-from .fingerprint import canonical_value, fingerprint, is_unicode
-from .keys import Scope
-from .observability import telemetry
-from .store import DynamoStore
-from .transaction import Transaction
 
-TaskHandler = Callable[[Any, Any, Transaction], Any]
-
-
-class TaskFunction(Protocol):
-    """A decorated task: the Lambda entry point, with its configuration as ``.task``."""
-
-    task: TaskIdempotency
-
-    def __call__(self, payload: Any, context: Any) -> Any:
-        """Handle one Step Functions invocation."""
-
-
-#: Errors a retry of the state cures: DynamoDB throttled or unavailable, a transaction raced,
-#: a condition raced (the retry re-reads), a fenced-off zombie (the retry replays the result of
-#: the invocation that took over). Retried with back-off by ``retrysafe_cdk``'s policy.
-RETRIABLE_ERRORS: tuple[type[Exception], ...] = (StoreUnavailableError, TransactionRaced,
-                                                  BusinessConditionFailedError, FencingError)
-#: Errors no retry can cure; ``retrysafe_cdk``'s policy never retries them.
-NON_RETRIABLE_ERRORS: tuple[type[Exception], ...] = (TaskKeyMismatch, TaskPayloadError)
-
-
-@dataclass(frozen=True)
-class TaskRequest:
-    """The identity and input of one task invocation, parsed from the Step Functions payload."""
-
-    execution: str
-    state: str
-    input: Any
-    state_machine: str | None = None
-    iteration: str | None = None
-
-    @classmethod
-    def parse(cls, payload: Any) -> TaskRequest:
-        """Read the payload built from the context object (see the module docstring)."""
-        if not isinstance(payload, dict):
-            raise TaskPayloadError("the task payload must be a JSON object with 'execution', 'state' and 'input'")
-        missing = [name for name in ("execution", "state") if not isinstance(payload.get(name), str)
-                   or not payload[name]]
-        if missing:
-            raise TaskPayloadError(
-                f"the task payload has no {' or '.join(repr(m) for m in missing)}: pass "
-                '"execution.$": "$$.Execution.Id" and "state.$": "$$.State.Name" in the LambdaInvoke Payload'
-            )
-        iteration = payload.get("iteration")
-        state_machine = payload.get("stateMachine") or None
-        if not isinstance(state_machine, (str, type(None))):
-            raise TaskPayloadError("the task payload's 'stateMachine' is not a string: pass "
-                                   '"stateMachine.$": "$$.StateMachine.Id"')
-        for name, value in (("execution", payload["execution"]), ("state", payload["state"]),
-                            ("stateMachine", state_machine), ("iteration", iteration)):
-            if value is not None and not is_unicode(str(value)):
-                raise TaskPayloadError(f"the task payload's {name!r} is not Unicode text (a lone surrogate)")
-        return cls(execution=payload["execution"], state=payload["state"], input=payload.get("input"),
-                   state_machine=state_machine, iteration=None if iteration is None else str(iteration))
-
-    def fingerprint(self) -> str:
-        """Hash of the canonical JSON input: a retry sends the same input, another input is a mismatch.
-
-        Raises :class:`TaskPayloadError` when the input has no canonical form (a lone surrogate, NaN).
-        """
-        try:
-            return fingerprint(["task/v1", canonical_value(self.input)])
-        except InvalidInputError as error:
-            raise TaskPayloadError(f"the task input cannot be fingerprinted: {error}") from None
-
-    def key(self) -> str:
-        """The idempotency key: execution id, plus the iteration when given (never the retry count)."""
-        return json.dumps([self.execution, self.iteration]) if self.iteration is not None else self.execution
-
-
-class TaskIdempotency:
-    """Configuration and engine of one idempotent Step Functions task.
-
-    ``tenant``: a fixed tenant name; default the state machine ARN from the payload.
-    ``operation``: a fixed operation name; default the state name.
-    ``horizon_seconds``: record lifetime (default ``RETRYSAFE_RETRY_HORIZON_SECONDS``, else 7 days);
-    keep it longer than the execution can be redriven or replayed.
-    ``lease_seconds``: claim lease; default the Lambda's remaining time plus a margin.
-    ``store``/``engine``: where records live (default ``DynamoStore.from_env()``).
-    """
-
-    def __init__(self, *, tenant: str | None = None, operation: str | None = None,
-                 horizon_seconds: int | None = None, lease_seconds: float | None = None,
-                 store: DynamoStore | None = None, engine: Engine | None = None) -> None:
-        self.tenant = tenant
-        self.operation = operation
-        self.retention = Retention.from_env(horizon_seconds=horizon_seconds)
-        self.lease_seconds = lease_seconds
-        self.engine = engine or Engine(store or DynamoStore.from_env())
-
-    def intent(self, request: TaskRequest) -> Intent:
-        """The intent of one invocation: scoped by tenant and state, keyed by the execution."""
-        tenant = self.tenant or request.state_machine
-        if not tenant:
-            raise TaskPayloadError('configure tenant= or pass "stateMachine.$": "$$.StateMachine.Id" in the payload')
-        scope = Scope(tenant, self.operation or request.state, request.key())
-        return Intent(scope, request.fingerprint(), Mode.CLAIM_FIRST, self.retention, self.lease_seconds)
-
-    def run(self, payload: Any, work: Callable[[TaskRequest, Transaction], Any],
-            remaining_ms: Callable[[], int] | None = None) -> Any:
-        """Run ``work`` at most once for this execution's state and return its (possibly replayed) result."""
-        try:
-            request = TaskRequest.parse(payload)
-            outcome = self.engine.execute(self.intent(request), lambda txn: Completion(work(request, txn)),
-                                          remaining_ms)
-        except RequestInFlightError as error:
-            raise TaskInProgress(error.retry_after_seconds) from None
-        except KeyReuseMismatchError:
-            raise TaskKeyMismatch("this execution's state already ran with a different input") from None
-        finally:
-            telemetry.flush()
-        return outcome.result
-
-
-@overload
-def idempotent_task(func: TaskHandler, **options: Any) -> TaskFunction: ...
-
-
-@overload
-def idempotent_task(func: None = None, **options: Any) -> Callable[[TaskHandler], TaskFunction]: ...
-
-
-def idempotent_task(func: TaskHandler | None = None,
-                    **options: Any) -> TaskFunction | Callable[[TaskHandler], TaskFunction]:
-    """Make a Lambda task invoked by Step Functions idempotent per execution and state.
-
-    The handler receives the state's ``input`` (not the whole payload), the
-    Lambda context and the :class:`~retrysafe.Transaction`; its return value
-    (JSON-able) is stored and returned on every retry. Options are those of
-    :class:`TaskIdempotency`.
-
-    Example::
-
-        @idempotent_task
-        def charge(order, context, txn):
-            return txn.step("charge", lambda: provider.charge(order["amount"], key=txn.derive_key("charge")))
-    """
-    if func is None:
-        return lambda f: idempotent_task(f, **options)
-    handler = func
-    task = TaskIdempotency(**options)
-
-    @functools.wraps(handler)
-    def wrapper(payload: Any, context: Any) -> Any:
-        remaining = getattr(context, "get_remaining_time_in_millis", None)
-        return task.run(payload, lambda request, txn: handler(request.input, context, txn), remaining)
-
-    wrapper.task = task  # type: ignore[attr-defined]
-    return cast(TaskFunction, wrapper)
+__all__ = [
+    "NON_RETRIABLE_ERRORS",
+    "RETRIABLE_ERRORS",
+    "TaskFunction",
+    "TaskHandler",
+    "TaskIdempotency",
+    "TaskInProgress",
+    "TaskKeyMismatch",
+    "TaskPayloadError",
+    "TaskRequest",
+    "idempotent_task",
+]

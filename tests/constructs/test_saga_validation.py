@@ -114,11 +114,12 @@ def test_in_progress_retries_outlast_the_lease_with_the_fewest_attempts(timeout:
 
 def test_the_retry_policy_names_the_runtimes_own_error_classes() -> None:
     """The retriers take their error names from the runtime's classes (a Lambda errorType is the class name)."""
-    from retrysafe import workflow as runtime
+    from retrysafe import stepfunctions as runtime
     from retrysafe.errors import (
         ConfigurationError,
         ResponseTooLargeError,
         StoreRejectedError,
+        TaskInProgress,
         TransactionTooLargeError,
     )
     from retrysafe_cdk.workflow import IN_PROGRESS, NON_RETRYABLE, TRANSIENT
@@ -126,7 +127,7 @@ def test_the_retry_policy_names_the_runtimes_own_error_classes() -> None:
     never, in_progress, transient = retry_policy(Duration.minutes(5))
     assert never.errors == list(NON_RETRYABLE) == [e.__name__ for e in runtime.NON_RETRIABLE_ERRORS]
     assert never.max_attempts == 0
-    assert in_progress.errors == [IN_PROGRESS] == [runtime.TaskInProgress.__name__]
+    assert in_progress.errors == [IN_PROGRESS] == [TaskInProgress.__name__]
     assert transient.errors == list(TRANSIENT)
     assert {e.__name__ for e in runtime.RETRIABLE_ERRORS} <= set(transient.errors)
     # A deployment bug is never retried: a retry cannot cure it.

@@ -27,13 +27,13 @@ from retrysafe import (
     idempotent_sqs,
     idempotent_task,
 )
+from retrysafe.errors import TaskPayloadError
 from retrysafe.outbox_publisher import OutboxMessage, Publisher
 from retrysafe.outbox_publisher import handler as publish_stream
 from retrysafe.sqs import Message
 from retrysafe.store import DynamoStore
 from retrysafe.testing.events import DrillContext, api_event, sqs_record, task_payload
 from retrysafe.testing.plugin import create_table
-from retrysafe.workflow import TaskPayloadError
 
 KEYS = (f"hostile-{n}" for n in itertools.count())
 MACHINE = "arn:aws:states:eu-west-1:123456789012:stateMachine:Hostile"

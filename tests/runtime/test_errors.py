@@ -7,7 +7,6 @@ import inspect
 import pkgutil
 
 import pytest
-
 import retrysafe
 from retrysafe import errors
 

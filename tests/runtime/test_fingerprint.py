@@ -10,11 +10,11 @@ import pytest
 import rfc8785
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from retrysafe.errors import InvalidInputError
+from retrysafe.errors import InvalidInputError, TaskPayloadError
 from retrysafe.fingerprint import canonical_json, canonical_value
 from retrysafe.http.request import parse_event, raw_query_parameters
 from retrysafe.sqs import message_fingerprint
-from retrysafe.workflow import TaskPayloadError, TaskRequest
+from retrysafe.stepfunctions import TaskRequest
 
 from tests.events import http_event, rest_event
 

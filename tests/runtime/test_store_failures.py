@@ -138,7 +138,7 @@ def test_a_throttled_sqs_record_is_a_batch_item_failure_of_its_own(ddb, faults):
                                                ("TransactionConflict", "TransactionRaced"),
                                                ("ValidationError", "StoreRejectedError")])
 def test_step_functions_sees_named_errors(ddb, faults, reason, error):
-    from retrysafe.workflow import RETRIABLE_ERRORS
+    from retrysafe.stepfunctions import RETRIABLE_ERRORS
 
     faults.cancel(reasons(reason, at=0), times=ALWAYS)
     handler = idempotent_task(lambda task_input, context, txn: {"ok": True}, engine=engine_of(faults))

@@ -18,7 +18,7 @@ EXECUTION = "arn:aws:states:eu-west-1:123456789012:execution:OrderSaga:order-1"
 
 def payload(state: str, task_input: Any, *, execution: str = EXECUTION, retry: int = 0,
             **extra: Any) -> dict[str, Any]:
-    """The LambdaInvoke payload built from the context object (see retrysafe.workflow)."""
+    """The LambdaInvoke payload built from the context object (see retrysafe.stepfunctions)."""
     return {"execution": execution, "state": state, "stateMachine": STATE_MACHINE, "retryCount": retry,
             "input": task_input, **extra}
 

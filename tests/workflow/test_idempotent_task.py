@@ -7,9 +7,8 @@ from typing import Any
 import pytest
 from retrysafe import Engine, Mode, Transaction, idempotent_task
 from retrysafe.engine import Completion, Intent
-from retrysafe.errors import ConfigurationError
+from retrysafe.errors import ConfigurationError, TaskInProgress, TaskKeyMismatch, TaskPayloadError
 from retrysafe.keys import Scope
-from retrysafe.workflow import TaskInProgress, TaskKeyMismatch, TaskPayloadError
 
 from tests.conftest import ORDERS, TABLE
 from tests.events import LambdaContext

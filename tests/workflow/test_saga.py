@@ -5,10 +5,9 @@ from __future__ import annotations
 from typing import Any, cast
 
 import pytest
-from retrysafe.errors import FencingError
+from retrysafe.errors import FencingError, TaskInProgress
 from retrysafe.keys import Scope
 from retrysafe.record import Record
-from retrysafe.workflow import TaskInProgress
 
 from examples.saga.handlers import tasks
 from tests.events import LambdaContext

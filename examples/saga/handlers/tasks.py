@@ -3,7 +3,7 @@
 Each is an ``@idempotent_task``: a Step Functions retry of a state replays its
 stored result, and a takeover after a crash resumes after the last recovery
 point. The state machine passes the payload described in
-:mod:`retrysafe.workflow` with ``"input.$": "$"``; the saga's data is the order
+:mod:`retrysafe.stepfunctions` with ``"input.$": "$"``; the saga's data is the order
 ``{"orderId", "sku", "quantity", "amount"}`` plus each step's result at
 ``$.reservation``, ``$.payment`` and ``$.confirmation``.
 
@@ -20,7 +20,7 @@ from typing import Any
 
 from retrysafe import Transaction
 from retrysafe.keys import Scope
-from retrysafe.workflow import idempotent_task
+from retrysafe.stepfunctions import idempotent_task
 
 from .provider import FakePaymentProvider
 
