@@ -20,7 +20,7 @@ import enum
 import os
 from collections.abc import Mapping
 
-from ._value import Value
+from ._value import Value, set_field
 from .errors import ConfigurationError
 
 TABLE_ENV = "RETRYSAFE_TABLE"
@@ -61,10 +61,13 @@ class Retention(Value):
 
     __slots__ = ("default_lease_seconds", "horizon_seconds")
 
+    default_lease_seconds: float
+    horizon_seconds: int
+
     def __init__(self, horizon_seconds: int = DEFAULT_HORIZON_SECONDS,
                  default_lease_seconds: float = DEFAULT_LEASE_SECONDS) -> None:
-        self.horizon_seconds = horizon_seconds
-        self.default_lease_seconds = default_lease_seconds
+        set_field(self, "horizon_seconds", horizon_seconds)
+        set_field(self, "default_lease_seconds", default_lease_seconds)
         if self.horizon_seconds < MIN_HORIZON_SECONDS:
             raise ConfigurationError(
                 f"retry horizon {self.horizon_seconds}s is shorter than 24 hours; records must outlive "

@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ._value import Value
+from ._value import Value, set_field
 from .config import LEASE_MARGIN_SECONDS, Mode, Retention
 from .errors import (
     FencingError,
@@ -76,15 +76,22 @@ class Intent(Value):
 
     __slots__ = ("fingerprint", "lease_seconds", "mode", "retention", "scope", "wait_seconds")
 
+    fingerprint: str
+    lease_seconds: float | None
+    mode: Mode
+    retention: Retention
+    scope: Scope
+    wait_seconds: float
+
     def __init__(self, scope: Scope, fingerprint: str, mode: Mode = Mode.ATOMIC,
                  retention: Retention = _DEFAULT_RETENTION, lease_seconds: float | None = None,
                  wait_seconds: float = 0.0) -> None:
-        self.scope = scope
-        self.fingerprint = fingerprint
-        self.mode = mode
-        self.retention = retention
-        self.lease_seconds = lease_seconds
-        self.wait_seconds = wait_seconds
+        set_field(self, "scope", scope)
+        set_field(self, "fingerprint", fingerprint)
+        set_field(self, "mode", mode)
+        set_field(self, "retention", retention)
+        set_field(self, "lease_seconds", lease_seconds)
+        set_field(self, "wait_seconds", wait_seconds)
 
 
 class Completion(Value):
@@ -92,10 +99,14 @@ class Completion(Value):
 
     __slots__ = ("resource", "result", "store")
 
+    resource: str | None
+    result: Any
+    store: bool
+
     def __init__(self, result: Any, store: bool = True, resource: str | None = None) -> None:
-        self.result = result
-        self.store = store
-        self.resource = resource
+        set_field(self, "result", result)
+        set_field(self, "store", store)
+        set_field(self, "resource", resource)
 
 
 class Outcome(Value):
@@ -103,10 +114,14 @@ class Outcome(Value):
 
     __slots__ = ("replayed", "result", "stored")
 
+    replayed: bool
+    result: Any
+    stored: bool
+
     def __init__(self, result: Any, replayed: bool, stored: bool) -> None:
-        self.result = result
-        self.replayed = replayed
-        self.stored = stored
+        set_field(self, "result", result)
+        set_field(self, "replayed", replayed)
+        set_field(self, "stored", stored)
 
 
 Work = Callable[[Transaction], Completion]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import base64
 import hashlib
 
-from ._value import Value
+from ._value import Value, set_field
 from .errors import InvalidKeyError
 
 MAX_KEY_LENGTH = 255
@@ -75,18 +75,25 @@ class Scope(Value):
 
     __slots__ = ("_record_id", "key", "operation", "tenant")
 
+    key: str
+    operation: str
+    tenant: str
+    _record_id: str | None
+
     def __init__(self, tenant: str, operation: str, key: str) -> None:
-        self.tenant = tenant
-        self.operation = operation
-        self.key = key
-        self._record_id: str | None = None
+        set_field(self, "tenant", tenant)
+        set_field(self, "operation", operation)
+        set_field(self, "key", key)
+        set_field(self, "_record_id", None)
 
     @property
     def record_id(self) -> str:
         """The record's partition key: ``idem#`` + a hash of the scope (the raw key never reaches DynamoDB)."""
-        if self._record_id is None:
-            self._record_id = "idem#" + _digest("scope/v1", self.tenant, self.operation, self.key)
-        return self._record_id
+        record_id = self._record_id
+        if record_id is None:
+            record_id = "idem#" + _digest("scope/v1", self.tenant, self.operation, self.key)
+            set_field(self, "_record_id", record_id)
+        return record_id
 
     def derive_key(self, purpose: str) -> str:
         """A stable downstream idempotency key for ``purpose`` (e.g. ``"charge"``).

@@ -34,7 +34,7 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from ._value import Value
+from ._value import Value, set_field
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -72,16 +72,25 @@ class OutboxEvent(Value):
         "sequence",
     )
 
+    aggregate_id: str
+    aggregate_type: str
+    event_id: str
+    event_type: str
+    occurred_at: datetime
+    payload: Any
+    sequence: int | None
+    _text: str | None
+
     def __init__(self, event_id: str, event_type: str, aggregate_type: str, aggregate_id: str, payload: Any,
                  occurred_at: datetime, sequence: int | None = None) -> None:
-        self._text: str | None = None
-        self.event_id = event_id
-        self.event_type = event_type
-        self.aggregate_type = aggregate_type
-        self.aggregate_id = aggregate_id
-        self.payload = payload
-        self.occurred_at = occurred_at
-        self.sequence = sequence
+        set_field(self, "_text", None)
+        set_field(self, "event_id", event_id)
+        set_field(self, "event_type", event_type)
+        set_field(self, "aggregate_type", aggregate_type)
+        set_field(self, "aggregate_id", aggregate_id)
+        set_field(self, "payload", payload)
+        set_field(self, "occurred_at", occurred_at)
+        set_field(self, "sequence", sequence)
 
     def to_item(self, expires_at: int) -> dict[str, dict[str, Any]]:
         """The DynamoDB attribute map for this event."""
@@ -105,9 +114,11 @@ class OutboxEvent(Value):
     @property
     def payload_text(self) -> str:
         """The payload as stored: compact JSON text (computed once)."""
-        if self._text is None:
-            self._text = _payload_text(self.payload)
-        return self._text
+        text = self._text
+        if text is None:
+            text = _payload_text(self.payload)
+            set_field(self, "_text", text)
+        return text
 
     def message(self) -> OutboxMessage:
         """The message the publisher will send for this event."""
@@ -121,15 +132,23 @@ class OutboxMessage(Value):
 
     __slots__ = ("aggregate_id", "aggregate_type", "event_id", "event_type", "occurred_at", "payload", "sequence")
 
+    aggregate_id: str
+    aggregate_type: str
+    event_id: str
+    event_type: str
+    occurred_at: str
+    payload: Any
+    sequence: int | None
+
     def __init__(self, event_id: str, event_type: str, aggregate_type: str, aggregate_id: str, payload: Any,
                  occurred_at: str, sequence: int | None = None) -> None:
-        self.event_id = event_id
-        self.event_type = event_type
-        self.aggregate_type = aggregate_type
-        self.aggregate_id = aggregate_id
-        self.payload = payload
-        self.occurred_at = occurred_at
-        self.sequence = sequence
+        set_field(self, "event_id", event_id)
+        set_field(self, "event_type", event_type)
+        set_field(self, "aggregate_type", aggregate_type)
+        set_field(self, "aggregate_id", aggregate_id)
+        set_field(self, "payload", payload)
+        set_field(self, "occurred_at", occurred_at)
+        set_field(self, "sequence", sequence)
 
     @classmethod
     def from_item(cls, item: Mapping[str, Any]) -> OutboxMessage:

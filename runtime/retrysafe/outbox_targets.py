@@ -35,7 +35,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
-from ._value import Value
+from ._value import Value, set_field
 from .errors import ConfigurationError, EventTooLargeError
 from .outbox import OutboxEvent, OutboxMessage
 
@@ -72,9 +72,12 @@ class Refusal(Value):
 
     __slots__ = ("permanent", "reason")
 
+    permanent: bool
+    reason: str
+
     def __init__(self, reason: str, permanent: bool = False) -> None:
-        self.reason = reason
-        self.permanent = permanent
+        set_field(self, "reason", reason)
+        set_field(self, "permanent", permanent)
 
 
 class Target(Protocol):

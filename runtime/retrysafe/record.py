@@ -30,7 +30,7 @@ import json
 import zlib
 from typing import Any
 
-from ._value import Value
+from ._value import Value, set_field
 from .errors import ResponseTooLargeError
 
 PENDING = "pending"
@@ -65,22 +65,35 @@ class Record(Value):
         "state",
     )
 
+    checkpoints: dict[str, Any]
+    created_at_ms: int
+    expires_at: int
+    fingerprint: str
+    instance: str | None
+    lease_until_ms: int | None
+    operation: str
+    owner: str | None
+    record_id: str
+    resource: str | None
+    result: Any
+    state: str
+
     def __init__(self, record_id: str, state: str, fingerprint: str, expires_at: int, created_at_ms: int = 0,
                  operation: str = "", owner: str | None = None, lease_until_ms: int | None = None,
                  result: Any = None, resource: str | None = None,
                  checkpoints: dict[str, Any] | None = None, instance: str | None = None) -> None:
-        self.record_id = record_id
-        self.state = state
-        self.fingerprint = fingerprint
-        self.expires_at = expires_at
-        self.created_at_ms = created_at_ms
-        self.operation = operation
-        self.owner = owner
-        self.lease_until_ms = lease_until_ms
-        self.result = result
-        self.resource = resource
-        self.checkpoints: dict[str, Any] = checkpoints if checkpoints is not None else {}
-        self.instance = instance
+        set_field(self, "record_id", record_id)
+        set_field(self, "state", state)
+        set_field(self, "fingerprint", fingerprint)
+        set_field(self, "expires_at", expires_at)
+        set_field(self, "created_at_ms", created_at_ms)
+        set_field(self, "operation", operation)
+        set_field(self, "owner", owner)
+        set_field(self, "lease_until_ms", lease_until_ms)
+        set_field(self, "result", result)
+        set_field(self, "resource", resource)
+        set_field(self, "checkpoints", checkpoints if checkpoints is not None else {})
+        set_field(self, "instance", instance)
 
     def is_expired(self, now: float) -> bool:
         """True once the horizon has passed, whether or not TTL has deleted the item yet."""

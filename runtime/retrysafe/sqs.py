@@ -34,9 +34,9 @@ import functools
 import json
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any, Protocol, cast, overload
 
+from ._value import Value, set_field
 from .claimcheck import resolve_receipt
 from .config import Mode, Retention
 from .engine import Completion, Engine, Intent
@@ -53,8 +53,7 @@ KEY_ATTRIBUTE = "idempotency-key"
 DEFAULT_KEY_PATHS: tuple[str, ...] = ("event_id",)
 
 
-@dataclass(frozen=True)
-class Message:
+class Message(Value):
     """One SQS record as the handler sees it.
 
     ``content`` is the decoded message without its transport envelope: the
@@ -62,9 +61,16 @@ class Message:
     it is JSON, else the raw text). ``record`` is Powertools' ``SQSRecord``.
     """
 
-    record: Any
-    key: str
+    __slots__ = ("content", "key", "record")
+
     content: Any
+    key: str
+    record: Any
+
+    def __init__(self, record: Any, key: str, content: Any) -> None:
+        set_field(self, "record", record)
+        set_field(self, "key", key)
+        set_field(self, "content", content)
 
     @property
     def message_id(self) -> str:

@@ -35,9 +35,9 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, Protocol, cast, overload
 
+from ._value import Value, set_field
 from .config import Mode, Retention
 from .engine import Completion, Engine, Intent
 from .errors import (
@@ -79,15 +79,24 @@ RETRIABLE_ERRORS: tuple[type[Exception], ...] = (StoreUnavailableError, Transact
 NON_RETRIABLE_ERRORS: tuple[type[Exception], ...] = (TaskKeyMismatch, TaskPayloadError)
 
 
-@dataclass(frozen=True)
-class TaskRequest:
+class TaskRequest(Value):
     """The identity and input of one task invocation, parsed from the Step Functions payload."""
 
+    __slots__ = ("execution", "input", "iteration", "state", "state_machine")
+
     execution: str
-    state: str
     input: Any
-    state_machine: str | None = None
-    iteration: str | None = None
+    iteration: str | None
+    state: str
+    state_machine: str | None
+
+    def __init__(self, execution: str, state: str, input: Any, state_machine: str | None = None,
+                 iteration: str | None = None) -> None:
+        set_field(self, "execution", execution)
+        set_field(self, "state", state)
+        set_field(self, "input", input)
+        set_field(self, "state_machine", state_machine)
+        set_field(self, "iteration", iteration)
 
     @classmethod
     def parse(cls, payload: Any) -> TaskRequest:

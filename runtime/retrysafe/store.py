@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from ._value import Value
+from ._value import Value, set_field
 from .config import VERIFY_ENV, table_name_from_env
 from .errors import (
     BusinessConditionFailedError,
@@ -60,9 +60,12 @@ class ClaimResult(Value):
 
     __slots__ = ("held", "previous")
 
+    held: Record
+    previous: Record | None
+
     def __init__(self, held: Record, previous: Record | None = None) -> None:
-        self.held = held
-        self.previous = previous
+        set_field(self, "held", held)
+        set_field(self, "previous", previous)
 
 
 def request_token(*parts: str) -> str:

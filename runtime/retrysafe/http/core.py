@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
-from .._value import Value
+from .._value import Value, set_field
 from ..config import Mode, Retention
 from ..engine import Completion, Engine, Intent
 from ..errors import BusinessConditionFailedError, InvalidInputError, RetrysafeError, TenantRequiredError
@@ -32,12 +32,17 @@ class StoredResponse(Value):
 
     __slots__ = ("body", "headers", "is_base64", "status")
 
+    body: str
+    headers: dict[str, str]
+    is_base64: bool
+    status: int
+
     def __init__(self, status: int, headers: dict[str, str] | None = None, body: str = "",
                  is_base64: bool = False) -> None:
-        self.status = status
-        self.headers: dict[str, str] = headers if headers is not None else {}
-        self.body = body
-        self.is_base64 = is_base64
+        set_field(self, "status", status)
+        set_field(self, "headers", headers if headers is not None else {})
+        set_field(self, "body", body)
+        set_field(self, "is_base64", is_base64)
 
     def to_result(self) -> dict[str, Any]:
         """The compact JSON form kept in the record."""
@@ -61,10 +66,14 @@ class HttpAnswer(Value):
 
     __slots__ = ("original", "replayed", "response")
 
+    original: Any
+    replayed: bool
+    response: StoredResponse
+
     def __init__(self, response: StoredResponse, replayed: bool = False, original: Any = None) -> None:
-        self.response = response
-        self.replayed = replayed
-        self.original = original
+        set_field(self, "response", response)
+        set_field(self, "replayed", replayed)
+        set_field(self, "original", original)
 
     def headers(self) -> dict[str, str]:
         """Response headers, with ``Idempotent-Replayed: true`` on replays."""

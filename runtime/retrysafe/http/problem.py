@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from .._value import Value
+from .._value import Value, set_field
 from ..errors import (
     BusinessConditionFailedError,
     EventTooLargeError,
@@ -30,13 +30,19 @@ class Problem(Value):
 
     __slots__ = ("detail", "headers", "slug", "status", "title")
 
+    detail: str
+    headers: dict[str, str]
+    slug: str
+    status: int
+    title: str
+
     def __init__(self, status: int, slug: str, title: str, detail: str,
                  headers: dict[str, str] | None = None) -> None:
-        self.status = status
-        self.slug = slug
-        self.title = title
-        self.detail = detail
-        self.headers: dict[str, str] = headers or {}
+        set_field(self, "status", status)
+        set_field(self, "slug", slug)
+        set_field(self, "title", title)
+        set_field(self, "detail", detail)
+        set_field(self, "headers", headers or {})
 
     def body(self) -> str:
         """The JSON document."""

@@ -9,7 +9,7 @@ from collections.abc import Collection, Mapping
 from typing import Any
 from urllib.parse import unquote
 
-from .._value import Value
+from .._value import Value, set_field
 from ..errors import MalformedRequestError
 from ..fingerprint import canonical_json, fingerprint
 
@@ -35,19 +35,30 @@ class HttpRequest(Value):
 
     __slots__ = ("_query_form", "body", "event", "headers", "method", "path", "query", "route", "text", "version")
 
+    body: bytes
+    event: Mapping[str, Any]
+    headers: Mapping[str, str]
+    method: str
+    path: str
+    query: Mapping[str, tuple[str, ...]]
+    route: str
+    text: str | None
+    version: str
+    _query_form: bytes
+
     def __init__(self, event: Mapping[str, Any], version: str, method: str, route: str, path: str,
                  headers: Mapping[str, str], query: Mapping[str, tuple[str, ...]], body: bytes,
                  text: str | None = None, raw_query: bool = False) -> None:
-        self.event = event
-        self.version = version
-        self.method = method
-        self.route = route
-        self.path = path
-        self.headers = headers
-        self.query = query
-        self.body = body
-        self.text = text
-        self._query_form = _RAW if raw_query else _DECODED
+        set_field(self, "event", event)
+        set_field(self, "version", version)
+        set_field(self, "method", method)
+        set_field(self, "route", route)
+        set_field(self, "path", path)
+        set_field(self, "headers", headers)
+        set_field(self, "query", query)
+        set_field(self, "body", body)
+        set_field(self, "text", text)
+        set_field(self, "_query_form", _RAW if raw_query else _DECODED)
 
     def header(self, name: str) -> str | None:
         """A header's value, case-insensitively."""
