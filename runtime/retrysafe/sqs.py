@@ -30,20 +30,19 @@ order within a group survives and other groups go on.
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol, cast, overload
+from typing import Any, Protocol, cast
 
+from ._adapter import flushes_telemetry, lambda_entry_point, takes_options, wiring
 from ._value import Value, set_field
 from .claimcheck import resolve_receipt
-from .config import Mode, Retention
+from .config import Mode
 from .engine import Completion, Engine, Intent
 from .errors import ConfigurationError, InvalidInputError
 from .fingerprint import canonical_document, fingerprint, is_unicode, parse_json
 from .keys import Scope
-from .observability import telemetry
 from .store import DynamoStore
 from .transaction import Transaction
 
@@ -175,8 +174,7 @@ class SqsConsumer:
         self.key = key or default_key()
         self.fifo = fifo
         self.lease_seconds = _visibility_timeout(visibility_timeout_seconds)
-        self.retention = Retention.from_env(horizon_seconds=horizon_seconds)
-        self.engine = engine or Engine(store or DynamoStore.from_env())
+        self.retention, self.engine = wiring(horizon_seconds, store, engine)
 
     def process(self, record: Any, context: Any = None) -> Any:
         """Process one record at most once; raises (the record is reported failed) when it must be redelivered."""
@@ -198,6 +196,7 @@ class SqsConsumer:
         remaining = getattr(context, "get_remaining_time_in_millis", None)
         return self.engine.execute(intent, work, remaining).result
 
+    @flushes_telemetry
     def __call__(self, event: dict[str, Any], context: Any) -> dict[str, Any]:
         """The Lambda handler: process the batch and return the partial batch response."""
         from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
@@ -212,10 +211,7 @@ class SqsConsumer:
             processor.raise_on_entire_batch_failure = False
         else:
             processor = BatchProcessor(EventType.SQS, raise_on_entire_batch_failure=False)
-        try:
-            return dict(process_partial_response(event, self.process, processor, context))
-        finally:
-            telemetry.flush()
+        return dict(process_partial_response(event, self.process, processor, context))
 
 
 class SqsLambdaHandler(Protocol):
@@ -226,17 +222,11 @@ class SqsLambdaHandler(Protocol):
     def __call__(self, event: dict[str, Any], context: Any) -> dict[str, Any]: ...
 
 
-@overload
-def idempotent_sqs(func: RecordHandler, **options: Any) -> SqsLambdaHandler: ...
-
-
-@overload
-def idempotent_sqs(func: None = None, **options: Any) -> Callable[[RecordHandler], SqsLambdaHandler]: ...
-
-
-def idempotent_sqs(func: RecordHandler | None = None,
-                   **options: Any) -> SqsLambdaHandler | Callable[[RecordHandler], SqsLambdaHandler]:
+@takes_options
+def idempotent_sqs(func: RecordHandler, **options: Any) -> SqsLambdaHandler:
     """Make an SQS record handler idempotent and turn it into the Lambda handler of its queue.
+
+    Used as ``@idempotent_sqs(**options)`` (``subscriber`` is required).
 
     The decorated function receives a :class:`Message` and the
     :class:`~retrysafe.Transaction` that commits its writes and outbox events
@@ -256,18 +246,12 @@ def idempotent_sqs(func: RecordHandler | None = None,
             txn.update({"pk": f"invoice#{order['id']}"}, "SET total = :t", values={":t": order["total"]},
                        table="invoices")
     """
-    if func is None:
-        return lambda f: idempotent_sqs(f, **options)
     consumer = SqsConsumer(func, **options)
 
-    @functools.wraps(func)
     def wrapper(event: dict[str, Any], context: Any) -> dict[str, Any]:
         return consumer(event, context)
 
-    handler = cast(SqsLambdaHandler, wrapper)
-    handler.consumer = consumer
-    return handler
-
+    return cast(SqsLambdaHandler, lambda_entry_point(func, wrapper, consumer=consumer))
 
 
 def _visibility_timeout(explicit: float | None) -> float | None:

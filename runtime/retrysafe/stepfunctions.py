@@ -32,13 +32,13 @@ builds its retry policy from these classes' names.
 
 from __future__ import annotations
 
-import functools
 import json
 from collections.abc import Callable
-from typing import Any, Protocol, cast, overload
+from typing import Any, Protocol, cast
 
+from ._adapter import flushes_telemetry, lambda_entry_point, takes_options, wiring
 from ._value import Value, set_field
-from .config import Mode, Retention
+from .config import Mode
 from .engine import Completion, Engine, Intent
 from .errors import (
     BusinessConditionFailedError,
@@ -54,7 +54,6 @@ from .errors import (
 )
 from .fingerprint import canonical_value, fingerprint, is_unicode
 from .keys import Scope
-from .observability import telemetry
 from .store import DynamoStore
 from .transaction import Transaction
 
@@ -153,9 +152,8 @@ class TaskIdempotency:
                  store: DynamoStore | None = None, engine: Engine | None = None) -> None:
         self.tenant = tenant
         self.operation = operation
-        self.retention = Retention.from_env(horizon_seconds=horizon_seconds)
+        self.retention, self.engine = wiring(horizon_seconds, store, engine)
         self.lease_seconds = lease_seconds
-        self.engine = engine or Engine(store or DynamoStore.from_env())
 
     def intent(self, request: TaskRequest) -> Intent:
         """The intent of one invocation: scoped by tenant and state, keyed by the execution."""
@@ -165,6 +163,7 @@ class TaskIdempotency:
         scope = Scope(tenant, self.operation or request.state, request.key())
         return Intent(scope, request.fingerprint(), Mode.CLAIM_FIRST, self.retention, self.lease_seconds)
 
+    @flushes_telemetry
     def run(self, payload: Any, work: Callable[[TaskRequest, Transaction], Any],
             remaining_ms: Callable[[], int] | None = None) -> Any:
         """Run ``work`` at most once for this execution's state and return its (possibly replayed) result."""
@@ -176,22 +175,14 @@ class TaskIdempotency:
             raise TaskInProgress(error.retry_after_seconds) from None
         except KeyReuseMismatchError:
             raise TaskKeyMismatch("this execution's state already ran with a different input") from None
-        finally:
-            telemetry.flush()
         return outcome.result
 
 
-@overload
-def idempotent_task(func: TaskHandler, **options: Any) -> TaskFunction: ...
-
-
-@overload
-def idempotent_task(func: None = None, **options: Any) -> Callable[[TaskHandler], TaskFunction]: ...
-
-
-def idempotent_task(func: TaskHandler | None = None,
-                    **options: Any) -> TaskFunction | Callable[[TaskHandler], TaskFunction]:
+@takes_options
+def idempotent_task(func: TaskHandler, **options: Any) -> TaskFunction:
     """Make a Lambda task invoked by Step Functions idempotent per execution and state.
+
+    Used as ``@idempotent_task`` or ``@idempotent_task(**options)``.
 
     The handler receives the state's ``input`` (not the whole payload), the
     Lambda context and the :class:`~retrysafe.Transaction`; its return value
@@ -204,15 +195,10 @@ def idempotent_task(func: TaskHandler | None = None,
         def charge(order, context, txn):
             return txn.step("charge", lambda: provider.charge(order["amount"], key=txn.derive_key("charge")))
     """
-    if func is None:
-        return lambda f: idempotent_task(f, **options)
-    handler = func
     task = TaskIdempotency(**options)
 
-    @functools.wraps(handler)
     def wrapper(payload: Any, context: Any) -> Any:
         remaining = getattr(context, "get_remaining_time_in_millis", None)
-        return task.run(payload, lambda request, txn: handler(request.input, context, txn), remaining)
+        return task.run(payload, lambda request, txn: func(request.input, context, txn), remaining)
 
-    wrapper.task = task  # type: ignore[attr-defined]
-    return cast(TaskFunction, wrapper)
+    return cast(TaskFunction, lambda_entry_point(func, wrapper, task=task))

@@ -9,13 +9,13 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
+from .._adapter import flushes_telemetry, wiring
 from .._value import Value, set_field
-from ..config import Mode, Retention
+from ..config import Mode
 from ..engine import Completion, Engine, Intent
 from ..errors import BusinessConditionFailedError, InvalidInputError, RetrysafeError, TenantRequiredError
 from ..fingerprint import is_unicode
 from ..keys import Scope, parse_key
-from ..observability import telemetry
 from ..store import DynamoStore
 from ..transaction import Transaction
 from .problem import Problem, problem_for
@@ -121,17 +121,15 @@ class HttpIdempotency:
         self.tenant = tenant
         self.fingerprint_query = fingerprint_query
         self.replay_headers = frozenset(h.lower() for h in replay_headers)
-        self.retention = Retention.from_env(horizon_seconds=horizon_seconds)
         self.wait_for_in_flight = wait_for_in_flight
         self.on_state_conflict = on_state_conflict
-        if engine is None:
-            engine = Engine(store or DynamoStore.from_env())
-        self.engine = engine
+        self.retention, self.engine = wiring(horizon_seconds, store, engine)
 
     def select_headers(self, headers: Mapping[str, Any] | None) -> dict[str, str]:
         """The response headers worth storing."""
         return {k: str(v) for k, v in (headers or {}).items() if k.lower() in self.replay_headers}
 
+    @flushes_telemetry
     def handle(self, event: Any, call: Callable[[Transaction], tuple[StoredResponse, Any]],
                remaining_ms: Callable[[], int] | None = None, operation: str | None = None,
                convert: Callable[[Any], StoredResponse] | None = None) -> HttpAnswer:
@@ -146,11 +144,9 @@ class HttpIdempotency:
             if self.on_state_conflict is not None and convert is not None:
                 original = self.on_state_conflict(error, event)
                 return HttpAnswer(convert(original), original=original)
-            return _refusal(error)
+            return refusal(error)
         except RetrysafeError as error:
-            return _refusal(error)
-        finally:
-            telemetry.flush()
+            return refusal(error)
 
     def _handle(self, request: HttpRequest, call: Callable[[Transaction], tuple[StoredResponse, Any]],
                 remaining_ms: Callable[[], int] | None, operation: str | None) -> HttpAnswer:
@@ -188,9 +184,9 @@ def _unicode(value: str, what: str) -> str:
     return value
 
 
-def _refusal(error: Exception) -> HttpAnswer:
-    """The problem+json answer for a refusal; errors without one (misconfiguration) propagate."""
-    problem = problem_for(error)
+def refusal(error: Exception, problems: Callable[[Exception], Problem | None] = problem_for) -> HttpAnswer:
+    """The problem+json answer for a refusal, by ``problems``; errors without one (misconfiguration) propagate."""
+    problem = problems(error)
     if problem is None:
         raise error
     return problem_answer(problem)

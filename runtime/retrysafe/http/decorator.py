@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import functools
 import json
 from collections.abc import Callable
-from typing import Any, Protocol, cast, overload
+from typing import Any, Protocol, cast
 
+from .._adapter import lambda_entry_point, takes_options
 from ..transaction import Transaction
 from .core import HttpAnswer, HttpIdempotency, StoredResponse
 
@@ -21,17 +21,9 @@ class HttpLambdaHandler(Protocol):
     def __call__(self, event: Any, context: Any) -> dict[str, Any]: ...
 
 
-@overload
-def idempotent_http(func: Handler, **options: Any) -> HttpLambdaHandler: ...
-
-
-@overload
-def idempotent_http(func: None = None, **options: Any) -> Callable[[Handler], HttpLambdaHandler]: ...
-
-
-def idempotent_http(func: Handler | None = None,
-                    **options: Any) -> HttpLambdaHandler | Callable[[Handler], HttpLambdaHandler]:
-    """Make an API Gateway Lambda handler idempotent.
+@takes_options
+def idempotent_http(func: Handler, **options: Any) -> HttpLambdaHandler:
+    """Make an API Gateway Lambda handler idempotent (``@idempotent_http`` or ``@idempotent_http(**options)``).
 
     The handler receives a third argument, the :class:`~retrysafe.Transaction`
     in which it buffers its DynamoDB writes and outbox events; they commit
@@ -48,11 +40,8 @@ def idempotent_http(func: Handler | None = None,
             txn.put({"pk": f"order#{order_id}", "total": 42}, table="orders")
             return {"statusCode": 201, "body": json.dumps({"id": order_id})}
     """
-    if func is None:
-        return lambda f: idempotent_http(f, **options)
     idempotency = HttpIdempotency(**options)
 
-    @functools.wraps(func)
     def wrapper(event: Any, context: Any) -> dict[str, Any]:
         def call(txn: Transaction) -> tuple[StoredResponse, Any]:
             original = func(event, context, txn)
@@ -62,9 +51,7 @@ def idempotent_http(func: Handler | None = None,
         answer = idempotency.handle(event, call, remaining, convert=lambda r: to_stored(r, idempotency))
         return to_proxy(answer)
 
-    handler = cast(HttpLambdaHandler, wrapper)
-    handler.idempotency = idempotency
-    return handler
+    return cast(HttpLambdaHandler, lambda_entry_point(func, wrapper, idempotency=idempotency))
 
 
 def to_stored(response: Any, idempotency: HttpIdempotency) -> StoredResponse:

@@ -29,8 +29,9 @@ import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from .._adapter import flushes_telemetry, wiring
 from ..claimcheck import ClaimCheck
-from ..config import Mode, Retention
+from ..config import Mode
 from ..engine import Completion, Engine, Intent
 from ..errors import (
     ConfigurationError,
@@ -42,7 +43,8 @@ from ..errors import (
     TransactionTooLargeError,
 )
 from ..fingerprint import fingerprint
-from ..http.core import StoredResponse
+from ..http.core import HttpAnswer, StoredResponse, refusal
+from ..http.decorator import to_proxy
 from ..http.problem import Problem, problem_for
 from ..http.request import HttpRequest, parse_event
 from ..keys import Scope
@@ -127,24 +129,18 @@ class WebhookReceiver:
         self.on_receipt = on_receipt
         self.claim_check = claim_check if claim_check is not None else ClaimCheck.from_env()
         self.max_body_bytes = max_body_bytes
-        self.retention = Retention.from_env(horizon_seconds=horizon_seconds)
-        self.engine = engine or Engine(store or DynamoStore.from_env())
+        self.retention, self.engine = wiring(horizon_seconds, store, engine)
 
+    @flushes_telemetry
     def __call__(self, event: Any, context: Any = None) -> dict[str, Any]:
         """Answer one delivery with a proxy response."""
         try:
-            response, replayed = self._receive(parse_event(event))
+            answer = self._receive(parse_event(event))
         except RetrysafeError as error:
-            problem = _problem(error)
-            if problem is None:
-                raise
-            response, replayed = StoredResponse(problem.status, problem.all_headers(), problem.body()), False
-        finally:
-            telemetry.flush()
-        headers = {**response.headers, **({"Idempotent-Replayed": "true"} if replayed else {})}
-        return {"statusCode": response.status, "headers": headers, "body": response.body}
+            answer = refusal(error, _problem)
+        return to_proxy(answer)
 
-    def _receive(self, request: HttpRequest) -> tuple[StoredResponse, bool]:
+    def _receive(self, request: HttpRequest) -> HttpAnswer:
         self._verify(request)
         if len(request.body) > self.max_body_bytes:
             raise PayloadTooLargeError(f"the delivery is {len(request.body)} bytes; the limit is {self.max_body_bytes}")
@@ -168,7 +164,7 @@ class WebhookReceiver:
         intent = Intent(Scope(self.source, f"webhook/{scope_hook}", receipt.key),
                         fingerprint(["webhook/v1", request.body]), Mode.ATOMIC, self.retention)
         outcome = self.engine.execute(intent, work)
-        return StoredResponse.from_result(outcome.result), outcome.replayed
+        return HttpAnswer(StoredResponse.from_result(outcome.result), replayed=outcome.replayed)
 
     def _store_body(self, receipt: Receipt) -> dict[str, Any]:
         from botocore.exceptions import BotoCoreError, ClientError

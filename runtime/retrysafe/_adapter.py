@@ -1,0 +1,79 @@
+"""The wiring the four adapters share (HTTP, SQS, webhook, Step Functions task), written once.
+
+- :func:`wiring`: the retention (``horizon_seconds``, else the environment) and
+  the engine (``engine=``, else one on ``store=``, else ``DynamoStore.from_env()``);
+- :func:`flushes_telemetry`: an entry point that flushes the invocation's
+  metrics on the way out, whatever happens;
+- :func:`takes_options` and :func:`lambda_entry_point`: a decorator usable bare
+  (``@idempotent_sqs``) or with options (``@idempotent_sqs(subscriber="billing")``),
+  whose Lambda handler carries its configuration as an attribute.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any, Concatenate, Protocol, TypeVar, overload
+
+from .config import Retention
+from .engine import Engine
+from .observability import telemetry
+from .store import DynamoStore
+
+H = TypeVar("H")
+L = TypeVar("L")
+H_contra = TypeVar("H_contra", contravariant=True)
+L_co = TypeVar("L_co", covariant=True)
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def wiring(horizon_seconds: int | None, store: DynamoStore | None,
+           engine: Engine | None) -> tuple[Retention, Engine]:
+    """The retention and the engine of one adapter; configuration errors are raised here, at cold start."""
+    retention = Retention.from_env(horizon_seconds=horizon_seconds)
+    if engine is None:
+        engine = Engine(store or DynamoStore.from_env())
+    return retention, engine
+
+
+def flushes_telemetry(entry: F) -> F:
+    """``entry``, flushing the invocation's telemetry (EMF metrics) when it returns or raises."""
+
+    @functools.wraps(entry)
+    def flushing(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return entry(*args, **kwargs)
+        finally:
+            telemetry.flush()
+
+    return flushing  # type: ignore[return-value]  # same signature as entry
+
+
+class OptionTaking(Protocol[H_contra, L_co]):
+    """A decorator used bare (``@decorator``) or with options (``@decorator(**options)``)."""
+
+    @overload
+    def __call__(self, func: H_contra, /, **options: Any) -> L_co: ...
+
+    @overload
+    def __call__(self, func: None = None, /, **options: Any) -> Callable[[H_contra], L_co]: ...
+
+
+def takes_options(build: Callable[Concatenate[H, ...], L]) -> OptionTaking[H, L]:
+    """Turn ``build(func, **options)`` into a decorator usable bare or with options."""
+
+    @functools.wraps(build)
+    def decorator(func: Any = None, /, **options: Any) -> Any:
+        if func is None:
+            return lambda f: build(f, **options)
+        return build(func, **options)
+
+    return decorator
+
+
+def lambda_entry_point(func: Callable[..., Any], entry: Callable[..., Any], **configuration: Any) -> Any:
+    """``entry`` dressed as ``func`` (name, docstring) with its configuration attached (e.g. ``.consumer``)."""
+    functools.update_wrapper(entry, func)
+    for name, value in configuration.items():
+        setattr(entry, name, value)
+    return entry
