@@ -1,90 +1,94 @@
 """retrysafe: idempotency for AWS Lambda on DynamoDB.
 
-Names are loaded on first use so that importing a decorated handler stays cheap.
+The names a handler's code writes, loaded on first use so that importing a
+decorated handler stays cheap:
 
-- :func:`idempotent_http` -- API Gateway handlers (REST v1, HTTP API v2)
-- :class:`IdempotencyMiddleware` -- Powertools event-handler resolvers
-- :func:`idempotent_task` -- Lambda tasks invoked by Step Functions
-- :class:`Transaction` -- the handler's writes and outbox events, committed with the record
-- :class:`Engine`, :class:`DynamoStore`, :class:`Mode` -- the shared claim/commit engine
-- :func:`idempotent_sqs` -- SQS consumers (the inbox); :class:`WebhookReceiver` -- webhook receipt
-- :class:`Publisher` -- outbox publishing (``retrysafe.outbox_publisher.handler``, ``retrysafe.outbox_sweeper.handler``)
+- the adapters: :func:`idempotent_http` (API Gateway REST v1 and HTTP API v2),
+  :class:`IdempotencyMiddleware` and :data:`TRANSACTION_KEY` (Powertools event
+  handler), :func:`idempotent_sqs` and its :class:`Message` (SQS consumers),
+  :func:`idempotent_task` (Lambda tasks of Step Functions);
+- the handler's transaction: :class:`Transaction` (writes, ``append_event``,
+  ``step``, ``derive_key``) and the order-aware writes :func:`put_if_newer`,
+  :func:`update_if_newer`;
+- configuration: :class:`Mode`, :class:`DynamoStore`, :class:`Engine` and
+  :class:`RecordCache` (``engine=Engine(store, cache=RecordCache(1024))``);
+- errors a handler catches: :class:`RetrysafeError` (the base of every error,
+  all in :mod:`retrysafe.errors`) and :class:`BusinessConditionFailedError`.
+
+Everything else is imported from its module: the webhook receiver and its
+providers from :mod:`retrysafe.webhook`, the outbox publisher and sweeper from
+:mod:`retrysafe.outbox_publisher` and :mod:`retrysafe.outbox_sweeper`, the
+engine's parts from :mod:`retrysafe.engine`, test tools from :mod:`retrysafe.testing`.
 """
 
 from __future__ import annotations
 
 import importlib
+import warnings
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
+#: Where each exported name is defined (imported on first use).
 _EXPORTS = {
-    "idempotent_http": "retrysafe.http.decorator",
-    "HttpIdempotency": "retrysafe.http.core",
+    "BusinessConditionFailedError": "retrysafe.errors",
+    "DynamoStore": "retrysafe.store",
+    "Engine": "retrysafe.engine",
     "IdempotencyMiddleware": "retrysafe.http.middleware",
+    "Message": "retrysafe.sqs",
+    "Mode": "retrysafe.config",
+    "RecordCache": "retrysafe.cache",
+    "RetrysafeError": "retrysafe.errors",
     "TRANSACTION_KEY": "retrysafe.http.middleware",
     "Transaction": "retrysafe.transaction",
-    "Engine": "retrysafe.engine",
-    "Intent": "retrysafe.engine",
-    "Completion": "retrysafe.engine",
-    "Outcome": "retrysafe.engine",
-    "DynamoStore": "retrysafe.store",
-    "RecordCache": "retrysafe.cache",
-    "Mode": "retrysafe.config",
-    "Retention": "retrysafe.config",
-    "Scope": "retrysafe.keys",
-    "idempotent_task": "retrysafe.stepfunctions",
-    "TaskIdempotency": "retrysafe.stepfunctions",
-    "TaskInProgress": "retrysafe.errors",
-    "TaskKeyMismatch": "retrysafe.errors",
-    "TaskPayloadError": "retrysafe.errors",
+    "idempotent_http": "retrysafe.http.decorator",
     "idempotent_sqs": "retrysafe.sqs",
-    "Message": "retrysafe.sqs",
-    "Publisher": "retrysafe.outbox_publisher",
-    "OutboxMessage": "retrysafe.outbox_publisher",
-    "WebhookReceiver": "retrysafe.webhook",
+    "idempotent_task": "retrysafe.stepfunctions",
     "put_if_newer": "retrysafe.webhook",
     "update_if_newer": "retrysafe.webhook",
 }
 
+#: Names this package exported until 0.1.0, still importable from here with a DeprecationWarning.
+_MOVED = {
+    "Completion": "retrysafe.engine",
+    "HttpIdempotency": "retrysafe.http.core",
+    "Intent": "retrysafe.engine",
+    "OutboxMessage": "retrysafe.outbox_publisher",
+    "Outcome": "retrysafe.engine",
+    "Publisher": "retrysafe.outbox_publisher",
+    "Retention": "retrysafe.config",
+    "Scope": "retrysafe.keys",
+    "TaskIdempotency": "retrysafe.stepfunctions",
+    "TaskInProgress": "retrysafe.errors",
+    "TaskKeyMismatch": "retrysafe.errors",
+    "TaskPayloadError": "retrysafe.errors",
+    "WebhookReceiver": "retrysafe.webhook",
+}
+
 if TYPE_CHECKING:
     from .cache import RecordCache
-    from .config import Mode, Retention
-    from .engine import Completion, Engine, Intent, Outcome
-    from .errors import TaskInProgress, TaskKeyMismatch, TaskPayloadError
-    from .http.core import HttpIdempotency
+    from .config import Mode
+    from .engine import Engine
+    from .errors import BusinessConditionFailedError, RetrysafeError
     from .http.decorator import idempotent_http
     from .http.middleware import TRANSACTION_KEY, IdempotencyMiddleware
-    from .keys import Scope
-    from .outbox_publisher import OutboxMessage, Publisher
     from .sqs import Message, idempotent_sqs
-    from .stepfunctions import TaskIdempotency, idempotent_task
+    from .stepfunctions import idempotent_task
     from .store import DynamoStore
     from .transaction import Transaction
-    from .webhook import WebhookReceiver, put_if_newer, update_if_newer
+    from .webhook import put_if_newer, update_if_newer
 
 __all__ = [
     "TRANSACTION_KEY",
-    "Completion",
+    "BusinessConditionFailedError",
     "DynamoStore",
     "Engine",
-    "HttpIdempotency",
     "IdempotencyMiddleware",
-    "Intent",
     "Message",
     "Mode",
-    "OutboxMessage",
-    "Outcome",
-    "Publisher",
     "RecordCache",
-    "Retention",
-    "Scope",
-    "TaskIdempotency",
-    "TaskInProgress",
-    "TaskKeyMismatch",
-    "TaskPayloadError",
+    "RetrysafeError",
     "Transaction",
-    "WebhookReceiver",
     "idempotent_http",
     "idempotent_sqs",
     "idempotent_task",
@@ -95,8 +99,17 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'retrysafe' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+    if module is not None:
+        value = getattr(importlib.import_module(module), name)
+        globals()[name] = value
+        return value
+    module = _MOVED.get(name)
+    if module is not None:
+        warnings.warn(f"retrysafe.{name} is no longer exported from retrysafe: import it from {module}",
+                      DeprecationWarning, stacklevel=2)
+        return getattr(importlib.import_module(module), name)
+    raise AttributeError(f"module 'retrysafe' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

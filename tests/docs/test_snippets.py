@@ -226,7 +226,7 @@ def test_task_runs_each_step_once_and_replays_its_result(tables: DynamoStore) ->
 
 
 def test_task_refuses_the_same_state_with_another_input(tables: DynamoStore) -> None:
-    from retrysafe import TaskKeyMismatch
+    from retrysafe.errors import TaskKeyMismatch
 
     snippet = fresh("task")
     snippet.charge_payment(task_payload({"orderId": "o-11", "amount": 1}, execution="exec-3"), DrillContext())

@@ -6,8 +6,9 @@ import json
 from typing import Any
 
 import pytest
-from retrysafe import Completion, Engine, Intent, Mode, Transaction, idempotent_http
+from retrysafe import Engine, Mode, Transaction, idempotent_http
 from retrysafe.config import Retention
+from retrysafe.engine import Completion, Intent
 from retrysafe.errors import (
     ConfigurationError,
     FencingError,
