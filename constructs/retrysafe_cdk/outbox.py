@@ -79,7 +79,7 @@ class Outbox(Construct):
       are re-published by the sweeper (default 900 s).
     - ``alarms``: default True (``PublisherErrorsAlarm``, ``IteratorAgeAlarm`` > 5 min,
       ``FailureQueueAlarm`` depth >= 1, ``ParkedEventsAlarm``: ``OutboxEventParked`` >= 1, an event
-      the target refuses permanently; see ``python -m retrysafe.outbox_parked``); False for none, or
+      the target refuses permanently; see ``python -m retrysafe.outbox.parked``); False for none, or
       :class:`AlarmOptions` for actions and turning single alarms off.
 
     Attributes: ``table``, ``publisher``, ``sweeper``, ``failure_queue``, ``event_source``, ``schedule``, ``alarms``.
@@ -97,7 +97,7 @@ class Outbox(Construct):
         self.failure_queue = failure_queue or _failure_queue(self)
         own = dict(function_props or {})
         self.publisher = IdempotentFunction(self, "Publisher", table=table, code=_runtime_only(),
-                                            handler="retrysafe.outbox_publisher.handler", environment=env,
+                                            handler="retrysafe.outbox.publisher.handler", environment=env,
                                             timeout=Duration.seconds(60), description="retrysafe outbox publisher",
                                             **own)
         table.grant_stream_read(self.publisher.role)
@@ -110,7 +110,7 @@ class Outbox(Construct):
             filters=[{"pattern": json.dumps(STREAM_FILTER)}],
         )
         self.sweeper = IdempotentFunction(
-            self, "Sweeper", table=table, code=_runtime_only(), handler="retrysafe.outbox_sweeper.handler",
+            self, "Sweeper", table=table, code=_runtime_only(), handler="retrysafe.outbox.sweeper.handler",
             environment={**env, "RETRYSAFE_SWEEP_AFTER_SECONDS": str(int(sweep_after.to_seconds()))},
             timeout=Duration.minutes(2), description="retrysafe outbox sweeper", **own)
         table.grant_sweep(self.sweeper.role)
@@ -146,7 +146,7 @@ class Outbox(Construct):
         if options.wants("ParkedEventsAlarm"):
             made.append(add_alarm(self, "ParkedEventsAlarm", self.metric_parked_events(), threshold=1, options=options,
                                   description=f"{self.node.path}: outbox events parked (refused permanently by "
-                                  "the target); fix, then republish with python -m retrysafe.outbox_parked"))
+                                  "the target); fix, then republish with python -m retrysafe.outbox.parked"))
         return made
 
 
@@ -155,7 +155,7 @@ class OutboxPipe(Construct):
 
     Filters outbox INSERTs, bisects failing batches, retries a bounded number of times and
     dead-letters the rest. An enrichment function from the runtime layer
-    (``retrysafe.outbox_pipe.handler``) turns each batch of stream records into the Lambda
+    (``retrysafe.outbox.pipe.handler``) turns each batch of stream records into the Lambda
     publisher's envelopes, so consumers, rules and fingerprints see the same event whichever relay
     publishes it (a Pipes input template cannot turn the payload's JSON text into an object).
     Pipes does not mark events published, so there is no sweeper: replay the failure queue instead.
@@ -182,7 +182,7 @@ class OutboxPipe(Construct):
         stream_arn = table.enable_stream()
         self.failure_queue = failure_queue or _failure_queue(self)
         self.enrichment, _, _ = python_function(
-            Construct(self, "Enrichment"), code=_runtime_only(), handler="retrysafe.outbox_pipe.handler",
+            Construct(self, "Enrichment"), code=_runtime_only(), handler="retrysafe.outbox.pipe.handler",
             environment={}, timeout=Duration.seconds(30), layers=[runtime_layer(self)],
             description="retrysafe outbox pipe enrichment: stream records to envelopes")
         self.role = iam.Role(self, "Role", assumed_by=iam.ServicePrincipal("pipes.amazonaws.com"),

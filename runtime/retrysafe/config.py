@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import enum
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import TypeVar, overload
 
 from ._value import Value, set_field
 from .errors import ConfigurationError
@@ -35,6 +36,8 @@ DEFAULT_LEASE_SECONDS = 60.0
 #: Extra lease beyond the Lambda's remaining time, so a claim never lapses
 #: while its invocation can still be alive (clock skew, freeze/thaw).
 LEASE_MARGIN_SECONDS = 2.0
+
+_N = TypeVar("_N", int, float)
 
 
 class Mode(str, enum.Enum):
@@ -81,8 +84,8 @@ class Retention(Value):
     def from_env(cls, environ: Mapping[str, str] | None = None, horizon_seconds: int | None = None) -> Retention:
         """Read the horizon and lease from the environment; an explicit horizon wins."""
         env = os.environ if environ is None else environ
-        horizon = horizon_seconds if horizon_seconds is not None else _int(env, HORIZON_ENV, DEFAULT_HORIZON_SECONDS)
-        lease = _float(env, LEASE_ENV, DEFAULT_LEASE_SECONDS)
+        horizon = horizon_seconds if horizon_seconds is not None else env_int(env, HORIZON_ENV, DEFAULT_HORIZON_SECONDS)
+        lease = env_float(env, LEASE_ENV, DEFAULT_LEASE_SECONDS)
         return cls(horizon_seconds=horizon, default_lease_seconds=lease)
 
 
@@ -98,21 +101,27 @@ def table_name_from_env(environ: Mapping[str, str] | None = None) -> str:
     return name
 
 
-def _int(env: Mapping[str, str], name: str, default: int) -> int:
-    raw = env.get(name)
-    if raw is None or raw == "":
-        return default
-    try:
-        return int(raw)
-    except ValueError:
-        raise ConfigurationError(f"{name}={raw!r} is not a whole number of seconds") from None
+def env_int(env: Mapping[str, str], name: str, default: int, *, unit: str = "seconds") -> int:
+    """``env[name]`` as a whole number; ``default`` when unset or empty; a :class:`ConfigurationError` naming it."""
+    value = _number(env, name, int, f"a whole number of {unit}")
+    return default if value is None else value
 
 
-def _float(env: Mapping[str, str], name: str, default: float) -> float:
+@overload
+def env_float(env: Mapping[str, str], name: str, default: float, *, unit: str = "seconds") -> float: ...
+@overload
+def env_float(env: Mapping[str, str], name: str, default: None, *, unit: str = "seconds") -> float | None: ...
+def env_float(env: Mapping[str, str], name: str, default: float | None, *, unit: str = "seconds") -> float | None:
+    """``env[name]`` as a number; ``default`` when unset or empty; a :class:`ConfigurationError` naming it."""
+    value = _number(env, name, float, f"a number of {unit}")
+    return default if value is None else value
+
+
+def _number(env: Mapping[str, str], name: str, convert: Callable[[str], _N], what: str) -> _N | None:
     raw = env.get(name)
-    if raw is None or raw == "":
-        return default
+    if not raw:
+        return None
     try:
-        return float(raw)
+        return convert(raw)
     except ValueError:
-        raise ConfigurationError(f"{name}={raw!r} is not a number of seconds") from None
+        raise ConfigurationError(f"{name}={raw!r} is not {what}") from None

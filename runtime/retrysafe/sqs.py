@@ -38,7 +38,7 @@ from typing import Any, Protocol, cast
 from ._adapter import flushes_telemetry, lambda_entry_point, takes_options, wiring
 from ._value import Value, set_field
 from .claimcheck import resolve_receipt
-from .config import Mode
+from .config import Mode, env_float
 from .engine import Completion, Engine, Intent
 from .errors import ConfigurationError, InvalidInputError
 from .fingerprint import canonical_document, fingerprint, is_unicode, parse_json
@@ -255,16 +255,9 @@ def idempotent_sqs(func: RecordHandler, **options: Any) -> SqsLambdaHandler:
 
 
 def _visibility_timeout(explicit: float | None) -> float | None:
-    if explicit is not None:
-        value = float(explicit)
-    else:
-        raw = os.environ.get(VISIBILITY_TIMEOUT_ENV, "")
-        if not raw:
-            return None
-        try:
-            value = float(raw)
-        except ValueError:
-            raise ConfigurationError(f"{VISIBILITY_TIMEOUT_ENV}={raw!r} is not a number of seconds") from None
+    value = float(explicit) if explicit is not None else env_float(os.environ, VISIBILITY_TIMEOUT_ENV, None)
+    if value is None:
+        return None
     if value <= 0:
         raise ConfigurationError(f"the visibility timeout must be positive, got {value}")
     return value

@@ -18,6 +18,7 @@ import os
 from typing import Any
 
 from ._value import Value, set_field
+from .codec import check_limits
 from .config import VERIFY_ENV, table_name_from_env
 from .errors import (
     BusinessConditionFailedError,
@@ -29,7 +30,6 @@ from .errors import (
     TransactionTooLargeError,
 )
 from .record import PENDING, AttributeMap, Record, encode_checkpoints, from_item, to_item
-from .transaction import check_limits
 
 #: Operation error codes (after botocore's retries) and ``CancellationReasons`` codes that mean
 #: "throttled or unavailable: retry later". The two vocabularies differ (``ThrottlingException``

@@ -15,53 +15,18 @@ import json
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from .errors import ConfigurationError, TransactionTooLargeError
+from .codec import serialize_item
+from .errors import ConfigurationError
 from .keys import Scope
-from .outbox import OutboxEvent, event_id
+from .outbox.events import OutboxEvent, event_id
 
 if TYPE_CHECKING:
     from datetime import datetime
-
-MAX_ACTIONS = 100
-
-_serializer: Any = None
 
 #: Saves all checkpoints of a claim (the first argument names the new one) together with the actions
 #: buffered since the previous step (one ``TransactWriteItems`` conditioned on the claim's owner token);
 #: given by the engine in claim-first mode.
 CheckpointWriter = Callable[[str, dict[str, Any], list[dict[str, Any]]], None]
-
-
-def serialize(value: Any) -> dict[str, Any]:
-    """Encode a Python value as a DynamoDB attribute value (floats become ``Decimal``).
-
-    Strings and integers, most of what handlers write, take a direct path;
-    everything else goes through boto3's ``TypeSerializer``.
-    """
-    kind = type(value)
-    if kind is str:
-        return {"S": value}
-    if kind is int:
-        return {"N": str(value)}
-    global _serializer
-    if _serializer is None:
-        from boto3.dynamodb.types import TypeSerializer
-
-        _serializer = TypeSerializer()
-    result: dict[str, Any] = _serializer.serialize(_decimalize(value))
-    return result
-
-
-def _decimalize(value: Any) -> Any:
-    if isinstance(value, float):
-        from decimal import Decimal
-
-        return Decimal(repr(value))
-    if isinstance(value, Mapping):
-        return {k: _decimalize(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_decimalize(v) for v in value]
-    return value
 
 
 class Transaction:
@@ -109,25 +74,25 @@ class Transaction:
     def put(self, item: Mapping[str, Any], *, table: str | None = None, condition: str | None = None,
             names: Mapping[str, str] | None = None, values: Mapping[str, Any] | None = None) -> None:
         """Put ``item`` (optionally conditioned) when the transaction commits."""
-        body: dict[str, Any] = {"TableName": table or self._table, "Item": {k: serialize(v) for k, v in item.items()}}
+        body: dict[str, Any] = {"TableName": table or self._table, "Item": serialize_item(item)}
         self._add("Put", body, condition, names, values)
 
     def update(self, key: Mapping[str, Any], update_expression: str, *, table: str | None = None,
                condition: str | None = None, names: Mapping[str, str] | None = None,
                values: Mapping[str, Any] | None = None) -> None:
         """Apply ``update_expression`` to the item at ``key`` when the transaction commits."""
-        body: dict[str, Any] = {"TableName": table or self._table, "Key": _key(key), "UpdateExpression": update_expression}
+        body: dict[str, Any] = {"TableName": table or self._table, "Key": serialize_item(key), "UpdateExpression": update_expression}
         self._add("Update", body, condition, names, values)
 
     def delete(self, key: Mapping[str, Any], *, table: str | None = None, condition: str | None = None,
                names: Mapping[str, str] | None = None, values: Mapping[str, Any] | None = None) -> None:
         """Delete the item at ``key`` when the transaction commits."""
-        self._add("Delete", {"TableName": table or self._table, "Key": _key(key)}, condition, names, values)
+        self._add("Delete", {"TableName": table or self._table, "Key": serialize_item(key)}, condition, names, values)
 
     def condition_check(self, key: Mapping[str, Any], condition: str, *, table: str | None = None,
                         names: Mapping[str, str] | None = None, values: Mapping[str, Any] | None = None) -> None:
         """Require ``condition`` on the item at ``key``; the whole transaction fails otherwise."""
-        self._add("ConditionCheck", {"TableName": table or self._table, "Key": _key(key)}, condition, names, values)
+        self._add("ConditionCheck", {"TableName": table or self._table, "Key": serialize_item(key)}, condition, names, values)
 
     def append_event(self, event_type: str, payload: Any, *, aggregate_type: str, aggregate_id: str,
                      sequence: int | None = None, occurred_at: datetime | None = None,
@@ -156,7 +121,7 @@ class Transaction:
             event_id=eid, event_type=event_type, aggregate_type=aggregate_type, aggregate_id=str(aggregate_id),
             payload=payload, occurred_at=occurred_at, sequence=sequence,
         )
-        from .outbox_targets import check_fits
+        from .outbox.targets import check_fits
 
         check_fits(event)
         self._appended += 1
@@ -199,7 +164,7 @@ class Transaction:
         if names:
             body["ExpressionAttributeNames"] = dict(names)
         if values:
-            body["ExpressionAttributeValues"] = {k: serialize(v) for k, v in values.items()}
+            body["ExpressionAttributeValues"] = serialize_item(values)
         self._actions.append({kind: body})
 
     # -- what the engine sends ---------------------------------------------
@@ -221,22 +186,3 @@ class Transaction:
             for e in self._events
         ]
         return self._actions + events
-
-
-def check_limits(items: list[dict[str, Any]]) -> None:
-    """Refuse a transaction over DynamoDB's action limit before anything is sent.
-
-    Item (400 KB) and transaction (4 MB) sizes are left to DynamoDB, which
-    refuses the whole transaction; the store maps that to
-    :class:`TransactionTooLargeError`. The stored result's own size is checked
-    when it is encoded (:func:`retrysafe.record.encode_result`).
-    """
-    if len(items) > MAX_ACTIONS:
-        raise TransactionTooLargeError(
-            f"the transaction has {len(items)} actions (record + writes + events); DynamoDB allows {MAX_ACTIONS}. "
-            "Split the operation or move bulk work behind the outbox."
-        )
-
-
-def _key(key: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: serialize(v) for k, v in key.items()}

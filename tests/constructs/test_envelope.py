@@ -20,8 +20,8 @@ import boto3
 import pytest
 from aws_cdk import aws_events as events
 from boto3.dynamodb.types import TypeDeserializer
-from retrysafe.outbox import OutboxEvent
-from retrysafe.outbox_publisher import EventBridgeTarget, OutboxMessage
+from retrysafe.outbox import OutboxEvent, OutboxMessage
+from retrysafe.outbox.targets import EventBridgeTarget
 from retrysafe.sqs import Message, idempotent_sqs
 from retrysafe.transaction import Transaction
 from retrysafe_cdk import IdempotencyTable, IdempotentRestApi, OutboxPipe, OutboxTarget, WebhookReceiver

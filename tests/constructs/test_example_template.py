@@ -142,12 +142,12 @@ def test_outbox_publisher_mapping_and_sweeper(template: Template) -> None:
             {"eventName": ["INSERT"], "dynamodb": {"NewImage": {"kind": {"S": ["outbox"]}}}})}]},
     })
     template.has_resource_properties("AWS::Lambda::Function", {
-        "Handler": "retrysafe.outbox_publisher.handler",
+        "Handler": "retrysafe.outbox.publisher.handler",
         "Environment": {"Variables": Match.object_like({"RETRYSAFE_EVENT_BUS_NAME": Match.any_value(),
                                                         "RETRYSAFE_EVENT_SOURCE": "orders"})},
     })
     template.has_resource_properties("AWS::Lambda::Function", {
-        "Handler": "retrysafe.outbox_sweeper.handler",
+        "Handler": "retrysafe.outbox.sweeper.handler",
         "Environment": {"Variables": Match.object_like({"RETRYSAFE_SWEEP_AFTER_SECONDS": "900"})},
     })
     template.has_resource_properties("AWS::Events::Rule", {"ScheduleExpression": "rate(5 minutes)"})

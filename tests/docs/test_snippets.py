@@ -19,8 +19,9 @@ from typing import Any
 import boto3
 import pytest
 from retrysafe import DynamoStore
-from retrysafe.outbox_publisher import Publisher, SqsTarget
-from retrysafe.outbox_publisher import handler as publish
+from retrysafe.outbox.publisher import Publisher
+from retrysafe.outbox.publisher import handler as publish
+from retrysafe.outbox.targets import SqsTarget
 from retrysafe.testing import engine_of, outbox_stream_event, publish_twice
 from retrysafe.testing.events import DrillContext, api_event, sqs_record, task_payload
 

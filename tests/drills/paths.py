@@ -108,7 +108,7 @@ class MemoryQueue:
 
     def entry_size(self, message: Any) -> int:
         """The size SQS counts (body and attributes)."""
-        from retrysafe.outbox_targets import message_size
+        from retrysafe.outbox.targets import message_size
 
         return message_size(message)
 
@@ -155,8 +155,8 @@ class Outbox:
         return sorted(items, key=lambda i: str(i["pk"]["S"]))
 
     def make(self, intent: str, engine: Engine, notes: list[str]) -> Callable[[], Answer]:
-        from retrysafe.outbox_publisher import Publisher
-        from retrysafe.outbox_publisher import handler as publish
+        from retrysafe.outbox.publisher import Publisher
+        from retrysafe.outbox.publisher import handler as publish
 
         publisher = Publisher(MemoryQueue(self.queue), engine.store)
 
@@ -167,7 +167,8 @@ class Outbox:
         return call
 
     def settle(self, client: Any, clock: Any) -> dict[str, int]:
-        from retrysafe.outbox_publisher import OutboxMessage, Publisher
+        from retrysafe.outbox import OutboxMessage
+        from retrysafe.outbox.publisher import Publisher
         from retrysafe.testing.events import sqs_record
         from retrysafe.testing.outbox import outbox_stream_event
 

@@ -25,8 +25,9 @@ from typing import Any
 
 from retrysafe import Engine, Transaction, idempotent_http, idempotent_sqs
 from retrysafe.config import LEASE_MARGIN_SECONDS, Retention
-from retrysafe.outbox_publisher import OutboxMessage, Publisher
-from retrysafe.outbox_publisher import handler as publish_stream
+from retrysafe.outbox import OutboxMessage
+from retrysafe.outbox.publisher import Publisher
+from retrysafe.outbox.publisher import handler as publish_stream
 from retrysafe.sqs import Message
 from retrysafe.store import DynamoStore
 from retrysafe.testing import Boundary, Clock, SimulatedCrash

@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from retrysafe import Engine, Transaction, idempotent_http, idempotent_sqs
 from retrysafe.keys import MAX_KEY_LENGTH
-from retrysafe.outbox_publisher import handler as publish_stream
+from retrysafe.outbox.publisher import handler as publish_stream
 from retrysafe.sqs import Message
 from retrysafe.store import DynamoStore
 from retrysafe.testing import Boundary
@@ -181,7 +181,7 @@ def test_malformed_stream_events_publish_nothing_and_are_reported_not_raised(wor
         def send(self, messages: Any) -> set[str]:
             raise AssertionError(f"published {messages}")
 
-    from retrysafe.outbox_publisher import Publisher
+    from retrysafe.outbox.publisher import Publisher
 
     result = publish_stream({"Records": records}, None, publisher=Publisher(Nowhere(), world.store))
     # An unreadable outbox INSERT is reported (it reaches the on-failure destination), never dropped silently.

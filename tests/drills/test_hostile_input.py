@@ -28,8 +28,9 @@ from retrysafe import (
     idempotent_task,
 )
 from retrysafe.errors import TaskPayloadError
-from retrysafe.outbox_publisher import OutboxMessage, Publisher
-from retrysafe.outbox_publisher import handler as publish_stream
+from retrysafe.outbox import OutboxMessage
+from retrysafe.outbox.publisher import Publisher
+from retrysafe.outbox.publisher import handler as publish_stream
 from retrysafe.sqs import Message
 from retrysafe.store import DynamoStore
 from retrysafe.testing.events import DrillContext, api_event, sqs_record, task_payload

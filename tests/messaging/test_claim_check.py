@@ -10,7 +10,8 @@ from typing import Any
 import boto3
 import pytest
 from retrysafe.claimcheck import ClaimCheck, ClaimCheckError, fetch
-from retrysafe.outbox_publisher import EventBridgeTarget, Publisher, handler
+from retrysafe.outbox.publisher import Publisher, handler
+from retrysafe.outbox.targets import EventBridgeTarget
 from retrysafe.sqs import Message, idempotent_sqs
 from retrysafe.testing.outbox import outbox_stream_event
 from retrysafe.transaction import Transaction

@@ -10,20 +10,16 @@ from typing import Any
 import boto3
 import pytest
 from botocore.exceptions import ClientError
-from retrysafe import outbox_publisher, outbox_sweeper
 from retrysafe.engine import Completion, Engine, Intent
 from retrysafe.errors import ConfigurationError
 from retrysafe.keys import Scope
-from retrysafe.outbox_publisher import (
-    EventBridgeTarget,
-    OutboxMessage,
-    Publisher,
-    SnsTarget,
-    SqsTarget,
-    handler,
-    outbox_inserts,
-)
-from retrysafe.outbox_sweeper import SweepIncompleteError, sweep
+from retrysafe.outbox import OutboxMessage
+from retrysafe.outbox import publisher as outbox_publisher
+from retrysafe.outbox import sweeper as outbox_sweeper
+from retrysafe.outbox.publisher import Publisher, handler
+from retrysafe.outbox.stream import outbox_inserts
+from retrysafe.outbox.sweeper import SweepIncompleteError, sweep
+from retrysafe.outbox.targets import EventBridgeTarget, SnsTarget, SqsTarget
 from retrysafe.sqs import Message, idempotent_sqs
 from retrysafe.transaction import Transaction
 

@@ -11,7 +11,9 @@ import boto3
 import pytest
 from retrysafe.engine import Completion, Engine, Intent
 from retrysafe.keys import Scope
-from retrysafe.outbox_publisher import EventBridgeTarget, Publisher, handler, outbox_inserts
+from retrysafe.outbox.publisher import Publisher, handler
+from retrysafe.outbox.stream import outbox_inserts
+from retrysafe.outbox.targets import EventBridgeTarget
 from retrysafe.sqs import Message, idempotent_sqs
 from retrysafe.store import DynamoStore
 from retrysafe.transaction import Transaction

@@ -15,8 +15,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from retrysafe.errors import ConfigurationError
-from retrysafe.outbox_publisher import Publisher, SqsTarget
-from retrysafe.outbox_sweeper import sweep
+from retrysafe.outbox.publisher import Publisher
+from retrysafe.outbox.sweeper import sweep
+from retrysafe.outbox.targets import SqsTarget
 from retrysafe.sqs import Message, idempotent_sqs
 from retrysafe.transaction import Transaction
 from retrysafe.webhook import (

@@ -19,9 +19,10 @@ import pytest
 from botocore.validate import ParamValidator
 from retrysafe import DynamoStore, Engine, Mode, idempotent_http
 from retrysafe.outbox import OutboxMessage
-from retrysafe.outbox_parked import list_parked
-from retrysafe.outbox_publisher import Publisher, SqsTarget
-from retrysafe.outbox_sweeper import sweep
+from retrysafe.outbox.parked import list_parked
+from retrysafe.outbox.publisher import Publisher
+from retrysafe.outbox.sweeper import sweep
+from retrysafe.outbox.targets import SqsTarget
 from retrysafe.testing.events import DrillContext, api_event
 from retrysafe.webhook import put_if_newer, update_if_newer
 

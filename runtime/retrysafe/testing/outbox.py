@@ -2,7 +2,7 @@
 
 The events come from the table itself (outbox items written by the user's
 producer), are turned into the stream records DynamoDB would deliver, and go
-through the real publisher (:func:`retrysafe.outbox_publisher.handler`) to an
+through the real publisher (:func:`retrysafe.outbox.publisher.handler`) to an
 SQS queue on moto. The first publish crashes right after ``SendMessageBatch``
 succeeded (before the items are marked published), so the stream batch is
 retried and every event is sent twice; each message is then delivered to the
@@ -14,7 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..outbox_publisher import Publisher, SqsTarget, handler
+from ..outbox.publisher import Publisher, handler
+from ..outbox.targets import SqsTarget
 from ..store import DynamoStore
 from .adapters import engine_of
 from .boundary import Boundary, SimulatedCrash

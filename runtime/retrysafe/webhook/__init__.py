@@ -1,11 +1,13 @@
 """Webhook receipt: signature first, dedupe on what is signed, receipt through the outbox, 202 fast.
 
 ``retrysafe.webhook.handler`` is the ready-made Lambda entry point configured
-from the environment; build a :class:`WebhookReceiver` for anything else.
+from the environment; build a :class:`WebhookReceiver` for anything else. The
+order-aware writes a webhook worker usually needs (:func:`put_if_newer`,
+:func:`update_if_newer`) live in :mod:`retrysafe.ordering` and are re-exported here.
 """
 
 from ..errors import PayloadTooLargeError, SignatureError
-from .ordering import put_if_newer, update_if_newer
+from ..ordering import put_if_newer, update_if_newer
 from .receipt import Receipt
 from .receiver import WebhookReceiver, handler, parse_secrets, secret_from_env
 from .signatures import GenericHmac, GitHub, Provider, StandardWebhooks, Stripe, standard_secret

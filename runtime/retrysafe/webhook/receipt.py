@@ -10,7 +10,7 @@ from urllib.parse import quote
 
 from ..claimcheck import S3_ENCODING
 from ..outbox import OutboxMessage
-from ..outbox_targets import fits
+from ..outbox.targets import fits
 
 RECEIPT_EVENT = "WebhookReceived"
 #: Longest header value kept as receipt metadata.

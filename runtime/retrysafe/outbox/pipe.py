@@ -16,8 +16,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .errors import UnreadableOutboxRecordError
-from .outbox_publisher import outbox_inserts
+from ..errors import UnreadableOutboxRecordError
+from .stream import outbox_inserts
 
 
 def envelopes(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:

@@ -5,28 +5,29 @@ disabled, or a record sent to the on-failure destination would otherwise lose
 the event. Run ``handler`` on a schedule (every few minutes). It queries the
 sparse GSI ``outbox-unpublished`` for each shard ``u0``..``u7`` with
 ``at`` older than now minus ``RETRYSAFE_SWEEP_AFTER_SECONDS`` (default 900),
-and publishes what it finds through the same :class:`~retrysafe.outbox_publisher.Publisher`
+and publishes what it finds through the same :class:`~retrysafe.outbox.publisher.Publisher`
 as the stream publisher, which marks each accepted item published and parks
 what the target refuses permanently (parked items leave the shards, so they are
-not retried forever; see :mod:`retrysafe.outbox_parked`). An event may reach
+not retried forever; see :mod:`retrysafe.outbox.parked`). An event may reach
 consumers twice (stream and sweeper); consumers dedupe on its id.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from .errors import ConfigurationError, SweepIncompleteError
-from .observability import telemetry
-from .outbox import UNPUBLISHED_ATTRIBUTE, UNPUBLISHED_SHARDS
-from .outbox_publisher import BATCH_SIZE, OutboxMessage, Publisher, default_publisher
+from ..config import env_int
+from ..errors import ConfigurationError, SweepIncompleteError
+from ..observability import telemetry
+from .events import UNPUBLISHED_SHARDS, OutboxMessage
+from .index import pages
+from .publisher import BATCH_SIZE, Publisher, default_publisher
 
 SWEEP_AFTER_ENV = "RETRYSAFE_SWEEP_AFTER_SECONDS"
 DEFAULT_SWEEP_AFTER_SECONDS = 900
-INDEX_NAME = "outbox-unpublished"
 #: Stop starting new pages when the invocation has less than this left (milliseconds).
 TIME_RESERVE_MS = 10_000
 
@@ -40,8 +41,14 @@ def sweep(publisher: Publisher, older_than_seconds: float, *, now: datetime | No
     cutoff = ((now or datetime.now(UTC)) - timedelta(seconds=older_than_seconds))
     cutoff_text = cutoff.astimezone(UTC).isoformat(timespec="milliseconds")
     republished = failed = 0
+
+    def keep_going() -> bool:
+        return remaining_ms is None or remaining_ms() > TIME_RESERVE_MS
+
     for shard in range(UNPUBLISHED_SHARDS):
-        for page in _pages(publisher, f"u{shard}", cutoff_text, remaining_ms):
+        for items in pages(publisher.store, f"u{shard}", before=cutoff_text, limit=BATCH_SIZE * 10,
+                           keep_going=keep_going):
+            page = [OutboxMessage.from_item(item) for item in items]
             missed = publisher.publish(page)
             failed += len(missed)
             republished += len(page) - len(missed)
@@ -52,35 +59,9 @@ def sweep(publisher: Publisher, older_than_seconds: float, *, now: datetime | No
     return counts
 
 
-def _pages(publisher: Publisher, shard: str, cutoff: str,
-           remaining_ms: Callable[[], int] | None) -> Iterator[list[OutboxMessage]]:
-    from boto3.dynamodb.types import TypeDeserializer
-
-    deserializer = TypeDeserializer()
-    request: dict[str, Any] = {
-        "TableName": publisher.store.table_name, "IndexName": INDEX_NAME, "Limit": BATCH_SIZE * 10,
-        "KeyConditionExpression": "#q = :q AND #at < :cutoff",
-        "ExpressionAttributeNames": {"#q": UNPUBLISHED_ATTRIBUTE, "#at": "at"},
-        "ExpressionAttributeValues": {":q": {"S": shard}, ":cutoff": {"S": cutoff}},
-    }
-    while remaining_ms is None or remaining_ms() > TIME_RESERVE_MS:
-        response = publisher.store.client.query(**request)
-        items = [{k: deserializer.deserialize(v) for k, v in item.items()} for item in response.get("Items", [])]
-        if items:
-            yield [OutboxMessage.from_item(item) for item in items]
-        if "LastEvaluatedKey" not in response:
-            return
-        request["ExclusiveStartKey"] = response["LastEvaluatedKey"]
-
-
 def sweep_after_seconds(environ: Mapping[str, str] | None = None) -> int:
     """``RETRYSAFE_SWEEP_AFTER_SECONDS`` (default 900): how old an unpublished item must be to be swept."""
-    env = os.environ if environ is None else environ
-    raw = env.get(SWEEP_AFTER_ENV) or str(DEFAULT_SWEEP_AFTER_SECONDS)
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ConfigurationError(f"{SWEEP_AFTER_ENV}={raw!r} is not a whole number of seconds") from None
+    value = env_int(os.environ if environ is None else environ, SWEEP_AFTER_ENV, DEFAULT_SWEEP_AFTER_SECONDS)
     if value < 0:
         raise ConfigurationError(f"{SWEEP_AFTER_ENV} must not be negative, got {value}")
     return value
@@ -93,3 +74,4 @@ def handler(event: Any = None, context: Any = None, publisher: Publisher | None 
         return sweep(publisher or default_publisher(), sweep_after_seconds(), remaining_ms=remaining)
     finally:
         telemetry.flush()
+

@@ -1,5 +1,8 @@
 """Order-aware writes: deliveries arrive out of order, so a write carries the version it represents.
 
+Any consumer can use them: an SQS handler applying outbox events (pass the
+event's ``sequence``), a webhook worker, a projection fed by a stream.
+
 A guarded write applies only when its version (a sequence number, an
 ``updated_at`` timestamp, an outbox event's ``sequence``) is newer than the
 stored one. Such a write is idempotent by itself: a redelivery or an older
@@ -11,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..store import DynamoStore
-from ..transaction import serialize
+from .codec import serialize, serialize_item
+from .store import DynamoStore
 
 #: The condition: absent item/attribute, or an older version.
 NEWER_CONDITION = "attribute_not_exists(#v) OR #v < :v"
@@ -28,7 +31,7 @@ def put_if_newer(item: Mapping[str, Any], *, version_attribute: str = "version",
     if version_attribute not in item:
         raise ValueError(f"the item has no {version_attribute!r} attribute to order by")
     return _conditional("put_item", table, client, version_attribute, item[version_attribute],
-                        Item={k: serialize(v) for k, v in item.items()})
+                        Item=serialize_item(item))
 
 
 def update_if_newer(key: Mapping[str, Any], values: Mapping[str, Any], *, version: Any,
@@ -40,7 +43,7 @@ def update_if_newer(key: Mapping[str, Any], values: Mapping[str, Any], *, versio
     names = {f"#a{i}": name for i, name in enumerate(values)}
     assignments = [f"#a{i} = :a{i}" for i in range(len(values))] + ["#v = :v"]
     return _conditional("update_item", table, client, version_attribute, version,
-                        Key={k: serialize(v) for k, v in key.items()},
+                        Key=serialize_item(key),
                         UpdateExpression="SET " + ", ".join(assignments), extra_names=names,
                         extra_values={f":a{i}": serialize(v) for i, v in enumerate(values.values())})
 

@@ -1,9 +1,8 @@
-"""Outbox publishing: the DynamoDB Streams publisher, and the code it shares with the sweeper.
+"""Outbox publishing: the DynamoDB Streams publisher, and the :class:`Publisher` the sweeper shares.
 
-``handler`` receives the idempotency table's stream. Only INSERTs of outbox
-items are published; MODIFY and REMOVE records (TTL deletions among them,
-``userIdentity`` ``Service``/``dynamodb.amazonaws.com``) are ignored. Each
-event goes to exactly one target, chosen by the environment:
+``handler`` receives the idempotency table's stream and publishes its outbox
+INSERTs (:mod:`retrysafe.outbox.stream`). Each event goes to exactly one
+target, chosen by the environment:
 
 ``RETRYSAFE_EVENT_BUS_NAME``  EventBridge ``PutEvents`` (source ``RETRYSAFE_EVENT_SOURCE``, default
                               ``retrysafe.outbox``; detail-type = event type; detail = the envelope)
@@ -11,11 +10,11 @@ event goes to exactly one target, chosen by the environment:
 ``RETRYSAFE_QUEUE_URL``       SQS ``SendMessageBatch`` (body = the envelope)
 
 Batches are cut by the target's limits (entries, bytes per message and per
-request: :mod:`retrysafe.outbox_targets`), not in fixed chunks. An event the
+request: :mod:`retrysafe.outbox.targets`), not in fixed chunks. An event the
 target refuses permanently (larger than a message may be, malformed) is
 *parked*: its item is marked ``obq = parked`` (the sweeper no longer sees it),
 the ``OutboxEventParked`` metric is counted, and the stream moves on. List and
-republish parked events with :mod:`retrysafe.outbox_parked`. Transient
+republish parked events with :mod:`retrysafe.outbox.parked`. Transient
 refusals (throttling, internal errors) are retried by the stream and the sweeper.
 
 The envelope is ``{"event_id", "event_type", "aggregate_type", "aggregate_id",
@@ -29,7 +28,7 @@ published_at``, ``attribute_exists(pk)``). When a batch partly fails, the
 first failed stream record is reported (``batchItemFailures``) so Lambda
 retries from there; what had succeeded after it is published again, and
 duplicates are harmless. Items never marked published are found by
-:mod:`retrysafe.outbox_sweeper`.
+:mod:`retrysafe.outbox.sweeper`.
 """
 
 from __future__ import annotations
@@ -38,26 +37,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from .metrics import OUTBOX_EVENT_PARKED
-from .observability import telemetry
-from .outbox import OUTBOX_KIND, PARKED, UNPUBLISHED_ATTRIBUTE, OutboxMessage
-from .outbox_targets import (
-    BUS_ENV,
-    DEFAULT_SOURCE,
-    KEY_ATTRIBUTE,
-    MAX_ENTRIES,
-    PERMANENT_CODES,
-    QUEUE_ENV,
-    SOURCE_ENV,
-    TOPIC_ENV,
-    EventBridgeTarget,
-    Refusal,
-    SnsTarget,
-    SqsTarget,
-    Target,
-    target_from_env,
-)
-from .store import DynamoStore
+from ..metrics import OUTBOX_EVENT_PARKED
+from ..observability import telemetry
+from ..store import DynamoStore
+from .events import OUTBOX_PREFIX, PARKED, UNPUBLISHED_ATTRIBUTE, OutboxMessage
+from .stream import outbox_inserts
+from .targets import MAX_ENTRIES, PERMANENT_CODES, Refusal, Target, target_from_env
 
 #: Most entries per batch call (the byte limits usually cut batches first).
 BATCH_SIZE = MAX_ENTRIES
@@ -144,7 +129,7 @@ class Publisher:
 
         try:
             self.store.client.update_item(
-                TableName=self.store.table_name, Key={"pk": {"S": f"outbox#{event_id}"}},
+                TableName=self.store.table_name, Key={"pk": {"S": OUTBOX_PREFIX + event_id}},
                 UpdateExpression="REMOVE #obq, #pr SET #pa = :now", ConditionExpression="attribute_exists(pk)",
                 ExpressionAttributeNames={"#obq": UNPUBLISHED_ATTRIBUTE, "#pa": "published_at", "#pr": "park_reason"},
                 ExpressionAttributeValues={":now": {"S": _now()}},
@@ -156,13 +141,13 @@ class Publisher:
         """Mark an event the target refuses permanently as parked; ``False`` if that write failed (retry it).
 
         A parked item keeps its payload until its TTL (the retry horizon); list and
-        republish it with :mod:`retrysafe.outbox_parked` after fixing the cause.
+        republish it with :mod:`retrysafe.outbox.parked` after fixing the cause.
         """
         from botocore.exceptions import BotoCoreError, ClientError
 
         try:
             self.store.client.update_item(
-                TableName=self.store.table_name, Key={"pk": {"S": f"outbox#{message.event_id}"}},
+                TableName=self.store.table_name, Key={"pk": {"S": OUTBOX_PREFIX + message.event_id}},
                 UpdateExpression="SET #obq = :parked, #at = :now, #why = :why",
                 ConditionExpression="attribute_exists(pk)",
                 ExpressionAttributeNames={"#obq": UNPUBLISHED_ATTRIBUTE, "#at": "parked_at", "#why": "park_reason"},
@@ -179,43 +164,6 @@ class Publisher:
             return False
         telemetry.count(PARKED_METRIC, "outbox", message.event_id, event_type=message.event_type, reason=reason)
         return True
-
-
-def outbox_inserts(records: Iterable[Any]) -> list[tuple[str, OutboxMessage | None]]:
-    """(sequence number, message) of the stream records that are INSERTs of outbox items, in order.
-
-    An outbox INSERT that cannot be read comes back with ``None``: the handler
-    reports it failed (it ends in the on-failure destination) instead of
-    dropping it. A record without even a sequence number cannot be reported
-    and is logged.
-    """
-    from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import DynamoDBRecord
-
-    found: list[tuple[str, OutboxMessage | None]] = []
-    for record in records:
-        if not isinstance(record, dict) or record.get("eventName") != "INSERT":
-            continue
-        identity = record.get("userIdentity")
-        if isinstance(identity, Mapping) and identity.get("principalId") == "dynamodb.amazonaws.com":
-            continue
-        stream: Any = None
-        try:
-            stream = DynamoDBRecord(record).dynamodb
-            if stream is None or stream.new_image.get("kind") != OUTBOX_KIND:
-                continue
-            message = OutboxMessage.from_item(stream.new_image)
-            message.body().encode("utf-8")  # a lone surrogate would fail the whole batch in the target's call
-            if not isinstance(stream.sequence_number, str):
-                raise KeyError("SequenceNumber")
-            found.append((stream.sequence_number, message))
-        except (AttributeError, KeyError, TypeError, ValueError, RecursionError) as error:  # an unreadable INSERT
-            image = record.get("dynamodb")
-            sequence = image.get("SequenceNumber") if isinstance(image, dict) else None
-            telemetry.logger.error("unreadable outbox stream record", extra={"error": type(error).__name__,
-                                                                             "sequence": sequence})
-            if isinstance(sequence, str) and sequence:
-                found.append((sequence, None))
-    return found
 
 
 _publisher: Publisher | None = None
@@ -249,6 +197,4 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
-__all__ = ["BATCH_SIZE", "BUS_ENV", "DEFAULT_SOURCE", "KEY_ATTRIBUTE", "PARKED_METRIC", "QUEUE_ENV", "SOURCE_ENV",
-           "TOPIC_ENV", "EventBridgeTarget", "OutboxMessage", "Publisher", "Refusal", "SnsTarget", "SqsTarget",
-           "Target", "default_publisher", "handler", "outbox_inserts"]
+__all__ = ["BATCH_SIZE", "PARKED_METRIC", "Publisher", "default_publisher", "handler"]

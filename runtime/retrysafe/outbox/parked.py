@@ -9,11 +9,11 @@ sweeper's way, until its TTL (the retry horizon). Each parking counts the
 From a shell with the publisher's environment (``RETRYSAFE_TABLE`` and the
 target variable)::
 
-    python -m retrysafe.outbox_parked list
-    python -m retrysafe.outbox_parked republish [EVENT_ID ...]
+    python -m retrysafe.outbox.parked list
+    python -m retrysafe.outbox.parked republish [EVENT_ID ...]
 
 or from code: :func:`list_parked` and :func:`republish`. Republishing goes
-through the same :class:`~retrysafe.outbox_publisher.Publisher`: accepted events
+through the same :class:`~retrysafe.outbox.publisher.Publisher`: accepted events
 are marked published, events still refused stay parked (with the new reason).
 """
 
@@ -26,10 +26,10 @@ from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .outbox import PARKED, UNPUBLISHED_ATTRIBUTE, OutboxMessage
-from .outbox_publisher import Publisher
-from .outbox_sweeper import INDEX_NAME
-from .store import DynamoStore
+from ..store import DynamoStore
+from .events import PARKED, OutboxMessage
+from .index import pages
+from .publisher import Publisher
 
 
 @dataclass(frozen=True)
@@ -49,22 +49,10 @@ class ParkedEvent:
 
 def list_parked(store: DynamoStore) -> Iterator[ParkedEvent]:
     """Every parked event of the table, oldest first (the ``outbox-unpublished`` index, partition ``parked``)."""
-    from boto3.dynamodb.types import TypeDeserializer
-
-    deserializer = TypeDeserializer()
-    request: dict[str, Any] = {
-        "TableName": store.table_name, "IndexName": INDEX_NAME, "KeyConditionExpression": "#q = :q",
-        "ExpressionAttributeNames": {"#q": UNPUBLISHED_ATTRIBUTE}, "ExpressionAttributeValues": {":q": {"S": PARKED}},
-    }
-    while True:
-        response = store.client.query(**request)
-        for raw in response.get("Items", []):
-            item = {k: deserializer.deserialize(v) for k, v in raw.items()}
+    for items in pages(store, PARKED):
+        for item in items:
             yield ParkedEvent(OutboxMessage.from_item(item), str(item.get("parked_at", "")),
                               str(item.get("park_reason", "")))
-        if "LastEvaluatedKey" not in response:
-            return
-        request["ExclusiveStartKey"] = response["LastEvaluatedKey"]
 
 
 def republish(publisher: Publisher, event_ids: Collection[str] = ()) -> dict[str, int]:
@@ -83,7 +71,7 @@ def republish(publisher: Publisher, event_ids: Collection[str] = ()) -> dict[str
 
 def main(argv: Sequence[str] | None = None) -> int:
     """The operator command (see the module docstring)."""
-    parser = argparse.ArgumentParser(prog="python -m retrysafe.outbox_parked",
+    parser = argparse.ArgumentParser(prog="python -m retrysafe.outbox.parked",
                                      description="List or republish outbox events the target refused permanently.")
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("list", help="print the parked events (one JSON object per line, no payloads)")

@@ -23,7 +23,7 @@ attribute      meaning
 ``exp``        TTL (epoch seconds)
 ``obq``        unpublished marker (sparse index key for the sweeper: ``u0``..``u7``), removed once
                published; ``parked`` once the target refused the event permanently
-``parked_at``  when it was parked, with ``park_reason`` (see :mod:`retrysafe.outbox_parked`)
+``parked_at``  when it was parked, with ``park_reason`` (see :mod:`retrysafe.outbox.parked`)
 =============  =============================================================
 """
 
@@ -34,7 +34,7 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from ._value import Value, set_field
+from .._value import Value, set_field
 
 if TYPE_CHECKING:
     from datetime import datetime

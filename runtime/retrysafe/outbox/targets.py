@@ -25,7 +25,7 @@ event must fit the strictest target.
 
 ``send`` answers per event: accepted, refused for now (throttled, internal
 error: retried), or refused permanently (malformed, too large: parked, see
-:mod:`retrysafe.outbox_parked`).
+:mod:`retrysafe.outbox.parked`).
 """
 
 from __future__ import annotations
@@ -35,9 +35,10 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
-from ._value import Value, set_field
-from .errors import ConfigurationError, EventTooLargeError
-from .outbox import OutboxEvent, OutboxMessage
+from .._value import Value, set_field
+from ..config import env_int
+from ..errors import ConfigurationError, EventTooLargeError
+from .events import OutboxEvent, OutboxMessage
 
 BUS_ENV = "RETRYSAFE_EVENT_BUS_NAME"
 SOURCE_ENV = "RETRYSAFE_EVENT_SOURCE"
@@ -209,12 +210,7 @@ class SqsTarget:
 
 def max_message_bytes(environ: Mapping[str, str] | None = None) -> int:
     """``RETRYSAFE_OUTBOX_MAX_MESSAGE_BYTES`` (SNS/SQS per-message limit), default 256 KiB, at most 1 MiB."""
-    env = os.environ if environ is None else environ
-    raw = env.get(MAX_MESSAGE_ENV) or str(DEFAULT_MESSAGE_BYTES)
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ConfigurationError(f"{MAX_MESSAGE_ENV}={raw!r} is not a whole number of bytes") from None
+    value = env_int(os.environ if environ is None else environ, MAX_MESSAGE_ENV, DEFAULT_MESSAGE_BYTES, unit="bytes")
     if not 1024 <= value <= MAX_MESSAGE_BYTES:
         raise ConfigurationError(f"{MAX_MESSAGE_ENV} must be 1024..{MAX_MESSAGE_BYTES}, got {value}")
     return value
