@@ -1,0 +1,8 @@
+"""Alias of :mod:`retrysafe.outbox.pipe`, kept for pipe enrichments deployed with ``retrysafe.outbox_pipe.handler``.
+
+New code and new deployments use :mod:`retrysafe.outbox.pipe` (``handler``).
+"""
+
+from .outbox.pipe import UnreadableOutboxRecordError, envelopes, handler
+
+__all__ = ["UnreadableOutboxRecordError", "envelopes", "handler"]
