@@ -86,3 +86,17 @@ def test_one_runtime_layer_shared_by_every_function_with_a_stable_hash(raw: dict
     assert len(layers) == len(example_layers) == 1
     # Two independent syntheses (another process, another app) bundle the same bytes: same asset hash.
     assert layers[0]["Properties"]["Content"]["S3Key"] == example_layers[0]["Properties"]["Content"]["S3Key"]
+
+
+def test_the_runtime_handlers_deployed_are_the_outbox_package_paths(raw: dict[str, Any]) -> None:
+    """New deployments name ``retrysafe.outbox.*`` handlers (the old module paths are aliases), and each resolves."""
+    import importlib
+
+    handlers = {r["Properties"]["Handler"] for r in raw["Resources"].values()
+                if r["Type"] == "AWS::Lambda::Function" and r["Properties"].get("Handler", "").startswith("retrysafe.")}
+    assert {"retrysafe.outbox.publisher.handler", "retrysafe.outbox.sweeper.handler",
+            "retrysafe.outbox.pipe.handler"} <= handlers
+    assert not any(h.startswith("retrysafe.outbox_") for h in handlers)
+    for handler in handlers:
+        module, name = handler.rsplit(".", 1)
+        assert callable(getattr(importlib.import_module(module), name)), handler

@@ -25,6 +25,15 @@ attribute      meaning
                published; ``parked`` once the target refused the event permanently
 ``parked_at``  when it was parked, with ``park_reason`` (see :mod:`retrysafe.outbox.parked`)
 =============  =============================================================
+
+An event has two forms, on purpose. :class:`OutboxEvent` is what a handler
+appends: its payload as the handler gave it (any value JSON can encode, with
+``str`` as the fallback) and its time as a ``datetime``; it becomes an item.
+:class:`OutboxMessage` is what the table holds: the payload decoded from the
+stored JSON text and the time as that text; it becomes the envelope consumers
+receive. :meth:`OutboxEvent.message` is the one conversion between them, so a
+size check at append time measures exactly what the publisher, the sweeper or
+the pipe will send, whichever of them reads it back.
 """
 
 from __future__ import annotations
@@ -46,7 +55,8 @@ UNPUBLISHED_SHARDS = 8
 #: ``obq`` value of a parked event (refused permanently by the target): outside the sweeper's shards.
 PARKED = "parked"
 
-_encode_payload = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, default=str).encode  # reused per event
+#: Compact JSON (payloads as stored, envelopes as sent); one encoder, reused per event.
+_compact = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, default=str).encode
 
 
 def event_id(record_id: str, index: int, instance: str = "") -> str:
@@ -59,7 +69,7 @@ def event_id(record_id: str, index: int, instance: str = "") -> str:
 
 
 class OutboxEvent(Value):
-    """One event appended to the outbox."""
+    """One event appended to the outbox, as the handler gave it (see the module docstring for the two forms)."""
 
     __slots__ = (
         "_text",
@@ -116,7 +126,7 @@ class OutboxEvent(Value):
         """The payload as stored: compact JSON text (computed once)."""
         text = self._text
         if text is None:
-            text = _payload_text(self.payload)
+            text = _compact(self.payload)
             set_field(self, "_text", text)
         return text
 
@@ -128,7 +138,7 @@ class OutboxEvent(Value):
 
 
 class OutboxMessage(Value):
-    """An outbox item read back from the stream or the table (deserialized values)."""
+    """An outbox event as the table holds it, read back from the stream or the index (payload decoded)."""
 
     __slots__ = ("aggregate_id", "aggregate_type", "event_id", "event_type", "occurred_at", "payload", "sequence")
 
@@ -166,11 +176,7 @@ class OutboxMessage(Value):
 
     def body(self) -> str:
         """The envelope as compact JSON text."""
-        return json.dumps(self.envelope(), separators=(",", ":"), ensure_ascii=False, default=str)
-
-
-def _payload_text(payload: Any) -> str:
-    return _encode_payload(payload)
+        return _compact(self.envelope())
 
 
 def _utc_iso(moment: datetime) -> str:

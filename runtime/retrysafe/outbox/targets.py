@@ -123,11 +123,21 @@ def eventbridge_size(message: OutboxMessage, source: str) -> int:
     return EVENTBRIDGE_TIME_BYTES + _utf8(source) + _utf8(message.event_type) + _utf8(message.body())
 
 
-def _fifo_fields(message: OutboxMessage, fifo: bool) -> dict[str, str]:
-    if not fifo:
-        return {}
-    return {"MessageGroupId": f"{message.aggregate_type}#{message.aggregate_id}",
-            "MessageDeduplicationId": message.event_id}
+def _batch_entries(messages: Sequence[OutboxMessage], body_field: str, *, fifo: bool) -> list[dict[str, Any]]:
+    """``PublishBatch`` / ``SendMessageBatch`` entries: ids are positions, FIFO targets get group and dedup ids."""
+    entries: list[dict[str, Any]] = []
+    for index, message in enumerate(messages):
+        entry: dict[str, Any] = {"Id": str(index), body_field: message.body(), "MessageAttributes": attributes(message)}
+        if fifo:
+            entry["MessageGroupId"] = f"{message.aggregate_type}#{message.aggregate_id}"
+            entry["MessageDeduplicationId"] = message.event_id
+        entries.append(entry)
+    return entries
+
+
+def _batch_refusals(messages: Sequence[OutboxMessage], response: Mapping[str, Any]) -> dict[str, Refusal]:
+    """The ``Failed`` entries of a batch answer, by event id."""
+    return {messages[int(f["Id"])].event_id: _refusal(f) for f in response.get("Failed", [])}
 
 
 def _refusal(failure: Mapping[str, Any]) -> Refusal:
@@ -177,11 +187,9 @@ class SnsTarget:
 
     def send(self, messages: Sequence[OutboxMessage]) -> dict[str, Refusal]:
         """One ``PublishBatch`` call."""
-        fifo = self.topic_arn.endswith(".fifo")
-        entries = [{"Id": str(i), "Message": m.body(), "MessageAttributes": attributes(m),
-                    **_fifo_fields(m, fifo)} for i, m in enumerate(messages)]
-        response = self.client.publish_batch(TopicArn=self.topic_arn, PublishBatchRequestEntries=entries)
-        return {messages[int(f["Id"])].event_id: _refusal(f) for f in response.get("Failed", [])}
+        entries = _batch_entries(messages, "Message", fifo=self.topic_arn.endswith(".fifo"))
+        return _batch_refusals(messages, self.client.publish_batch(TopicArn=self.topic_arn,
+                                                                    PublishBatchRequestEntries=entries))
 
 
 class SqsTarget:
@@ -201,11 +209,8 @@ class SqsTarget:
 
     def send(self, messages: Sequence[OutboxMessage]) -> dict[str, Refusal]:
         """One ``SendMessageBatch`` call."""
-        fifo = self.queue_url.endswith(".fifo")
-        entries = [{"Id": str(i), "MessageBody": m.body(), "MessageAttributes": attributes(m),
-                    **_fifo_fields(m, fifo)} for i, m in enumerate(messages)]
-        response = self.client.send_message_batch(QueueUrl=self.queue_url, Entries=entries)
-        return {messages[int(f["Id"])].event_id: _refusal(f) for f in response.get("Failed", [])}
+        entries = _batch_entries(messages, "MessageBody", fifo=self.queue_url.endswith(".fifo"))
+        return _batch_refusals(messages, self.client.send_message_batch(QueueUrl=self.queue_url, Entries=entries))
 
 
 def max_message_bytes(environ: Mapping[str, str] | None = None) -> int:
