@@ -52,9 +52,14 @@ def public_modules() -> dict[str, list[tuple[str, bool]]]:
             name = ".".join(parts)
             if any(p.startswith("_") for p in parts):
                 continue
-            modules.append((name, is_package or reexports_only(path)))
+            modules.append((name, is_package or reexports_only(path) or _is_alias(path)))
         found[top] = sorted(modules)
     return found
+
+
+def _is_alias(path: Path) -> bool:
+    """A module kept as an alias of another (its docstring starts with "Alias of"): documented where it points."""
+    return path.read_text(encoding="utf-8").startswith('"""Alias of')
 
 
 def page(name: str, docstring_only: bool) -> str:
