@@ -17,7 +17,7 @@ decorated handler stays cheap:
 
 Everything else is imported from its module: the webhook receiver and its
 providers from :mod:`retrysafe.webhook`, the outbox publisher and sweeper from
-:mod:`retrysafe.outbox_publisher` and :mod:`retrysafe.outbox_sweeper`, the
+:mod:`retrysafe.outbox.publisher` and :mod:`retrysafe.outbox.sweeper`, the
 engine's parts from :mod:`retrysafe.engine`, test tools from :mod:`retrysafe.testing`.
 """
 
@@ -44,8 +44,8 @@ _EXPORTS = {
     "idempotent_http": "retrysafe.http.decorator",
     "idempotent_sqs": "retrysafe.sqs",
     "idempotent_task": "retrysafe.stepfunctions",
-    "put_if_newer": "retrysafe.webhook",
-    "update_if_newer": "retrysafe.webhook",
+    "put_if_newer": "retrysafe.ordering",
+    "update_if_newer": "retrysafe.ordering",
 }
 
 #: Names this package exported until 0.1.0, still importable from here with a DeprecationWarning.
@@ -53,9 +53,9 @@ _MOVED = {
     "Completion": "retrysafe.engine",
     "HttpIdempotency": "retrysafe.http.core",
     "Intent": "retrysafe.engine",
-    "OutboxMessage": "retrysafe.outbox_publisher",
+    "OutboxMessage": "retrysafe.outbox",
     "Outcome": "retrysafe.engine",
-    "Publisher": "retrysafe.outbox_publisher",
+    "Publisher": "retrysafe.outbox.publisher",
     "Retention": "retrysafe.config",
     "Scope": "retrysafe.keys",
     "TaskIdempotency": "retrysafe.stepfunctions",
@@ -72,11 +72,11 @@ if TYPE_CHECKING:
     from .errors import BusinessConditionFailedError, RetrysafeError
     from .http.decorator import idempotent_http
     from .http.middleware import TRANSACTION_KEY, IdempotencyMiddleware
+    from .ordering import put_if_newer, update_if_newer
     from .sqs import Message, idempotent_sqs
     from .stepfunctions import idempotent_task
     from .store import DynamoStore
     from .transaction import Transaction
-    from .webhook import put_if_newer, update_if_newer
 
 __all__ = [
     "TRANSACTION_KEY",

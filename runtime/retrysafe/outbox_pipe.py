@@ -3,6 +3,7 @@
 New code and new deployments use :mod:`retrysafe.outbox.pipe` (``handler``).
 """
 
-from .outbox.pipe import UnreadableOutboxRecordError, envelopes, handler
+from .errors import UnreadableOutboxRecordError
+from .outbox.pipe import envelopes, handler
 
 __all__ = ["UnreadableOutboxRecordError", "envelopes", "handler"]

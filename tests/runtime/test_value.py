@@ -21,7 +21,7 @@ from retrysafe.http.problem import Problem
 from retrysafe.http.request import HttpRequest
 from retrysafe.keys import Scope
 from retrysafe.outbox import OutboxEvent, OutboxMessage
-from retrysafe.outbox_targets import Refusal
+from retrysafe.outbox.targets import Refusal
 from retrysafe.record import Record
 from retrysafe.sqs import Message
 from retrysafe.stepfunctions import TaskRequest
