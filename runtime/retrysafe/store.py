@@ -91,15 +91,22 @@ class DynamoStore:
 
     @classmethod
     def from_env(cls) -> DynamoStore:
-        """The store named by ``RETRYSAFE_TABLE``, shared by every operation of this container."""
+        """The store named by ``RETRYSAFE_TABLE``, shared by every operation of this container.
+
+        In Lambda's init phase its client is created at once and it is registered for SnapStart's
+        runtime hooks (:mod:`retrysafe.snapstart`).
+        """
         name = table_name_from_env()
         store = _SHARED.get(name)
         if store is None:
             store = cls(name)
             if os.environ.get(VERIFY_ENV, "").lower() in ("1", "true", "yes"):
                 store.verify()
-            elif INIT_PHASE_ENV in os.environ:  # Lambda's init phase: create the client before the first request
+            if INIT_PHASE_ENV in os.environ:  # Lambda's init phase: the client exists before the first request
+                from . import snapstart
+
                 store.client  # noqa: B018
+                snapstart.register(store)  # and before a SnapStart snapshot, without connections
             _SHARED[name] = store
         return store
 
