@@ -157,7 +157,7 @@ class IdempotentRestApi(Construct):
         authorizer = None if public or self.iam_authorization else self.authorizer
         kind = (apigw.AuthorizationType.NONE if public else apigw.AuthorizationType.IAM if self.iam_authorization
                 else None)
-        added = resource.add_method(http_method, apigw.LambdaIntegration(function.function),
+        added = resource.add_method(http_method, apigw.LambdaIntegration(function.invoke_target),
                                     request_validator=self.validator, request_parameters=params,
                                     authorizer=authorizer, authorization_type=kind)
         if public:
@@ -237,7 +237,8 @@ class IdempotentHttpApi(Construct):
 
         ``public``: no authorizer; only for routes that authenticate requests themselves (signed webhooks).
         """
-        integration = integrations.HttpLambdaIntegration(f"{method}{path}".replace("/", "_"), function.function)
+        integration = integrations.HttpLambdaIntegration(f"{method}{path}".replace("/", "_"),
+                                                         function.invoke_target)
         routes = self.http_api.add_routes(path=path, methods=[apigwv2.HttpMethod(method.upper())],
                                           integration=integration,
                                           authorizer=apigwv2.HttpNoneAuthorizer() if public else self.authorizer)

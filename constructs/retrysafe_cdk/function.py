@@ -17,6 +17,7 @@ from aws_cdk import aws_logs as logs
 
 from constructs import Construct
 
+from . import snapstart
 from .delegation import delegate
 from .horizon import HORIZON_ENV
 from .layer import RUNTIME, runtime_layer
@@ -71,14 +72,14 @@ def python_function(scope: Construct, *, code: lambda_.Code, handler: str, envir
     return function, role, log_group
 
 
-@delegate(lambda_.IFunction, "function")
+@delegate(lambda_.IFunction, "invoke_target")
 @jsii.implements(lambda_.IFunction)
 class IdempotentFunction(Construct):
     """A Python Lambda with the retrysafe runtime layer, the table and the retry horizon in its environment.
 
-    It is an ``IFunction`` (and so an ``IGrantable``): every member delegates to the inner
-    function, so ``orders.grant_read_data(fn)``, ``targets.LambdaFunction(fn)`` and
-    ``fn.add_permission(...)`` work as with a ``lambda_.Function``.
+    It is an ``IFunction`` (and so an ``IGrantable``): every member delegates to
+    :attr:`invoke_target` (the function, or its SnapStart alias), so ``orders.grant_read_data(fn)``,
+    ``targets.LambdaFunction(fn)`` and ``fn.add_permission(...)`` work as with a ``lambda_.Function``.
 
     Props:
 
@@ -96,8 +97,17 @@ class IdempotentFunction(Construct):
       are added to it. ``log_group``: an existing log group. ``log_retention``: default one month.
     - ``reserved_concurrent_executions``: default unreserved. ``environment_encryption``: a KMS key.
     - ``function_props``: any other ``lambda_.Function`` props (applied last).
+    - ``snap_start``: default False. True turns on Lambda SnapStart: a version is published on
+      every change and the alias ``live`` points to it; API routes, queue and stream consumers,
+      Step Functions tasks, schedules and invoke grants use the alias (:attr:`invoke_target`).
+      The runtime creates its DynamoDB client before the snapshot and refreshes what must differ
+      per environment after each restore. Refused at synthesis where Lambda cannot snapshot the
+      function (runtime before Python 3.12, EFS, more than 512 MiB of ephemeral storage,
+      provisioned concurrency). Python SnapStart is billed per cached snapshot and per restore:
+      see the performance page of the docs for when it pays.
 
-    Attributes: ``function``, ``role``, ``log_group``, ``table``, ``layer`` (the retrysafe layer).
+    Attributes: ``function``, ``role``, ``log_group``, ``table``, ``layer`` (the retrysafe layer),
+    ``alias`` (the SnapStart alias, None without SnapStart), ``invoke_target``.
     """
 
     def __init__(self, scope: Construct, construct_id: str, *, table: IdempotencyTable, code: lambda_.Code,
@@ -112,9 +122,13 @@ class IdempotentFunction(Construct):
                  layers: Sequence[lambda_.ILayerVersion] = (), powertools_layer: lambda_.ILayerVersion | None = None,
                  role: iam.IRole | None = None, log_group: logs.ILogGroup | None = None,
                  environment_encryption: kms.IKey | None = None,
-                 function_props: Mapping[str, Any] | None = None) -> None:
+                 function_props: Mapping[str, Any] | None = None, snap_start: bool = False) -> None:
         super().__init__(scope, construct_id)
         self.table = table
+        if snap_start:
+            snapstart.check(self, runtime, function_props)
+            function_props = {**snapstart.function_props(f"{self.node.path}: a published SnapStart version"),
+                              **(function_props or {})}
         env = {TABLE_ENV: table.table.table_name, HORIZON_ENV: table.retention_env(), **(environment or {})}
         self.layer = runtime_layer(self, with_powertools=powertools_layer is None)
         own_layers = [self.layer, *([powertools_layer] if powertools_layer is not None else []), *layers]
@@ -124,6 +138,7 @@ class IdempotentFunction(Construct):
             reserved_concurrent_executions=reserved_concurrent_executions, layers=own_layers, runtime=runtime,
             tracing=tracing, vpc=vpc, vpc_subnets=vpc_subnets, security_groups=security_groups, role=role,
             environment_encryption=environment_encryption, log_group=log_group, function_props=function_props)
+        self.alias = snapstart.publish(self, self.function, own_layers) if snap_start else None
         table.grant_records(self._role)
         for business in business_tables:
             self.grant_business_table(business)
@@ -132,6 +147,11 @@ class IdempotentFunction(Construct):
     def role(self) -> iam.IRole:
         """The function's execution role (the one passed in, or the one created)."""
         return self._role
+
+    @property
+    def invoke_target(self) -> lambda_.IFunction:
+        """What integrations invoke: the SnapStart alias when ``snap_start=True``, else the function itself."""
+        return self.alias if self.alias is not None else self.function
 
     @property
     def timeout(self) -> Duration:

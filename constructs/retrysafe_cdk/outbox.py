@@ -74,7 +74,8 @@ class Outbox(Construct):
     - ``max_record_age``: default 24 h (at most 24 h: the stream's retention).
     - ``failure_queue``: the on-failure destination; default a new encrypted queue.
     - ``function_props``: :class:`IdempotentFunction` props for the publisher and the sweeper
-      (``memory_size``, ``vpc``, ``tracing``, ``powertools_layer``...).
+      (``memory_size``, ``vpc``, ``tracing``, ``powertools_layer``, ``snap_start``...; with
+      ``snap_start`` the stream mapping and the schedule invoke their aliases).
     - ``sweep_every``: default 5 minutes. ``sweep_after``: unpublished events older than this
       are re-published by the sweeper (default 900 s).
     - ``alarms``: default True (``PublisherErrorsAlarm``, ``IteratorAgeAlarm`` > 5 min,
@@ -103,7 +104,7 @@ class Outbox(Construct):
         table.grant_stream_read(self.publisher.role)
         target.grant_publish(self.publisher.role)
         self.event_source = lambda_.EventSourceMapping(
-            self, "StreamMapping", target=self.publisher.function, event_source_arn=table.enable_stream(),
+            self, "StreamMapping", target=self.publisher.invoke_target, event_source_arn=table.enable_stream(),
             starting_position=lambda_.StartingPosition.TRIM_HORIZON, batch_size=batch_size,
             bisect_batch_on_error=True, retry_attempts=retry_attempts, max_record_age=max_record_age,
             report_batch_item_failures=True, on_failure=sources.SqsDlq(self.failure_queue),
@@ -116,7 +117,7 @@ class Outbox(Construct):
         table.grant_sweep(self.sweeper.role)
         target.grant_publish(self.sweeper.role)
         self.schedule = events.Rule(self, "SweepSchedule", schedule=events.Schedule.rate(sweep_every),
-                                    targets=[events_targets.LambdaFunction(self.sweeper.function)])
+                                    targets=[events_targets.LambdaFunction(self.sweeper.invoke_target)])
         table.add_relay(self, target)
         self.alarms = self._alarms(AlarmOptions.of(alarms))
 

@@ -98,7 +98,7 @@ class IdempotentQueueConsumer(Construct):
         self.event_source = sources.SqsEventSource(
             self.queue, batch_size=batch_size, max_batching_window=max_batching_window,
             report_batch_item_failures=True, max_concurrency=max_concurrency)
-        function.function.add_event_source(self.event_source)
+        function.invoke_target.add_event_source(self.event_source)
         options = AlarmOptions.of(alarms)
         self.dlq_alarm = self.add_dlq_alarm(options) if options.wants("DlqDepthAlarm") else None
 

@@ -78,6 +78,8 @@ class WebhookReceiver(Construct):
     - ``consumer_props``: :class:`IdempotentQueueConsumer` props for the work queue (e.g. an
       existing ``queue=``, ``max_concurrency``, ``alarms``).
     - ``bodies``: an existing bucket for large bodies; default a new one.
+    - ``snap_start``: Lambda SnapStart for the receiver (default False; see :class:`IdempotentFunction`).
+      The route then invokes its alias. The worker's own setting is its own.
 
     Attributes: ``receiver``, ``secret``, ``rule``, ``consumer``, ``method`` (REST) / ``routes`` (HTTP),
     ``bodies``.
@@ -88,7 +90,7 @@ class WebhookReceiver(Construct):
                  worker: IdempotentFunction, outbox_target: OutboxTarget, provider: str = "github",
                  path: str | None = None, source: str | None = None,
                  secret: secretsmanager.ISecret | None = None, bodies: s3.IBucket | None = None,
-                 consumer_props: Mapping[str, Any] | None = None) -> None:
+                 consumer_props: Mapping[str, Any] | None = None, snap_start: bool = False) -> None:
         super().__init__(scope, construct_id)
         if provider not in PROVIDERS:
             raise ValueError(f"{self.node.path}: provider must be one of {', '.join(PROVIDERS)}, got {provider!r}.")
@@ -104,7 +106,7 @@ class WebhookReceiver(Construct):
             environment={"RETRYSAFE_WEBHOOK_SECRET_ARN": self.secret.secret_arn,
                          "RETRYSAFE_WEBHOOK_PROVIDER": provider, "RETRYSAFE_WEBHOOK_SOURCE": self.source,
                          **outbox_target.producer_environment()},
-            description=f"retrysafe webhook receiver ({provider})")
+            description=f"retrysafe webhook receiver ({provider})", snap_start=snap_start)
         self.secret.grant_read(self.receiver.role)
         route = path or f"/webhooks/{provider}"
         self.method: apigw.Method | None = None

@@ -137,7 +137,7 @@ def idempotent_invoke(scope: Construct, state_name: str, function: IdempotentFun
         )
     require_redrive_horizon(function.table)
     task = tasks.LambdaInvoke(
-        scope, state_name, lambda_function=function.function, payload=task_payload(iteration),
+        scope, state_name, lambda_function=function.invoke_target, payload=task_payload(iteration),
         payload_response_only=True, retry_on_service_exceptions=False, result_path=result_path,
         task_timeout=sfn.Timeout.duration(timeout), comment=comment,
     )
@@ -260,10 +260,13 @@ def acknowledge_state_machine_grants(state_machine: sfn.StateMachine,
                                      functions: Iterable[IdempotentFunction]) -> None:
     """Acknowledge cdk-nag IAM5 for what CDK grants a state machine that invokes ``functions`` (only that).
 
-    ``lambda:InvokeFunction`` on ``<function arn>:*`` (its versions and aliases), and the X-Ray and
-    CloudWatch Logs delivery actions on ``*`` (they support no resource scoping).
+    ``lambda:InvokeFunction`` on ``<function arn>:*`` (its versions and aliases; a SnapStart function's
+    grant names its alias alone), and the X-Ray and CloudWatch Logs delivery actions on ``*`` (they
+    support no resource scoping).
     """
     for function in functions:
+        if function.alias is not None:
+            continue
         logical_id = Stack.of(function).get_logical_id(function.function.node.default_child)  # type: ignore[arg-type]
         acknowledge(state_machine, f"AwsSolutions::AwsSolutions-IAM5[Resource::<{logical_id}.Arn>:*]",
                     f"CDK's LambdaInvoke grant covers the versions and aliases of {function.node.path}.")

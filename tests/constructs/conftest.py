@@ -3,7 +3,8 @@
 - ``example``: ``python -v app.py`` run as a subprocess from the repository root, the way
   ``cdk synth`` runs it (its import trace also shows where ``constructs`` came from);
 - ``composed``: the constructs added to a stack that already owns a table, a queue and a bus,
-  synthesized in-process with cdk-nag attached.
+  synthesized in-process with cdk-nag attached;
+- ``snapstarted``: every integration in front of SnapStart functions, in-process with cdk-nag.
 """
 
 from __future__ import annotations
@@ -57,5 +58,15 @@ def composed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Synthesized]:
     from .composition import build
 
     outdir = tmp_path_factory.mktemp("composed-cdk-out")
+    build(str(outdir)).synth()
+    yield Synthesized(outdir)
+
+
+@pytest.fixture(scope="session")
+def snapstarted(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Synthesized]:
+    """The SnapStart test app (see ``snapstart_app.py``), synthesized once."""
+    from .snapstart_app import build
+
+    outdir = tmp_path_factory.mktemp("snapstart-cdk-out")
     build(str(outdir)).synth()
     yield Synthesized(outdir)

@@ -19,7 +19,7 @@ def _violations(app: Synthesized) -> list[str]:
             for plugin in report["pluginReports"] for v in plugin["violations"]]
 
 
-@pytest.mark.parametrize("name", ["example", "composed"])
+@pytest.mark.parametrize("name", ["example", "composed", "snapstarted"])
 def test_cdk_nag_reports_no_unacknowledged_finding(name: str, request: pytest.FixtureRequest) -> None:
     app: Synthesized = request.getfixturevalue(name)
     report = app.validation_report()
@@ -27,7 +27,7 @@ def test_cdk_nag_reports_no_unacknowledged_finding(name: str, request: pytest.Fi
     assert _violations(app) == []
 
 
-@pytest.mark.parametrize("name", ["example", "composed"])
+@pytest.mark.parametrize("name", ["example", "composed", "snapstarted"])
 def test_cfn_lint_finds_no_error(name: str, request: pytest.FixtureRequest) -> None:
     app: Synthesized = request.getfixturevalue(name)
     templates = sorted(str(p) for p in app.outdir.glob("*.template.json"))
