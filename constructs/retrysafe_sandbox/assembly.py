@@ -3,6 +3,9 @@
 Reads ``manifest.json`` and each stack's ``*.template.json``; never imports aws_cdk.
 :class:`Intrinsics` resolves ``Ref``, ``Fn::GetAtt``, ``Fn::Join``, ``Fn::Sub``,
 ``Fn::Select`` and ``Fn::Split`` against what the sandbox provisioned.
+
+The sandbox runs each function's ``$LATEST``: published versions and aliases (SnapStart's,
+for one) are folded into their function when a template is read (:func:`fold_versions`).
 """
 
 from __future__ import annotations
@@ -10,7 +13,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +21,8 @@ REGION = "eu-west-1"
 ACCOUNT = "123456789012"  # moto's default account
 STACK_TYPE = "aws:cloudformation:stack"
 ASSETS_TYPE = "cdk:asset-manifest"
+#: Resources that name a function's published code; the sandbox has only the function's ``$LATEST``.
+VERSION_TYPES = frozenset({"AWS::Lambda::Version", "AWS::Lambda::Alias"})
 
 
 @dataclass(frozen=True)
@@ -74,8 +79,8 @@ def load_stacks(assembly_dir: Path | str) -> list[Stack]:
         if artifact.get("type") != STACK_TYPE:
             continue
         template = json.loads((directory / artifact["properties"]["templateFile"]).read_text())
-        resources = {lid: Resource(lid, r["Type"], r.get("Properties", {}), r.get("Metadata", {}))
-                     for lid, r in template.get("Resources", {}).items()}
+        resources = fold_versions({lid: Resource(lid, r["Type"], r.get("Properties", {}), r.get("Metadata", {}))
+                                   for lid, r in template.get("Resources", {}).items()})
         assets: dict[str, str] = {}
         for dependency in artifact.get("dependencies", []):
             if artifacts.get(dependency, {}).get("type") == ASSETS_TYPE:
@@ -84,6 +89,36 @@ def load_stacks(assembly_dir: Path | str) -> list[Stack]:
                            if f["source"].get("packaging") == "zip"}
         stacks.append(Stack(artifact.get("displayName", name), directory, resources, assets))
     return stacks
+
+
+def fold_versions(resources: dict[str, Resource]) -> dict[str, Resource]:
+    """``resources`` without versions and aliases: a reference to one becomes its function's ARN.
+
+    Lambda accepts an unqualified function ARN wherever a version's or an alias's ARN goes
+    (integration URIs, mappings, state machine tasks, rule targets, permissions, IAM resources),
+    so the stack runs as if SnapStart were off.
+    """
+    folded = {lid: str(r.properties["FunctionName"]["Ref"]) for lid, r in resources.items()
+              if r.type in VERSION_TYPES and isinstance(r.properties.get("FunctionName"), dict)
+              and "Ref" in r.properties["FunctionName"]}
+    if not folded:
+        return resources
+
+    def fold(value: Any) -> Any:
+        if isinstance(value, list):
+            return [fold(v) for v in value]
+        if not isinstance(value, dict):
+            return value
+        if len(value) == 1 and isinstance(value.get("Ref"), str) and value["Ref"] in folded:
+            return {"Fn::GetAtt": [folded[value["Ref"]], "Arn"]}
+        return {k: fold(v) for k, v in value.items()}
+
+    return {lid: replace(r, properties=fold(r.properties)) for lid, r in resources.items() if lid not in folded}
+
+
+def function_name(reference: str) -> str:
+    """The function a ``FunctionName`` names: a name, a partial or a full ARN, with or without a qualifier."""
+    return reference.rsplit(":function:", 1)[-1].split(":", 1)[0]
 
 
 @dataclass

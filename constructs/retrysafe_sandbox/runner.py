@@ -16,7 +16,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
 
-from .assembly import REGION, load_stacks
+from .assembly import REGION, function_name, load_stacks
 from .authorizers import Gate, authorizers
 from .functions import FunctionPool, Invocation, function_specs, log_file
 from .guard import Guard
@@ -170,7 +170,7 @@ class Sandbox:
                   for q in done.stack.of_type("AWS::SQS::Queue")}
         for mapping in done.stack.of_type("AWS::Lambda::EventSourceMapping"):
             props = done.intrinsics.resolve(mapping.properties)
-            pool = self.pools[functions[props["FunctionName"]]]
+            pool = self.pools[functions[function_name(str(props["FunctionName"]))]]
             source = str(props.get("EventSourceArn", ""))
             if props.get("Enabled") is False:
                 continue
