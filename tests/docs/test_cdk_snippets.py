@@ -20,10 +20,13 @@ def stacks() -> dict[str, Any]:
 
     from examples.snippets.cdk_app import ExistingStack
     from examples.snippets.cdk_saga import SagaStack
+    from examples.snippets.cdk_snapstart import SnapStartStack
 
     app = cdk.App()
     existing, saga = ExistingStack(app, "DocsExisting"), SagaStack(app, "DocsSaga")
-    return {"existing": Template.from_stack(existing), "saga": Template.from_stack(saga), "saga_stack": saga}
+    snapped = SnapStartStack(app, "DocsSnapStart")
+    return {"existing": Template.from_stack(existing), "saga": Template.from_stack(saga), "saga_stack": saga,
+            "snapstart": Template.from_stack(snapped), "snapstart_stack": snapped}
 
 
 def test_existing_app_gets_the_table_api_outbox_and_consumer(stacks: dict[str, Any]) -> None:
@@ -54,3 +57,14 @@ def test_saga_has_its_compensations_and_the_documented_task_payload(stacks: dict
     documented = json.loads((SNIPPETS / "task_payload.json").read_text())
     assert task_payload().value == documented
     assert stacks["saga_stack"].state.to_state_json()["Parameters"] == documented          # payload_response_only
+
+
+def test_snapstart_route_invokes_the_live_alias(stacks: dict[str, Any]) -> None:
+    from aws_cdk.assertions import Match
+
+    template, stack = stacks["snapstart"], stacks["snapstart_stack"]
+    alias_id = stack.get_logical_id(stack.function.alias.node.default_child)
+    template.has_resource_properties("AWS::Lambda::Function", {"SnapStart": {"ApplyOn": "PublishedVersions"}})
+    template.has_resource_properties("AWS::Lambda::Alias", {"Name": "live"})
+    template.has_resource_properties("AWS::ApiGateway::Method", {"Integration": Match.object_like({
+        "Uri": {"Fn::Join": ["", Match.array_with([{"Ref": alias_id}])]}})})
