@@ -17,7 +17,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk.assertions import Match, Template
 from retrysafe_cdk import IdempotencyTable, IdempotentFunction
-from retrysafe_cdk.sandbox.assembly import function_name, load_stacks
+from retrysafe_sandbox.assembly import function_name, load_stacks
 
 from .builders import inline_function, new_stack
 from .conftest import Synthesized

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from retrysafe_cdk.sandbox import Options, Sandbox
+from retrysafe_sandbox import Options, Sandbox
 
 from .test_http_api import HANDLERS, post
 
