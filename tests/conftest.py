@@ -1,14 +1,18 @@
-"""Shared fixtures: moto-backed DynamoDB, the idempotency table, and a DynamoDB call counter."""
+"""Shared fixtures: moto-backed DynamoDB, the idempotency table, a DynamoDB call counter and a clock.
+
+The helpers behind them live in ``retrysafe.testing`` (events, contexts, clocks) and ``tests/helpers.py``."""
 
 from __future__ import annotations
 
 import os
-from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from hypothesis import settings
+from retrysafe.testing import Clock
+
+from tests.helpers import CallCounter, create_business_table
 
 # No timing-based assertions: Hypothesis' per-example deadline (200 ms) fails tests on a loaded machine.
 settings.register_profile("retrysafe", deadline=None)
@@ -50,29 +54,8 @@ def ddb(aws: None) -> Any:
 
     client = boto3.client("dynamodb", region_name="eu-west-1")
     create_idempotency_table(client)
-    client.create_table(TableName=ORDERS, AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-                        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}], BillingMode="PAY_PER_REQUEST")
+    create_business_table(client, ORDERS)
     return client
-
-
-class CallCounter:
-    """Counts DynamoDB API calls made through a client, via botocore's ``before-call`` event."""
-
-    def __init__(self, client: Any) -> None:
-        self.calls: Counter[str] = Counter()
-        client.meta.events.register("before-call.dynamodb", self._on_call)
-
-    def _on_call(self, model: Any, **_: Any) -> None:
-        self.calls[model.name] += 1
-
-    @property
-    def total(self) -> int:
-        """Calls since the last reset."""
-        return sum(self.calls.values())
-
-    def reset(self) -> None:
-        """Start counting from zero."""
-        self.calls.clear()
 
 
 @pytest.fixture
@@ -91,20 +74,6 @@ def store(ddb: Any) -> Any:
 def calls(store: Any) -> CallCounter:
     """Counter of the DynamoDB calls the store makes."""
     return CallCounter(store.client)
-
-
-class Clock:
-    """A controllable clock for leases and expiry."""
-
-    def __init__(self, start: float = 1_800_000_000.0) -> None:
-        self.now = start
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        """Move time forward."""
-        self.now += seconds
 
 
 @pytest.fixture

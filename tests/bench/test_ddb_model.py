@@ -14,6 +14,7 @@ from botocore.exceptions import ClientError
 from retrysafe.record import item_size as retrysafe_item_size
 
 from benchmarks.ddb_model import DynamoModel, Table, item_size
+from tests.helpers import create_business_table
 
 NOW = {":now": {"N": "1000"}}
 
@@ -74,8 +75,7 @@ def _script(client: Any) -> list[Any]:
 
 
 def _table(client: Any) -> None:
-    client.create_table(TableName="t", AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-                        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}], BillingMode="PAY_PER_REQUEST")
+    create_business_table(client, "t")
 
 
 def test_the_model_answers_as_moto_does() -> None:

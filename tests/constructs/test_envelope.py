@@ -23,11 +23,11 @@ from boto3.dynamodb.types import TypeDeserializer
 from retrysafe.outbox import OutboxEvent, OutboxMessage
 from retrysafe.outbox.targets import EventBridgeTarget
 from retrysafe.sqs import Message, idempotent_sqs
+from retrysafe.testing.events import DrillContext, sqs_event
 from retrysafe.transaction import Transaction
 from retrysafe_cdk import IdempotencyTable, IdempotentRestApi, OutboxPipe, OutboxTarget, WebhookReceiver
 
-from tests.events import LambdaContext
-from tests.messaging.helpers import receive_all, sqs_event_from_messages
+from tests.helpers import receive_all
 
 from .builders import inline_function
 
@@ -147,6 +147,6 @@ def test_publisher_and_pipe_deliver_one_envelope_to_the_same_rule_and_consumer(
     # claim-first: the handler body runs only for the first delivery (atomic mode re-runs it, dropping writes)
     consumer = idempotent_sqs(work, subscriber="stripe-worker", mode="claim_first", store=store)
     for delivered in (published, piped):
-        response = consumer(sqs_event_from_messages([delivered], "work"), LambdaContext())
+        response = consumer(sqs_event([delivered], "work"), DrillContext())
         assert response == {"batchItemFailures": []}
     assert effects == [message.event_id]  # the second delivery is a replay of the first, keyed on the event id

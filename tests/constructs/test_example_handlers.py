@@ -11,8 +11,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-
-from tests.events import LambdaContext, rest_event
+from retrysafe.testing.events import DrillContext, rest_event
 
 from .conftest import ROOT
 
@@ -55,28 +54,28 @@ def _outbox(ddb: Any) -> list[dict[str, Any]]:
 
 def test_create_order_runs_once_and_replays(ddb: Any, modules: dict[str, ModuleType]) -> None:
     body = {"customer": "c-1", "items": [{"sku": "book", "quantity": 2, "price": "12.50"}]}
-    first = modules["orders"].handler(rest_event(body, key="order-1"), LambdaContext())
-    again = modules["orders"].handler(rest_event(body, key="order-1"), LambdaContext())
+    first = modules["orders"].handler(rest_event(body, key="order-1"), DrillContext())
+    again = modules["orders"].handler(rest_event(body, key="order-1"), DrillContext())
     assert first["statusCode"] == again["statusCode"] == 201
     assert json.loads(again["body"]) == json.loads(first["body"])
     assert again["headers"]["Idempotent-Replayed"] == "true"
     order_id = json.loads(first["body"])["id"]
     assert _order(ddb, order_id)["status"]["S"] == "PLACED"
     assert [e["etype"]["S"] for e in _outbox(ddb)] == ["OrderPlaced"]
-    reused = modules["orders"].handler(rest_event({**body, "customer": "c-2"}, key="order-1"), LambdaContext())
+    reused = modules["orders"].handler(rest_event({**body, "customer": "c-2"}, key="order-1"), DrillContext())
     assert reused["statusCode"] == 422
 
 
 def test_payment_charges_the_provider_once(ddb: Any, modules: dict[str, ModuleType]) -> None:
     placed = modules["orders"].handler(
-        rest_event({"items": [{"sku": "pen", "quantity": 1, "price": "3"}]}, key="order-2"), LambdaContext())
+        rest_event({"items": [{"sku": "pen", "quantity": 1, "price": "3"}]}, key="order-2"), DrillContext())
     order_id = json.loads(placed["body"])["id"]
 
     def pay() -> dict[str, Any]:
         event = rest_event({"amount_cents": 300}, key="pay-1", resource="/orders/{id}/payments",
                            path=f"/orders/{order_id}/payments")
         event["pathParameters"] = {"id": order_id}
-        result: dict[str, Any] = modules["payments"].handler(event, LambdaContext())
+        result: dict[str, Any] = modules["payments"].handler(event, DrillContext())
         return result
 
     first, again = pay(), pay()

@@ -25,7 +25,7 @@ from retrysafe.outbox.targets import SqsTarget
 from retrysafe.testing import engine_of, outbox_stream_event, publish_twice
 from retrysafe.testing.events import DrillContext, api_event, sqs_record, task_payload
 
-from tests.conftest import CallCounter
+from tests.helpers import CallCounter, create_business_table
 
 SNIPPETS = Path(__file__).resolve().parents[2] / "examples" / "snippets"
 
@@ -34,12 +34,6 @@ def fresh(name: str) -> ModuleType:
     """The snippet module, imported anew (a cold start: its engine binds to this test's moto)."""
     module_name = f"examples.snippets.{name}"
     return importlib.reload(importlib.import_module(module_name))
-
-
-def create_table(store: DynamoStore, name: str) -> None:
-    store.client.create_table(TableName=name, BillingMode="PAY_PER_REQUEST",
-                              AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-                              KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}])
 
 
 def items(store: DynamoStore, table: str) -> list[dict[str, Any]]:
@@ -55,7 +49,7 @@ def outbox(store: DynamoStore) -> list[str]:
 def tables(retrysafe_table: DynamoStore) -> DynamoStore:
     """moto with the idempotency table (the pytest plugin's fixture) and the snippets' business tables."""
     for name in ("orders", "invoices", "pull-requests"):
-        create_table(retrysafe_table, name)
+        create_business_table(retrysafe_table.client, name)
     return retrysafe_table
 
 

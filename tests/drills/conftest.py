@@ -8,14 +8,14 @@ import pytest
 from retrysafe.store import DynamoStore
 
 from tests.drills.handlers import ORDERS
+from tests.helpers import create_business_table
 
 
 @pytest.fixture
 def orders(retrysafe_table: DynamoStore) -> Any:
     """The business table of the drill handlers; returns a counter of its items by prefix."""
     client = retrysafe_table.client
-    client.create_table(TableName=ORDERS, AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-                        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}], BillingMode="PAY_PER_REQUEST")
+    create_business_table(client, ORDERS)
 
     def count(prefix: str) -> int:
         items = client.scan(TableName=ORDERS, ConsistentRead=True)["Items"]

@@ -21,6 +21,8 @@ from retrysafe.store import DynamoStore
 from retrysafe.testing.adapters import Answer, HttpAdapter, SqsAdapter, TaskAdapter, WebhookAdapter
 from retrysafe.webhook import GitHub, WebhookReceiver
 
+from tests.helpers import create_business_table
+
 TABLE = "idempotency"
 BUSINESS = "business"
 KEY = "key-1"
@@ -232,8 +234,7 @@ def create_tables(client: Any) -> None:
     from retrysafe.testing.plugin import create_table
 
     create_table(client, TABLE)
-    client.create_table(TableName=BUSINESS, AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-                        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}], BillingMode="PAY_PER_REQUEST")
+    create_business_table(client, BUSINESS)
 
 
 def store_for(client: Any) -> DynamoStore:

@@ -34,6 +34,8 @@ from retrysafe.testing import Boundary, Clock, SimulatedCrash
 from retrysafe.testing.adapters import Answer, classify_http
 from retrysafe.testing.events import DrillContext, api_event, sqs_record
 
+from tests.helpers import create_business_table
+
 ORDERS = "orders"
 #: The persistence boundaries a crash is injected at.
 BOUNDARIES = [(op, when) for op in ("UpdateItem", "TransactWriteItems", "DeleteItem") for when in ("before", "after")]
@@ -308,8 +310,7 @@ def run_schedule(seed: int, store: DynamoStore, boundary: Boundary,
 
     client = store.client
     create_table(client, store.table_name)
-    client.create_table(TableName=ORDERS, AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-                        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}], BillingMode="PAY_PER_REQUEST")
+    create_business_table(client, ORDERS)
     try:
         simulation = kind(seed, store, boundary)
         simulation.run()

@@ -24,6 +24,8 @@ from retrysafe.testing import (
     ttl_sweep,
 )
 
+from tests.helpers import create_business_table
+
 TABLE = "semantics"
 STANDARD = Config(retries={"mode": "standard", "max_attempts": 4})
 
@@ -35,8 +37,7 @@ def make_client(**options: Any) -> Any:
 
 
 def create(client: Any) -> None:
-    client.create_table(TableName=TABLE, AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-                        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}], BillingMode="PAY_PER_REQUEST")
+    create_business_table(client, TABLE)
 
 
 @pytest.fixture

@@ -28,6 +28,8 @@ from retrysafe.testing.adapters import classify_http
 from retrysafe.testing.events import DrillContext, api_event
 from retrysafe.testing.plugin import create_table
 
+from tests.helpers import create_business_table
+
 N = 64
 
 
@@ -42,8 +44,7 @@ def server_client() -> Iterator[Any]:
                           aws_access_key_id="testing", aws_secret_access_key="testing",
                           config=Config(max_pool_connections=N, retries={"mode": "standard", "max_attempts": 4}))
     create_table(client, "race-idempotency")
-    client.create_table(TableName="race-orders", AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-                        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}], BillingMode="PAY_PER_REQUEST")
+    create_business_table(client, "race-orders")
     yield client
     server.stop()
 

@@ -13,13 +13,13 @@ from retrysafe.claimcheck import ClaimCheck, ClaimCheckError, fetch
 from retrysafe.outbox.publisher import Publisher, handler
 from retrysafe.outbox.targets import EventBridgeTarget
 from retrysafe.sqs import Message, idempotent_sqs
+from retrysafe.testing.events import DrillContext, rest_event, sqs_event
 from retrysafe.testing.outbox import outbox_stream_event
 from retrysafe.transaction import Transaction
 from retrysafe.webhook import GitHub, WebhookReceiver
 
 from tests.conftest import ORDERS, TABLE
-from tests.events import LambdaContext, rest_event
-from tests.messaging.helpers import receive_all, sqs_event_from_messages
+from tests.helpers import receive_all
 
 SECRET = b"it's a secret to everybody"
 BUCKET = "webhook-bodies"
@@ -75,7 +75,7 @@ def test_a_1mb_github_delivery_is_received_published_and_consumed_once(store: An
                                                                        calls: Any) -> None:
     body = big_push(1_000_000)
     calls.reset()
-    first = receiver(store, s3)(github_event(body), LambdaContext())
+    first = receiver(store, s3)(github_event(body), DrillContext())
     assert first["statusCode"] == 202 and calls.calls == {"TransactWriteItems": 1}
     (payload,) = outbox_payloads(ddb)
     ref = payload["body_ref"]
@@ -111,7 +111,7 @@ def test_a_1mb_github_delivery_is_received_published_and_consumed_once(store: An
         txn.update({"pk": "pushes"}, "ADD n :one", values={":one": 1}, table=ORDERS)
 
     consumer = idempotent_sqs(work, subscriber="ci", store=store)
-    assert consumer(sqs_event_from_messages(messages, "work"), LambdaContext()) == {"batchItemFailures": []}
+    assert consumer(sqs_event(messages, "work"), DrillContext()) == {"batchItemFailures": []}
     # Atomic mode runs the handler, then learns from the one transaction that the second copy is a replay.
     assert set(seen) == {len(body.decode())}
     assert ddb.get_item(TableName=ORDERS, Key={"pk": {"S": "pushes"}})["Item"]["n"]["N"] == "1"
@@ -135,15 +135,15 @@ def test_a_tampered_or_expired_object_fails_the_record_not_the_batch(store: Any,
         got.append(base64.b64decode(message.content["payload"]["body"]))
 
     consumer = idempotent_sqs(work, subscriber="ci", store=store)
-    from tests.messaging.helpers import sqs_record
+    from retrysafe.testing.events import sqs_record
 
     s3.put_object(Bucket=BUCKET, Key=ref["key"], Body=body + b"!")  # altered in place
     bad = sqs_record(envelope, message_id="m-1")
-    assert consumer({"Records": [bad]}, LambdaContext()) == {"batchItemFailures": [{"itemIdentifier": "m-1"}]}
+    assert consumer({"Records": [bad]}, DrillContext()) == {"batchItemFailures": [{"itemIdentifier": "m-1"}]}
     with pytest.raises(ClaimCheckError):
         fetch(ref, s3)
     s3.put_object(Bucket=BUCKET, Key=ref["key"], Body=body)
-    assert consumer({"Records": [bad]}, LambdaContext()) == {"batchItemFailures": []}
+    assert consumer({"Records": [bad]}, DrillContext()) == {"batchItemFailures": []}
     assert got == [body]
     s3.delete_object(Bucket=BUCKET, Key=ref["key"])
     with pytest.raises(ClaimCheckError, match="gone"):

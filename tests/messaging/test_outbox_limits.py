@@ -21,7 +21,7 @@ from retrysafe.testing.outbox import outbox_stream_event
 from retrysafe.transaction import Transaction
 
 from tests.conftest import TABLE
-from tests.messaging.helpers import receive_all
+from tests.helpers import receive_all
 
 KB = 1000
 

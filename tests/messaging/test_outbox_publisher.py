@@ -21,11 +21,11 @@ from retrysafe.outbox.stream import outbox_inserts
 from retrysafe.outbox.sweeper import SweepIncompleteError, sweep
 from retrysafe.outbox.targets import EventBridgeTarget, SnsTarget, SqsTarget
 from retrysafe.sqs import Message, idempotent_sqs
+from retrysafe.testing.events import DrillContext, sqs_event
 from retrysafe.transaction import Transaction
 
 from tests.conftest import TABLE
-from tests.events import LambdaContext
-from tests.messaging.helpers import receive_all, sqs_event_from_messages
+from tests.helpers import receive_all
 
 
 def commit_events(store: Any, count: int, key: str = "k") -> list[str]:
@@ -155,7 +155,7 @@ def test_sns_target_reaches_a_consumer_that_dedupes_on_the_event_id(store: Any) 
     consumer = idempotent_sqs(bill, subscriber="billing", store=store)
     messages = receive_all(sqs, url, expected=2)
     assert len(messages) == 2
-    assert consumer(sqs_event_from_messages(messages, "billing"), LambdaContext()) == {"batchItemFailures": []}
+    assert consumer(sqs_event(messages, "billing"), DrillContext()) == {"batchItemFailures": []}
     assert seen == [eid, eid]
     assert store.client.scan(TableName="orders")["Count"] == 1
 
@@ -192,7 +192,7 @@ def test_entry_points_read_their_target_from_the_environment(store: Any, monkeyp
     monkeypatch.setattr(outbox_publisher, "_publisher", None)
     monkeypatch.setenv("RETRYSAFE_QUEUE_URL", url)
     monkeypatch.setenv("RETRYSAFE_SWEEP_AFTER_SECONDS", "0")
-    assert outbox_sweeper.handler({}, LambdaContext(timeout_seconds=60)) == {"republished": 1, "failed": 0}
+    assert outbox_sweeper.handler({}, DrillContext(remaining_ms=60_000)) == {"republished": 1, "failed": 0}
     monkeypatch.setenv("RETRYSAFE_TOPIC_ARN", "arn:aws:sns:eu-west-1:123456789012:t")
     with pytest.raises(ConfigurationError, match="exactly one"):
         Publisher.from_env()

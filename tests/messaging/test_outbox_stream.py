@@ -16,11 +16,11 @@ from retrysafe.outbox.stream import outbox_inserts
 from retrysafe.outbox.targets import EventBridgeTarget
 from retrysafe.sqs import Message, idempotent_sqs
 from retrysafe.store import DynamoStore
+from retrysafe.testing.events import DrillContext, sqs_event
 from retrysafe.transaction import Transaction
 
 from tests.conftest import ORDERS, TABLE, create_idempotency_table
-from tests.events import LambdaContext
-from tests.messaging.helpers import receive_all, sqs_event_from_messages, stream_event
+from tests.helpers import create_business_table, receive_all, stream_event
 
 
 @pytest.fixture(scope="module")
@@ -42,8 +42,7 @@ def clients(server: str) -> Iterator[dict[str, Any]]:
             for name in ("dynamodb", "dynamodbstreams", "events", "sqs")}
     ddb = made["dynamodb"]
     create_idempotency_table(ddb)
-    ddb.create_table(TableName=ORDERS, AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-                     KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}], BillingMode="PAY_PER_REQUEST")
+    create_business_table(ddb, ORDERS)
     url = made["sqs"].create_queue(QueueName="shipping")["QueueUrl"]
     arn = made["sqs"].get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
     made["events"].create_event_bus(Name="orders-bus")
@@ -93,8 +92,8 @@ def test_published_twice_applied_once(clients: dict[str, Any]) -> None:
     publisher = Publisher(EventBridgeTarget("orders-bus", client=clients["events"]), store)
 
     lambda_event = stream_event(records, stream_arn)
-    assert handler(lambda_event, LambdaContext(), publisher=publisher) == {"batchItemFailures": []}
-    assert handler(lambda_event, LambdaContext(), publisher=publisher) == {"batchItemFailures": []}  # a retry
+    assert handler(lambda_event, DrillContext(), publisher=publisher) == {"batchItemFailures": []}
+    assert handler(lambda_event, DrillContext(), publisher=publisher) == {"batchItemFailures": []}  # a retry
 
     item = clients["dynamodb"].get_item(TableName=TABLE, Key={"pk": {"S": f"outbox#{event_id}"}})["Item"]
     assert "obq" not in item and "published_at" in item
@@ -119,7 +118,7 @@ def test_published_twice_applied_once(clients: dict[str, Any]) -> None:
                    table=ORDERS)
 
     consumer = idempotent_sqs(ship, subscriber="shipping", store=store)
-    assert consumer(sqs_event_from_messages(messages, "shipping"), LambdaContext()) == {"batchItemFailures": []}
+    assert consumer(sqs_event(messages, "shipping"), DrillContext()) == {"batchItemFailures": []}
     shipment = clients["dynamodb"].get_item(TableName=ORDERS, Key={"pk": {"S": "shipment#1"}})["Item"]
     assert shipment["n"]["N"] == "1" and seen == [event_id, event_id]
 
@@ -133,9 +132,8 @@ def test_a_1mb_github_delivery_through_the_real_stream_is_consumed_once(clients:
     import hmac
 
     from retrysafe.claimcheck import ClaimCheck
+    from retrysafe.testing.events import rest_event
     from retrysafe.webhook import GitHub, WebhookReceiver
-
-    from tests.events import rest_event
 
     s3 = boto3.client("s3", region_name="eu-west-1", endpoint_url=server)
     s3.create_bucket(Bucket="bodies", CreateBucketConfiguration={"LocationConstraint": "eu-west-1"})
@@ -151,12 +149,12 @@ def test_a_1mb_github_delivery_through_the_real_stream_is_consumed_once(clients:
         event = rest_event(raw_body=base64.b64encode(body).decode(), base64=True, key=None, tenant=None,
                            resource="/hooks/github", headers={"X-Hub-Signature-256": signature,
                                                               "X-GitHub-Delivery": delivery, "X-GitHub-Event": "push"})
-        assert receiver(event, LambdaContext())["statusCode"] == 202
+        assert receiver(event, DrillContext())["statusCode"] == 202
 
     stream_arn, records = read_stream(clients)
     publisher = Publisher(EventBridgeTarget("orders-bus", client=clients["events"]), store)
     lambda_event = stream_event(records, stream_arn)
-    assert handler(lambda_event, LambdaContext(), publisher=publisher) == {"batchItemFailures": []}
+    assert handler(lambda_event, DrillContext(), publisher=publisher) == {"batchItemFailures": []}
     messages = receive_all(clients["sqs"], clients["queue_url"], expected=1)
     assert len(messages) == 1 and json.loads(messages[0]["Body"])["detail"]["payload"]["body_encoding"] == "s3"
 
@@ -171,8 +169,8 @@ def test_a_1mb_github_delivery_through_the_real_stream_is_consumed_once(clients:
     # The consumer's own S3 client (boto3 defaults) reaches the server through the standard endpoint variable.
     monkeypatch.setenv("AWS_ENDPOINT_URL_S3", server)
     consumer = idempotent_sqs(build, subscriber="ci", store=store)
-    sqs_event = sqs_event_from_messages(messages, "shipping")
-    assert consumer(sqs_event, LambdaContext()) == {"batchItemFailures": []}
-    assert consumer(sqs_event, LambdaContext()) == {"batchItemFailures": []}  # redelivered
+    delivered = sqs_event(messages, "shipping")
+    assert consumer(delivered, DrillContext()) == {"batchItemFailures": []}
+    assert consumer(delivered, DrillContext()) == {"batchItemFailures": []}  # redelivered
     item = clients["dynamodb"].get_item(TableName=ORDERS, Key={"pk": {"S": "builds"}})["Item"]
     assert item["n"]["N"] == "1" and set(pushes) == {1000}

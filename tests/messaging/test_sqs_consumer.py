@@ -9,11 +9,11 @@ import boto3
 import pytest
 from retrysafe.errors import ConfigurationError
 from retrysafe.sqs import Message, idempotent_sqs
+from retrysafe.testing.events import DrillContext, sqs_event, sqs_record
 from retrysafe.transaction import Transaction
 
 from tests.conftest import ORDERS
-from tests.events import LambdaContext
-from tests.messaging.helpers import receive_all, sqs_event_from_messages, sqs_record
+from tests.helpers import receive_all
 
 
 def applied(ddb: Any, name: str) -> int:
@@ -36,14 +36,14 @@ def test_commit_then_crash_before_ack_redelivery_is_a_no_op(store: Any, ddb: Any
     handler = idempotent_sqs(count_effect, subscriber="billing", store=store)
 
     first = receive_all(sqs, url, expected=1)
-    assert handler(sqs_event_from_messages(first, "inbox"), LambdaContext()) == {"batchItemFailures": []}
+    assert handler(sqs_event(first, "inbox"), DrillContext()) == {"batchItemFailures": []}
     # The invocation dies before the event source mapping deletes the message: it comes back.
     sqs.change_message_visibility(QueueUrl=url, ReceiptHandle=first[0]["ReceiptHandle"], VisibilityTimeout=0)
     again = receive_all(sqs, url, expected=1)
     assert again[0]["MessageId"] == first[0]["MessageId"]
     assert again[0]["Attributes"]["ApproximateReceiveCount"] == "2"
     calls.reset()
-    assert handler(sqs_event_from_messages(again, "inbox"), LambdaContext()) == {"batchItemFailures": []}
+    assert handler(sqs_event(again, "inbox"), DrillContext()) == {"batchItemFailures": []}
     assert applied(ddb, "c1") == 1
     assert calls.calls == {"TransactWriteItems": 1}
 
@@ -52,10 +52,10 @@ def test_one_round_trip_per_message_in_atomic_mode(store: Any, ddb: Any, calls: 
     handler = idempotent_sqs(count_effect, subscriber="billing", store=store)
     event = {"Records": [sqs_record({"counter": f"c{i}"}) for i in range(5)]}
     calls.reset()
-    assert handler(event, LambdaContext()) == {"batchItemFailures": []}
+    assert handler(event, DrillContext()) == {"batchItemFailures": []}
     assert calls.calls == {"TransactWriteItems": 5}
     calls.reset()
-    assert handler(event, LambdaContext()) == {"batchItemFailures": []}  # the whole batch redelivered
+    assert handler(event, DrillContext()) == {"batchItemFailures": []}  # the whole batch redelivered
     assert calls.calls == {"TransactWriteItems": 5}
     assert [applied(ddb, f"c{i}") for i in range(5)] == [1] * 5
 
@@ -68,11 +68,11 @@ def test_one_failing_message_is_reported_alone(store: Any, ddb: Any) -> None:
 
     handler = idempotent_sqs(handler_, subscriber="billing", store=store)
     records = [sqs_record({"counter": "a"}), sqs_record({"counter": "bad"}), sqs_record({"counter": "b"})]
-    response = handler({"Records": records}, LambdaContext())
+    response = handler({"Records": records}, DrillContext())
     assert response == {"batchItemFailures": [{"itemIdentifier": records[1]["messageId"]}]}
     assert (applied(ddb, "a"), applied(ddb, "bad"), applied(ddb, "b")) == (1, 0, 1)
     # Every message failing is still a partial batch response (no exception, no whole-batch retry surprise).
-    assert handler({"Records": [records[1]]}, LambdaContext())["batchItemFailures"] == [
+    assert handler({"Records": [records[1]]}, DrillContext())["batchItemFailures"] == [
         {"itemIdentifier": records[1]["messageId"]}]
 
 
@@ -89,12 +89,12 @@ def test_fifo_failure_fails_the_rest_of_its_group_and_order_survives(store: Any,
 
     handler = idempotent_sqs(handler_, subscriber="ledger", store=store)
     records = [sqs_record({"counter": n}, group=n[0], queue="inbox.fifo") for n in ("a1", "b1", "a2", "b2", "a3")]
-    response = handler({"Records": records}, LambdaContext())
+    response = handler({"Records": records}, DrillContext())
     failed = [f["itemIdentifier"] for f in response["batchItemFailures"]]
     assert failed == [records[2]["messageId"], records[4]["messageId"]]  # a2 and a3, not b2
     assert order == ["a1", "b1", "b2"]
     broken.clear()  # the redelivery: a2 then a3, in order
-    assert handler({"Records": [records[2], records[4]]}, LambdaContext()) == {"batchItemFailures": []}
+    assert handler({"Records": [records[2], records[4]]}, DrillContext()) == {"batchItemFailures": []}
     assert order == ["a1", "b1", "b2", "a2", "a3"]
 
 
@@ -118,7 +118,7 @@ def test_propagated_key_wins_over_the_transport_ids(store: Any, ddb: Any, body: 
     handler = idempotent_sqs(handler_, subscriber="billing", store=store)
     # The same event published twice arrives as two SQS messages with different message ids.
     event = {"Records": [sqs_record(body, attributes=attributes), sqs_record(body, attributes=attributes)]}
-    assert handler(event, LambdaContext()) == {"batchItemFailures": []}
+    assert handler(event, DrillContext()) == {"batchItemFailures": []}
     # Atomic mode runs the handler again but its buffered writes are dropped with the duplicate's commit.
     assert keys == ["evt-1", "evt-1"] and applied(ddb, "k") == 1
 
@@ -128,10 +128,10 @@ def test_message_id_is_the_fallback_and_subscribers_are_independent(store: Any, 
     billing = idempotent_sqs(count_effect, subscriber="billing", store=store)
     shipping = idempotent_sqs(count_effect, subscriber="shipping", store=store)
     for handler in (billing, shipping, billing, shipping):
-        assert handler({"Records": [record]}, LambdaContext()) == {"batchItemFailures": []}
+        assert handler({"Records": [record]}, DrillContext()) == {"batchItemFailures": []}
     assert applied(ddb, "shared") == 2
     # Without a propagated key, two sends of one body are two messages (two SQS message ids).
-    assert billing({"Records": [sqs_record({"counter": "shared"})]}, LambdaContext()) == {"batchItemFailures": []}
+    assert billing({"Records": [sqs_record({"counter": "shared"})]}, DrillContext()) == {"batchItemFailures": []}
     assert applied(ddb, "shared") == 3
 
 
@@ -139,8 +139,8 @@ def test_same_key_with_another_body_is_refused_and_has_no_effect(store: Any, ddb
     handler = idempotent_sqs(count_effect, subscriber="billing", store=store)
     first = sqs_record({"counter": "x"}, attributes={"idempotency-key": "k1"})
     other = sqs_record({"counter": "y"}, attributes={"idempotency-key": "k1"})
-    assert handler({"Records": [first]}, LambdaContext()) == {"batchItemFailures": []}
-    assert handler({"Records": [other]}, LambdaContext()) == {
+    assert handler({"Records": [first]}, DrillContext()) == {"batchItemFailures": []}
+    assert handler({"Records": [other]}, DrillContext()) == {
         "batchItemFailures": [{"itemIdentifier": other["messageId"]}]}
     assert (applied(ddb, "x"), applied(ddb, "y")) == (1, 0)
 
@@ -158,9 +158,9 @@ def test_claim_first_leases_for_the_visibility_timeout_and_derives_downstream_ke
     handler = idempotent_sqs(charge, subscriber="payments", mode="claim_first", store=store)
     record = sqs_record({"counter": "charged"})
     calls.reset()
-    assert handler({"Records": [record]}, LambdaContext()) == {"batchItemFailures": []}
+    assert handler({"Records": [record]}, DrillContext()) == {"batchItemFailures": []}
     assert calls.calls == {"PutItem": 1, "GetItem": 1, "TransactWriteItems": 1}  # GetItem: the test's own
-    assert handler({"Records": [record]}, LambdaContext()) == {"batchItemFailures": []}
+    assert handler({"Records": [record]}, DrillContext()) == {"batchItemFailures": []}
     assert len(seen) == 1 and seen[0][0] == pytest.approx(90, abs=1)
     assert len(seen[0][1]) == 43 and applied(ddb, "charged") == 1
 
@@ -177,8 +177,8 @@ def test_a_failed_claim_first_message_is_released_and_retried(store: Any, ddb: A
     handler = idempotent_sqs(flaky, subscriber="payments", mode="claim_first", visibility_timeout_seconds=30,
                              store=store)
     record = sqs_record({"counter": "retried"})
-    assert handler({"Records": [record]}, LambdaContext())["batchItemFailures"]
-    assert handler({"Records": [record]}, LambdaContext()) == {"batchItemFailures": []}
+    assert handler({"Records": [record]}, DrillContext())["batchItemFailures"]
+    assert handler({"Records": [record]}, DrillContext()) == {"batchItemFailures": []}
     assert attempts[0] == attempts[1] and applied(ddb, "retried") == 1
 
 

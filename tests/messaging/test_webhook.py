@@ -19,6 +19,7 @@ from retrysafe.outbox.publisher import Publisher
 from retrysafe.outbox.sweeper import sweep
 from retrysafe.outbox.targets import SqsTarget
 from retrysafe.sqs import Message, idempotent_sqs
+from retrysafe.testing.events import DrillContext, http_event, rest_event, sqs_event
 from retrysafe.transaction import Transaction
 from retrysafe.webhook import (
     GenericHmac,
@@ -33,8 +34,7 @@ from retrysafe.webhook import (
 from retrysafe.webhook import receiver as receiver_module
 
 from tests.conftest import ORDERS, TABLE
-from tests.events import LambdaContext, http_event, rest_event
-from tests.messaging.helpers import receive_all, sqs_event_from_messages
+from tests.helpers import receive_all
 
 SECRET = b"it's a secret to everybody"
 BODY = json.dumps({"action": "opened", "number": 7, "updated_at": "2026-11-30T10:00:00Z"})
@@ -70,7 +70,7 @@ def github(store: Any, **options: Any) -> WebhookReceiver:
 def test_github_delivery_is_received_once_and_replayed(store: Any, ddb: Any, calls: Any) -> None:
     receiver = github(store)
     calls.reset()
-    first = receiver(github_event(), LambdaContext())
+    first = receiver(github_event(), DrillContext())
     assert first["statusCode"] == 202 and json.loads(first["body"])["delivery"] == "d-1"
     assert calls.calls == {"TransactWriteItems": 1}
     (item,) = outbox_items(ddb)
@@ -78,7 +78,7 @@ def test_github_delivery_is_received_once_and_replayed(store: Any, ddb: Any, cal
     assert payload["body"] == BODY and payload["event"] == "pull_request" and payload["hook"] == "h-1"
     assert item["etype"]["S"] == "WebhookReceived" and item["aggt"]["S"] == "webhook:github"
     calls.reset()
-    again = receiver(github_event(), LambdaContext())  # GitHub's redelivery reuses the delivery id
+    again = receiver(github_event(), DrillContext())  # GitHub's redelivery reuses the delivery id
     assert again["statusCode"] == 202 and again["headers"]["Idempotent-Replayed"] == "true"
     assert again["body"] == first["body"] and calls.calls == {"TransactWriteItems": 1}
     assert len(outbox_items(ddb)) == 1
@@ -166,14 +166,14 @@ def test_entry_point_reads_secrets_from_secrets_manager_or_ssm(store: Any, ddb: 
         Name="hook", SecretString=json.dumps([SECRET.decode(), "older"]))["ARN"]
     monkeypatch.setattr(receiver_module, "_default", None)
     monkeypatch.setenv("RETRYSAFE_WEBHOOK_SECRET_ARN", arn)
-    assert handler(github_event(delivery="sm"), LambdaContext())["statusCode"] == 202
+    assert handler(github_event(delivery="sm"), DrillContext())["statusCode"] == 202
 
     boto3.client("ssm", region_name="eu-west-1").put_parameter(Name="/hooks/github", Value=SECRET.decode(),
                                                                Type="SecureString")
     monkeypatch.delenv("RETRYSAFE_WEBHOOK_SECRET_ARN")
     monkeypatch.setenv("RETRYSAFE_WEBHOOK_SECRET_PARAMETER", "/hooks/github")
     monkeypatch.setattr(receiver_module, "_default", None)
-    assert handler(github_event(delivery="ssm"), LambdaContext())["statusCode"] == 202
+    assert handler(github_event(delivery="ssm"), DrillContext())["statusCode"] == 202
     assert handler(github_event(delivery="x", secret=b"older"))["statusCode"] == 401  # "older" only in SM
 
     monkeypatch.delenv("RETRYSAFE_WEBHOOK_SECRET_PARAMETER")
@@ -216,9 +216,9 @@ def test_replayed_webhook_has_one_effect_downstream(store: Any, ddb: Any) -> Non
             applied.append(pr["action"])
 
     consumer = idempotent_sqs(work, subscriber="pr-sync", store=store)
-    event = sqs_event_from_messages(receive_all(sqs, url, expected=1), "hooks")
-    assert consumer(event, LambdaContext()) == {"batchItemFailures": []}
-    assert consumer(event, LambdaContext()) == {"batchItemFailures": []}  # redelivered
+    event = sqs_event(receive_all(sqs, url, expected=1), "hooks")
+    assert consumer(event, DrillContext()) == {"batchItemFailures": []}
+    assert consumer(event, DrillContext()) == {"batchItemFailures": []}  # redelivered
     assert applied == ["opened"]
 
 

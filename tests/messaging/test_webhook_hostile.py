@@ -15,6 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from retrysafe.http.request import HttpRequest, parse_event
+from retrysafe.testing.events import DrillContext, http_event, rest_event
 from retrysafe.webhook import (
     GenericHmac,
     GitHub,
@@ -27,7 +28,6 @@ from retrysafe.webhook import (
 from standardwebhooks.webhooks import Webhook
 
 from tests.conftest import TABLE
-from tests.events import LambdaContext, http_event, rest_event
 
 SECRET = b"it's a secret to everybody"
 BODY = json.dumps({"action": "opened", "number": 7})
@@ -73,7 +73,7 @@ def test_malformed_stripe_signature_is_401_with_zero_dynamodb_calls(store: Any, 
     receiver = WebhookReceiver(Stripe(clock=lambda: 1_700_000_000), store=store, secrets=lambda: [SECRET])
     calls.reset()
     event = http_event(raw_body='{"id":"evt_1"}', key=None, tenant=None, headers={"Stripe-Signature": header})
-    assert_refused(receiver(event, LambdaContext()), 401)
+    assert_refused(receiver(event, DrillContext()), 401)
     assert calls.total == 0
 
 
@@ -186,11 +186,11 @@ def test_stripe_ids_from_hostile_bodies_never_crash(store: Any, doc: Any) -> Non
 
 def test_captured_github_delivery_replayed_with_new_ids_creates_no_receipt(store: Any, ddb: Any, calls: Any) -> None:
     receiver = WebhookReceiver(GitHub(), store=store, secrets=lambda: [SECRET])
-    first = receiver(github_event(), LambdaContext())
+    first = receiver(github_event(), DrillContext())
     assert first["statusCode"] == 202
     for i in range(5):  # the attacker resends the captured body with fresh X-GitHub-* ids
         calls.reset()
-        replay = receiver(github_event(delivery=f"forged-{i}", hook=f"hook-{i}", event="delete"), LambdaContext())
+        replay = receiver(github_event(delivery=f"forged-{i}", hook=f"hook-{i}", event="delete"), DrillContext())
         assert replay["statusCode"] == 202 and replay["headers"]["Idempotent-Replayed"] == "true"
         assert replay["body"] == first["body"] and calls.calls == {"TransactWriteItems": 1}
     (item,) = outbox_items(ddb)

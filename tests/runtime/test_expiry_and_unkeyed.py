@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 from retrysafe import Engine, Mode, Transaction, idempotent_http
+from retrysafe.testing.events import DrillContext, http_event, rest_event
 
 from tests.conftest import ORDERS, TABLE
-from tests.events import LambdaContext, http_event, rest_event
 
 HORIZON = 7 * 86400
 
@@ -48,14 +48,14 @@ def test_claiming_an_expired_record_clears_the_old_intents_checkpoints(ddb, stor
 
     handler = idempotent_http(charge, mode=Mode.CLAIM_FIRST, engine=Engine(store, clock=clock))
     with pytest.raises(SimulatedCrash):
-        handler(rest_event({"amount": 5}), LambdaContext(timeout_seconds=5))
+        handler(rest_event({"amount": 5}), DrillContext(remaining_ms=5_000))
     boundary.revive()
     clock.advance(HORIZON + 60)  # expired, still in the table (TTL lags)
     with pytest.raises(SimulatedCrash):
-        handler(rest_event({"amount": 500}), LambdaContext(timeout_seconds=5))
+        handler(rest_event({"amount": 500}), DrillContext(remaining_ms=5_000))
     boundary.revive()
     clock.advance(60)  # the new intent's lease lapses, and its retry takes over
-    response = handler(rest_event({"amount": 500}), LambdaContext(timeout_seconds=5))
+    response = handler(rest_event({"amount": 500}), DrillContext(remaining_ms=5_000))
     assert response["statusCode"] == 201
     assert json.loads(response["body"]) == {"charged": 500}
     assert provider == [5, 500]
@@ -71,9 +71,9 @@ def test_new_intent_after_expiry_appends_events_without_conflict(ddb, store, clo
         return {"statusCode": 201, "body": json.dumps({"event": eid})}
 
     handler = idempotent_http(api, mode=mode, engine=Engine(store, clock=clock))
-    first = handler(rest_event({"amount": 1}), LambdaContext())
+    first = handler(rest_event({"amount": 1}), DrillContext())
     clock.advance(HORIZON + 1)
-    late = handler(rest_event({"amount": 2}), LambdaContext())
+    late = handler(rest_event({"amount": 2}), DrillContext())
     assert late["statusCode"] == 201, late["body"]
     assert json.loads(late["body"])["event"] != json.loads(first["body"])["event"]
     assert len(outbox(ddb)) == 2
@@ -94,9 +94,9 @@ def test_a_takeover_reuses_the_event_ids_of_the_intent_it_resumes(ddb, store, cl
 
     handler = idempotent_http(api, mode=Mode.CLAIM_FIRST, engine=Engine(store, clock=clock))
     with pytest.raises(Crash):
-        handler(rest_event({"amount": 1}), LambdaContext(timeout_seconds=5))
+        handler(rest_event({"amount": 1}), DrillContext(remaining_ms=5_000))
     clock.advance(60)
-    assert handler(rest_event({"amount": 1}), LambdaContext(timeout_seconds=5))["statusCode"] == 201
+    assert handler(rest_event({"amount": 1}), DrillContext(remaining_ms=5_000))["statusCode"] == 201
     assert runs[0] == runs[1]
     assert sorted(i["eid"]["S"] for i in outbox(ddb)) == sorted(runs[0])
 
@@ -113,8 +113,8 @@ def test_unkeyed_requests_each_get_their_own_scope_and_run_every_time(ddb, store
         return {"statusCode": 201, "body": json.dumps({"id": order_id, "event": eid})}
 
     handler = idempotent_http(create, mode=mode, key_required=False, engine=Engine(store))
-    first = handler(make_event({"amount": 1}, key=None), LambdaContext())
-    second = handler(make_event({"amount": 1}, key=None), LambdaContext())
+    first = handler(make_event({"amount": 1}, key=None), DrillContext())
+    second = handler(make_event({"amount": 1}, key=None), DrillContext())
     assert first["statusCode"] == second["statusCode"] == 201, second["body"]
     a, b = json.loads(first["body"]), json.loads(second["body"])
     assert a["id"] != b["id"] and a["event"] != b["event"]

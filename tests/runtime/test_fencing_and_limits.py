@@ -19,9 +19,9 @@ from retrysafe.errors import (
 from retrysafe.keys import Scope
 from retrysafe.record import item_size
 from retrysafe.store import DynamoStore
+from retrysafe.testing.events import DrillContext, rest_event
 
 from tests.conftest import ORDERS, TABLE
-from tests.events import LambdaContext, rest_event
 
 SCOPE = Scope("tenant-a", "Charge", "key-1")
 
@@ -140,10 +140,10 @@ def test_large_responses_are_compressed_and_fit_small_items(ddb, store):
     body = json.dumps({"items": [{"sku": f"SKU-{i:05d}", "qty": 1, "price": "9.99"} for i in range(200)]})
     assert len(body) > 8000
     handler = idempotent_http(lambda e, c, t: {"statusCode": 200, "body": body}, engine=Engine(store))
-    handler(rest_event({"a": 1}), LambdaContext())
+    handler(rest_event({"a": 1}), DrillContext())
     [item] = [i for i in ddb.scan(TableName=TABLE)["Items"] if i["pk"]["S"].startswith("idem#")]
     assert "rz" in item and item_size(item) < len(body) / 4
-    assert handler(rest_event({"a": 1}), LambdaContext())["body"] == body
+    assert handler(rest_event({"a": 1}), DrillContext())["body"] == body
 
 
 def test_4kib_json_response_record_fits_one_write_unit(ddb, store):
@@ -152,7 +152,7 @@ def test_4kib_json_response_record_fits_one_write_unit(ddb, store):
     assert 3500 < len(body) <= 4096
     handler = idempotent_http(lambda e, c, t: {"statusCode": 201, "headers": {"Content-Type": "application/json"},
                                                "body": body}, engine=Engine(store))
-    handler(rest_event({"a": 1}), LambdaContext())
+    handler(rest_event({"a": 1}), DrillContext())
     [item] = [i for i in ddb.scan(TableName=TABLE)["Items"] if i["pk"]["S"].startswith("idem#")]
     assert item_size(item) <= 1024
 
@@ -163,7 +163,7 @@ def test_response_too_large_for_an_item_is_a_clear_error_and_nothing_is_stored(d
 
     noise = base64.b64encode(os.urandom(600 * 1024)).decode()  # ~800 KB, compresses to ~600 KB
     handler = idempotent_http(lambda e, c, t: {"statusCode": 200, "body": noise}, engine=Engine(store))
-    response = handler(rest_event({"a": 1}), LambdaContext())
+    response = handler(rest_event({"a": 1}), DrillContext())
     assert response["statusCode"] == 500
     assert "400 KB" in json.loads(response["body"])["detail"]
     assert calls.total == 0 and ddb.scan(TableName=TABLE)["Items"] == []
@@ -209,7 +209,7 @@ def test_throttling_after_botocore_retries_is_a_503_with_retry_after(ddb):
     client.meta.events.register_first("before-send.dynamodb", lambda **kw: (attempts.append(1), _throttle())[1])
     store = DynamoStore(TABLE, client=client)
     handler = idempotent_http(lambda e, c, t: {"statusCode": 201, "body": "{}"}, engine=Engine(store))
-    response = handler(rest_event({"a": 1}), LambdaContext())
+    response = handler(rest_event({"a": 1}), DrillContext())
     assert response["statusCode"] == 503 and response["headers"]["Retry-After"] == "1"
     assert len(attempts) == 3  # botocore retried twice (retries.max_attempts counts retries) before giving up
     assert ddb.scan(TableName=TABLE)["Items"] == []  # throttled: nothing applied
@@ -254,9 +254,9 @@ def test_raw_keys_are_never_logged(ddb, store, capsys, caplog):
     secret_key = "customer-4711-secret-intent"
     handler = idempotent_http(lambda e, c, t: {"statusCode": 201, "body": "{}"}, engine=Engine(store))
     with caplog.at_level(logging.DEBUG, logger="retrysafe"):
-        handler(rest_event({"a": 1}, key=secret_key), LambdaContext())
-        handler(rest_event({"a": 1}, key=secret_key), LambdaContext())
-        handler(rest_event({"a": 2}, key=secret_key), LambdaContext())
+        handler(rest_event({"a": 1}, key=secret_key), DrillContext())
+        handler(rest_event({"a": 1}, key=secret_key), DrillContext())
+        handler(rest_event({"a": 2}, key=secret_key), DrillContext())
     output = capsys.readouterr()
     assert "KeyMismatch" in output.out + output.err + caplog.text
     assert secret_key not in output.out + output.err + caplog.text

@@ -15,8 +15,7 @@ from retrysafe.fingerprint import canonical_json, canonical_value
 from retrysafe.http.request import parse_event, raw_query_parameters
 from retrysafe.sqs import message_fingerprint
 from retrysafe.stepfunctions import TaskRequest
-
-from tests.events import http_event, rest_event
+from retrysafe.testing.events import http_event, rest_event
 
 # --- RFC 8785 -------------------------------------------------------------------------------------------
 

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 from retrysafe import Engine, Mode, RecordCache, Transaction, idempotent_http
 from retrysafe.keys import Scope
+from retrysafe.testing.events import DrillContext, http_event, rest_event
 
 from tests.conftest import ORDERS
-from tests.events import LambdaContext, http_event, rest_event
 
 EVENTS = {"rest": rest_event, "http": http_event}
 
@@ -66,7 +66,7 @@ def build(store: Any, api: Any, mode: Mode = Mode.ATOMIC, **options: Any) -> Any
 def test_first_request_runs_once_and_commits_writes_record_and_event_atomically(ddb, store, calls, make_event, mode):
     api = OrdersApi()
     handler = build(store, api, mode)
-    response = handler(make_event({"amount": 10}), LambdaContext())
+    response = handler(make_event({"amount": 10}), DrillContext())
     assert response["statusCode"] == 201
     assert "Idempotent-Replayed" not in response["headers"]
     assert api.runs == 1
@@ -83,9 +83,9 @@ def test_first_request_runs_once_and_commits_writes_record_and_event_atomically(
 def test_replay_returns_stored_response_with_replayed_header_and_no_second_effect(ddb, store, calls, make_event, mode):
     api = OrdersApi()
     handler = build(store, api, mode)
-    first = handler(make_event({"amount": 10}), LambdaContext())
+    first = handler(make_event({"amount": 10}), DrillContext())
     calls.reset()
-    again = handler(make_event({"amount": 10}), LambdaContext())
+    again = handler(make_event({"amount": 10}), DrillContext())
     assert calls.total == 1
     assert again["statusCode"] == first["statusCode"] == 201
     assert again["body"] == first["body"]
@@ -99,17 +99,17 @@ def test_replay_returns_stored_response_with_replayed_header_and_no_second_effec
 
 def test_replay_ignores_json_formatting_and_key_order(ddb, store, make_event):
     handler = build(store, OrdersApi())
-    first = handler(make_event(raw_body='{"amount": 10, "currency": "EUR"}'), LambdaContext())
-    again = handler(make_event(raw_body='{"currency":"EUR",\n "amount":10}'), LambdaContext())
+    first = handler(make_event(raw_body='{"amount": 10, "currency": "EUR"}'), DrillContext())
+    again = handler(make_event(raw_body='{"currency":"EUR",\n "amount":10}'), DrillContext())
     assert again["headers"]["Idempotent-Replayed"] == "true" and again["body"] == first["body"]
 
 
 def test_same_key_different_payload_is_422_and_nothing_happens(ddb, store, calls, make_event, mode):
     api = OrdersApi()
     handler = build(store, api, mode)
-    handler(make_event({"amount": 10}), LambdaContext())
+    handler(make_event({"amount": 10}), DrillContext())
     calls.reset()
-    response = handler(make_event({"amount": 99}), LambdaContext())
+    response = handler(make_event({"amount": 99}), DrillContext())
     assert response["statusCode"] == 422
     assert "different" in problem(response)["title"]
     assert len(orders_in(ddb)) == 1 and len(records_in(ddb)) == 1
@@ -120,14 +120,14 @@ def test_same_key_different_payload_is_422_and_nothing_happens(ddb, store, calls
 
 def test_different_query_parameters_are_a_different_request(ddb, store, make_event):
     handler = build(store, OrdersApi())
-    handler(make_event({"amount": 1}, query={"dry_run": "false"}), LambdaContext())
-    assert handler(make_event({"amount": 1}, query={"dry_run": "true"}), LambdaContext())["statusCode"] == 422
+    handler(make_event({"amount": 1}, query={"dry_run": "false"}), DrillContext())
+    assert handler(make_event({"amount": 1}, query={"dry_run": "true"}), DrillContext())["statusCode"] == 422
 
 
 def test_fingerprint_can_ignore_query_parameters(ddb, store, make_event):
     handler = build(store, OrdersApi(), fingerprint_query=())
-    handler(make_event({"amount": 1}, query={"trace": "a"}), LambdaContext())
-    assert handler(make_event({"amount": 1}, query={"trace": "b"}), LambdaContext())["headers"]["Idempotent-Replayed"] == "true"
+    handler(make_event({"amount": 1}, query={"trace": "a"}), DrillContext())
+    assert handler(make_event({"amount": 1}, query={"trace": "b"}), DrillContext())["headers"]["Idempotent-Replayed"] == "true"
 
 
 def test_in_flight_duplicate_is_409_with_retry_after(ddb, store, calls, make_event, clock):
@@ -136,12 +136,12 @@ def test_in_flight_duplicate_is_409_with_retry_after(ddb, store, calls, make_eve
 
     def slow(event: Any, context: Any, txn: Transaction) -> dict[str, Any]:
         calls.reset()
-        seen.append(duplicate(event, LambdaContext()))  # the duplicate arrives while the first holds the lease
+        seen.append(duplicate(event, DrillContext()))  # the duplicate arrives while the first holds the lease
         return {"statusCode": 200, "body": "{}"}
 
     duplicate = build(store, OrdersApi(), Mode.CLAIM_FIRST, engine=engine)
     first = build(store, slow, Mode.CLAIM_FIRST, engine=engine)
-    assert first(make_event({"amount": 1}), LambdaContext(timeout_seconds=30))["statusCode"] == 200
+    assert first(make_event({"amount": 1}), DrillContext(remaining_ms=30_000))["statusCode"] == 200
     [response] = seen
     assert response["statusCode"] == 409
     assert 1 <= int(response["headers"]["Retry-After"]) <= 33
@@ -165,7 +165,7 @@ def test_in_flight_duplicate_is_one_round_trip(ddb, store, calls, make_event):
     store.claim(Record(intent.scope.record_id, PENDING, intent.fingerprint, int(now) + 86400, int(now * 1000),
                        request.route, owner="someone", lease_until_ms=int((now + 30) * 1000)), now)
     calls.reset()
-    response = first(event, LambdaContext())
+    response = first(event, DrillContext())
     assert response["statusCode"] == 409 and calls.total == 1
 
 
@@ -183,10 +183,10 @@ def test_in_flight_duplicate_can_wait_and_replay(ddb, store, make_event):
 
     first = build(store, slow, Mode.CLAIM_FIRST)
     waiter = build(store, OrdersApi(), Mode.CLAIM_FIRST, wait_for_in_flight=5.0)
-    thread = threading.Thread(target=lambda: results.append(first(make_event({"a": 1}), LambdaContext())))
+    thread = threading.Thread(target=lambda: results.append(first(make_event({"a": 1}), DrillContext())))
     thread.start()
     gate.wait(5)
-    replay = waiter(make_event({"a": 1}), LambdaContext())
+    replay = waiter(make_event({"a": 1}), DrillContext())
     thread.join()
     assert replay["statusCode"] == 201 and replay["headers"]["Idempotent-Replayed"] == "true"
     assert replay["body"] == results[0]["body"]
@@ -198,7 +198,7 @@ def test_in_flight_duplicate_can_wait_and_replay(ddb, store, make_event):
 ])
 def test_malformed_key_is_400(ddb, store, calls, make_event, key, why):
     api = OrdersApi()
-    response = build(store, api)(make_event({"amount": 1}, key=key), LambdaContext())
+    response = build(store, api)(make_event({"amount": 1}, key=key), DrillContext())
     assert response["statusCode"] == 400, why
     assert problem(response)["type"].endswith("idempotency-key-invalid")
     assert api.runs == 0 and calls.total == 0
@@ -206,7 +206,7 @@ def test_malformed_key_is_400(ddb, store, calls, make_event, key, why):
 
 def test_missing_key_is_400_when_required(ddb, store, calls, make_event):
     api = OrdersApi()
-    response = build(store, api)(make_event({"amount": 1}, key=None), LambdaContext())
+    response = build(store, api)(make_event({"amount": 1}, key=None), DrillContext())
     assert response["statusCode"] == 400
     assert problem(response)["type"].endswith("idempotency-key-missing")
     assert api.runs == 0 and calls.total == 0
@@ -215,23 +215,23 @@ def test_missing_key_is_400_when_required(ddb, store, calls, make_event):
 def test_optional_key_absent_runs_without_dedup_but_still_atomically(ddb, store, make_event):
     api = OrdersApi()
     handler = build(store, api, key_required=False)
-    handler(make_event({"amount": 1}, key=None), LambdaContext())
-    handler(make_event({"amount": 1}, key=None), LambdaContext())
+    handler(make_event({"amount": 1}, key=None), DrillContext())
+    handler(make_event({"amount": 1}, key=None), DrillContext())
     assert api.runs == 2 and len(records_in(ddb)) == 0
 
 
 def test_quoted_structured_field_key_equals_bare_key(ddb, store, make_event):
     handler = build(store, OrdersApi())
-    handler(make_event({"amount": 1}, key="abc-123"), LambdaContext())
-    assert handler(make_event({"amount": 1}, key='"abc-123"'), LambdaContext())["headers"]["Idempotent-Replayed"] == "true"
+    handler(make_event({"amount": 1}, key="abc-123"), DrillContext())
+    assert handler(make_event({"amount": 1}, key='"abc-123"'), DrillContext())["headers"]["Idempotent-Replayed"] == "true"
 
 
 def test_key_header_name_is_configurable(ddb, store, make_event):
     api = OrdersApi()
     handler = build(store, api, header="X-Request-Intent")
     event = make_event({"amount": 1}, key=None, headers={"X-Request-Intent": "k"})
-    handler(event, LambdaContext())
-    assert handler(event, LambdaContext())["headers"]["Idempotent-Replayed"] == "true"
+    handler(event, DrillContext())
+    assert handler(event, DrillContext())["headers"]["Idempotent-Replayed"] == "true"
     assert len(orders_in(ddb)) == 1
 
 
@@ -239,8 +239,8 @@ def test_key_header_name_is_configurable(ddb, store, make_event):
 def test_2xx_and_4xx_results_are_stored_and_replayed(ddb, store, make_event, mode, status):
     api = OrdersApi(status=status)
     handler = build(store, api, mode)
-    first = handler(make_event({"amount": 1}), LambdaContext())
-    again = handler(make_event({"amount": 1}), LambdaContext())
+    first = handler(make_event({"amount": 1}), DrillContext())
+    again = handler(make_event({"amount": 1}), DrillContext())
     assert again["statusCode"] == status and again["body"] == first["body"]
     assert again["headers"]["Idempotent-Replayed"] == "true" and len(orders_in(ddb)) == 1
 
@@ -249,10 +249,10 @@ def test_2xx_and_4xx_results_are_stored_and_replayed(ddb, store, make_event, mod
 def test_5xx_is_not_cached_and_a_retry_runs_again(ddb, store, calls, make_event, mode, status):
     api = OrdersApi(status=status)
     handler = build(store, api, mode)
-    assert handler(make_event({"amount": 1}), LambdaContext())["statusCode"] == status
+    assert handler(make_event({"amount": 1}), DrillContext())["statusCode"] == status
     assert records_in(ddb) == [] and orders_in(ddb) == []
     api.status = 201
-    response = handler(make_event({"amount": 1}), LambdaContext())
+    response = handler(make_event({"amount": 1}), DrillContext())
     assert response["statusCode"] == 201 and "Idempotent-Replayed" not in response["headers"]
     assert len(orders_in(ddb)) == 1
 
@@ -270,45 +270,45 @@ def test_exception_releases_the_claim_and_a_retry_runs_again(ddb, store, calls, 
 
     handler = build(store, flaky, mode)
     with pytest.raises(TimeoutError):
-        handler(make_event({"amount": 1}), LambdaContext())
+        handler(make_event({"amount": 1}), DrillContext())
     # Atomic: nothing was sent. Claim-first: claim + conditional delete.
     assert dict(calls.calls) == ({} if mode is Mode.ATOMIC else {"PutItem": 1, "DeleteItem": 1})
     assert records_in(ddb) == [] and orders_in(ddb) == []
-    assert handler(make_event({"amount": 1}), LambdaContext())["statusCode"] == 201
+    assert handler(make_event({"amount": 1}), DrillContext())["statusCode"] == 201
     assert len(orders_in(ddb)) == 1
 
 
 def test_tenants_are_isolated(ddb, store, make_event, mode):
     api = OrdersApi()
     handler = build(store, api, mode)
-    a = handler(make_event({"amount": 1}, tenant="tenant-a"), LambdaContext())
-    b = handler(make_event({"amount": 1}, tenant="tenant-b"), LambdaContext())
+    a = handler(make_event({"amount": 1}, tenant="tenant-a"), DrillContext())
+    b = handler(make_event({"amount": 1}, tenant="tenant-b"), DrillContext())
     assert len(orders_in(ddb)) == 2 and a["body"] != b["body"]
     assert "Idempotent-Replayed" not in b["headers"]
     # and a different payload under the same key in another tenant is not a mismatch
-    assert handler(make_event({"amount": 7}, tenant="tenant-c"), LambdaContext())["statusCode"] == 201
+    assert handler(make_event({"amount": 7}, tenant="tenant-c"), DrillContext())["statusCode"] == 201
 
 
 def test_operations_are_isolated(ddb, store, make_event):
     create, refund = OrdersApi(), OrdersApi()
-    build(store, create, operation="CreateOrder")(make_event({"amount": 1}), LambdaContext())
-    response = build(store, refund, operation="RefundOrder")(make_event({"amount": 1}), LambdaContext())
+    build(store, create, operation="CreateOrder")(make_event({"amount": 1}), DrillContext())
+    response = build(store, refund, operation="RefundOrder")(make_event({"amount": 1}), DrillContext())
     assert len(orders_in(ddb)) == 2 and "Idempotent-Replayed" not in response["headers"]
 
 
 def test_default_operation_is_the_route_template_and_the_path_is_part_of_the_fingerprint(ddb, store):
     handler = build(store, OrdersApi())
-    handler(rest_event({"a": 1}, resource="/orders/{id}/refund", path="/orders/1/refund"), LambdaContext())
-    replay = handler(rest_event({"a": 1}, resource="/orders/{id}/refund", path="/orders/1/refund"), LambdaContext())
+    handler(rest_event({"a": 1}, resource="/orders/{id}/refund", path="/orders/1/refund"), DrillContext())
+    replay = handler(rest_event({"a": 1}, resource="/orders/{id}/refund", path="/orders/1/refund"), DrillContext())
     assert replay["headers"]["Idempotent-Replayed"] == "true"
     # Same operation (route template), same key, another resource: the key was reused for another request.
-    other = handler(rest_event({"a": 1}, resource="/orders/{id}/refund", path="/orders/2/refund"), LambdaContext())
+    other = handler(rest_event({"a": 1}, resource="/orders/{id}/refund", path="/orders/2/refund"), DrillContext())
     assert other["statusCode"] == 422
 
 
 def test_missing_tenant_is_401_and_nothing_runs(ddb, store, calls, make_event):
     api = OrdersApi()
-    response = build(store, api)(make_event({"amount": 1}, tenant=None), LambdaContext())
+    response = build(store, api)(make_event({"amount": 1}, tenant=None), DrillContext())
     assert response["statusCode"] == 401 and problem(response)["type"].endswith("tenant-required")
     assert api.runs == 0 and calls.total == 0
 
@@ -316,8 +316,8 @@ def test_missing_tenant_is_401_and_nothing_runs(ddb, store, calls, make_event):
 def test_tenant_extractor_is_pluggable(ddb, store, make_event):
     api = OrdersApi()
     handler = build(store, api, tenant=lambda request: request.header("x-tenant"))
-    handler(make_event({"a": 1}, tenant=None, headers={"X-Tenant": "t1"}), LambdaContext())
-    handler(make_event({"a": 1}, tenant=None, headers={"X-Tenant": "t2"}), LambdaContext())
+    handler(make_event({"a": 1}, tenant=None, headers={"X-Tenant": "t1"}), DrillContext())
+    handler(make_event({"a": 1}, tenant=None, headers={"X-Tenant": "t2"}), DrillContext())
     assert len(orders_in(ddb)) == 2
 
 
@@ -329,10 +329,10 @@ def test_expired_record_not_yet_removed_by_ttl_is_treated_as_absent(ddb, store, 
         return {"statusCode": 201, "body": event["body"]}
 
     handler = build(store, api, mode, engine=Engine(store, clock=clock))
-    handler(make_event({"amount": 1}), LambdaContext())
+    handler(make_event({"amount": 1}), DrillContext())
     clock.advance(7 * 86400 + 1)  # past the horizon; moto (like DynamoDB for up to ~2 days) still has the item
     assert len(records_in(ddb)) == 1
-    response = handler(make_event({"amount": 2}), LambdaContext())
+    response = handler(make_event({"amount": 2}), DrillContext())
     assert response["statusCode"] == 201 and json.loads(response["body"]) == {"amount": 2} and len(runs) == 2
 
 
@@ -345,9 +345,9 @@ def test_late_replay_after_expiry_with_key_derived_business_id_creates_no_second
         return {"statusCode": 201, "headers": {"Location": f"/orders/{order_id}"}, "body": json.dumps({"id": order_id})}
 
     handler = build(store, create, engine=Engine(store, clock=clock))
-    first = handler(make_event({"amount": 1}), LambdaContext())
+    first = handler(make_event({"amount": 1}), DrillContext())
     clock.advance(8 * 86400)
-    late = handler(make_event({"amount": 1}), LambdaContext())
+    late = handler(make_event({"amount": 1}), DrillContext())
     assert late["statusCode"] == 409 and problem(late)["type"].endswith("state-conflict")
     assert len(orders_in(ddb)) == 1 and first["statusCode"] == 201
 
@@ -370,9 +370,9 @@ def test_late_replay_after_expiry_answers_with_the_existing_resource(ddb, store,
         return created(order["pk"].removeprefix("order#"), order["amount"])
 
     handler = build(store, create, engine=Engine(store, clock=clock), on_state_conflict=existing_order)
-    first = handler(make_event({"amount": 5}), LambdaContext())
+    first = handler(make_event({"amount": 5}), DrillContext())
     clock.advance(8 * 86400)  # the record expired; the order lives on
-    late = handler(make_event({"amount": 5}), LambdaContext())
+    late = handler(make_event({"amount": 5}), DrillContext())
     assert late["statusCode"] == 201 and late["body"] == first["body"]
     assert late["headers"]["Location"] == first["headers"]["Location"]
     assert len(orders_in(ddb)) == 1
@@ -380,28 +380,28 @@ def test_late_replay_after_expiry_answers_with_the_existing_resource(ddb, store,
 
 def test_claim_first_round_trips_first_2_replay_1(ddb, store, calls, make_event):
     handler = build(store, OrdersApi(), Mode.CLAIM_FIRST)
-    handler(make_event({"amount": 1}), LambdaContext())
+    handler(make_event({"amount": 1}), DrillContext())
     assert calls.total == 2
     calls.reset()
-    handler(make_event({"amount": 1}), LambdaContext())
+    handler(make_event({"amount": 1}), DrillContext())
     assert calls.total == 1
 
 
 def test_warm_cache_replays_with_zero_round_trips(ddb, store, calls, make_event, mode):
     api = OrdersApi()
     handler = build(store, api, mode, engine=Engine(store, cache=RecordCache(16)))
-    first = handler(make_event({"amount": 1}), LambdaContext())
+    first = handler(make_event({"amount": 1}), DrillContext())
     calls.reset()
-    again = handler(make_event({"amount": 1}), LambdaContext())
+    again = handler(make_event({"amount": 1}), DrillContext())
     assert calls.total == 0 and again["body"] == first["body"] and again["headers"]["Idempotent-Replayed"] == "true"
-    mismatch = handler(make_event({"amount": 2}), LambdaContext())
+    mismatch = handler(make_event({"amount": 2}), DrillContext())
     assert mismatch["statusCode"] == 422 and calls.total == 0
 
 
 def test_v2_plain_return_value_is_a_json_200(ddb, store):
     handler = build(store, lambda event, context, txn: {"id": "o-1"})
-    first = handler(http_event({"a": 1}), LambdaContext())
-    again = handler(http_event({"a": 1}), LambdaContext())
+    first = handler(http_event({"a": 1}), DrillContext())
+    again = handler(http_event({"a": 1}), DrillContext())
     assert first["statusCode"] == again["statusCode"] == 200
     assert json.loads(again["body"]) == {"id": "o-1"} and again["headers"]["Idempotent-Replayed"] == "true"
 
@@ -411,14 +411,14 @@ def test_base64_binary_body_is_fingerprinted_as_bytes(ddb, store):
 
     handler = build(store, lambda e, c, t: {"statusCode": 200, "body": "ok"})
     body = base64.b64encode(b"\x00\x01binary").decode()
-    handler(rest_event(raw_body=body, base64=True, headers={"Content-Type": "application/octet-stream"}), LambdaContext())
+    handler(rest_event(raw_body=body, base64=True, headers={"Content-Type": "application/octet-stream"}), DrillContext())
     other = base64.b64encode(b"\x00\x02binary").decode()
-    response = handler(rest_event(raw_body=other, base64=True), LambdaContext())
+    response = handler(rest_event(raw_body=other, base64=True), DrillContext())
     assert response["statusCode"] == 422
 
 
 def test_malformed_events_are_400_problems(ddb, store, calls):
     handler = build(store, OrdersApi())
-    assert handler(rest_event(raw_body="%%%", base64=True), LambdaContext())["statusCode"] == 400
-    assert handler({"not": "an api gateway event"}, LambdaContext())["statusCode"] == 400
+    assert handler(rest_event(raw_body="%%%", base64=True), DrillContext())["statusCode"] == 400
+    assert handler({"not": "an api gateway event"}, DrillContext())["statusCode"] == 400
     assert calls.total == 0

@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from retrysafe.testing.events import DrillContext, http_event, rest_event
 
-from tests.events import LambdaContext, http_event, rest_event
 from tests.runtime.test_http_contract import OrdersApi, build, orders_in, problem
 
 
@@ -31,8 +31,8 @@ def v1_query(multi: dict[str, list[str]], body: Any = None) -> dict[str, Any]:
 
 def test_v1_query_values_cannot_pose_as_parameters(ddb, store):
     handler = build(store, OrdersApi())
-    handler(v1_query({"amount": ["100"], "currency": ["EUR"]}), LambdaContext())
-    response = handler(v1_query({"amount": ["100", "currency", "EUR"]}), LambdaContext())
+    handler(v1_query({"amount": ["100"], "currency": ["EUR"]}), DrillContext())
+    response = handler(v1_query({"amount": ["100", "currency", "EUR"]}), DrillContext())
     assert response["statusCode"] == 422 and len(orders_in(ddb)) == 1
 
 
@@ -45,8 +45,8 @@ def test_v1_query_values_cannot_pose_as_parameters(ddb, store):
 ])
 def test_v2_raw_query_strings_that_differ_are_different_requests(ddb, store, first, second):
     handler = build(store, OrdersApi())
-    assert handler(v2_query(*first), LambdaContext())["statusCode"] == 201
-    response = handler(v2_query(*second), LambdaContext())
+    assert handler(v2_query(*first), DrillContext())["statusCode"] == 201
+    response = handler(v2_query(*second), DrillContext())
     assert response["statusCode"] == 422 and len(orders_in(ddb)) == 1
 
 
@@ -57,15 +57,15 @@ def test_v2_raw_query_strings_that_differ_are_different_requests(ddb, store, fir
 ])
 def test_v2_query_strings_that_name_the_same_parameters_replay(ddb, store, first, second):
     handler = build(store, OrdersApi())
-    handler(v2_query(first), LambdaContext())
-    assert handler(v2_query(second), LambdaContext())["headers"]["Idempotent-Replayed"] == "true"
+    handler(v2_query(first), DrillContext())
+    assert handler(v2_query(second), DrillContext())["headers"]["Idempotent-Replayed"] == "true"
 
 
 def test_fingerprint_query_selects_raw_parameters_by_their_decoded_name(ddb, store):
     handler = build(store, OrdersApi(), fingerprint_query=("dry run",))
-    handler(v2_query("dry%20run=1&trace=a"), LambdaContext())
-    assert handler(v2_query("trace=b&dry%20run=1"), LambdaContext())["headers"]["Idempotent-Replayed"] == "true"
-    assert handler(v2_query("dry%20run=2&trace=a"), LambdaContext())["statusCode"] == 422
+    handler(v2_query("dry%20run=1&trace=a"), DrillContext())
+    assert handler(v2_query("trace=b&dry%20run=1"), DrillContext())["headers"]["Idempotent-Replayed"] == "true"
+    assert handler(v2_query("dry%20run=2&trace=a"), DrillContext())["statusCode"] == 422
 
 
 @pytest.mark.parametrize("make_event", [rest_event, http_event])
@@ -75,15 +75,15 @@ def test_fingerprint_query_selects_raw_parameters_by_their_decoded_name(ddb, sto
 ])
 def test_numbers_a_double_cannot_hold_are_different_requests(ddb, store, make_event, first, second):
     handler = build(store, OrdersApi())
-    handler(make_event(raw_body=first), LambdaContext())
-    assert handler(make_event(raw_body=second), LambdaContext())["statusCode"] == 422
+    handler(make_event(raw_body=first), DrillContext())
+    assert handler(make_event(raw_body=second), DrillContext())["statusCode"] == 422
 
 
 @pytest.mark.parametrize("make_event", [rest_event, http_event])
 def test_json_spelling_does_not_change_the_request(ddb, store, make_event):
     handler = build(store, OrdersApi())
-    handler(make_event(raw_body='{"amount": 1.0, "note": "caf\\u00e9", "lines": [1E2]}'), LambdaContext())
-    again = handler(make_event(raw_body='{"lines":[100],"note":"caf\u00e9","amount":1}'), LambdaContext())
+    handler(make_event(raw_body='{"amount": 1.0, "note": "caf\\u00e9", "lines": [1E2]}'), DrillContext())
+    again = handler(make_event(raw_body='{"lines":[100],"note":"caf\u00e9","amount":1}'), DrillContext())
     assert again["headers"]["Idempotent-Replayed"] == "true"
 
 
@@ -92,7 +92,7 @@ def test_json_spelling_does_not_change_the_request(ddb, store, make_event):
                                        ('{"x": "\\ud800"}', "lone surrogate")])
 def test_json_bodies_without_a_canonical_form_are_400_before_any_call(ddb, store, calls, make_event, body, why):
     api = OrdersApi()
-    response = build(store, api)(make_event(raw_body=body), LambdaContext())
+    response = build(store, api)(make_event(raw_body=body), DrillContext())
     assert response["statusCode"] == 400 and why in problem(response)["detail"]
     assert api.runs == 0 and calls.total == 0
 
@@ -100,12 +100,12 @@ def test_json_bodies_without_a_canonical_form_are_400_before_any_call(ddb, store
 def test_a_body_that_is_not_declared_json_is_hashed_as_bytes(ddb, store):
     handler = build(store, OrdersApi())
     plain = {"Content-Type": "text/plain"}
-    handler(rest_event(raw_body='{"a": 1}', headers=plain), LambdaContext())
-    assert handler(rest_event(raw_body='{"a":1}', headers=plain), LambdaContext())["statusCode"] == 422
+    handler(rest_event(raw_body='{"a": 1}', headers=plain), DrillContext())
+    assert handler(rest_event(raw_body='{"a":1}', headers=plain), DrillContext())["statusCode"] == 422
     # Undeclared or JSON media types (with parameters, +json) are canonicalised.
     for key, content_type in (("k-2", "application/json; charset=utf-8"), ("k-3", "application/merge-patch+json")):
         handler(rest_event(raw_body='{"b": 2, "a": 1}', key=key, headers={"Content-Type": content_type}),
-                LambdaContext())
+                DrillContext())
         again = handler(rest_event(raw_body='{"a":1,"b":2}', key=key, headers={"Content-Type": content_type.upper()}),
-                        LambdaContext())
+                        DrillContext())
         assert again["headers"]["Idempotent-Replayed"] == "true"

@@ -17,9 +17,9 @@ from retrysafe import Engine, Mode, Transaction, idempotent_http
 from retrysafe.observability import FENCING_REJECTED, telemetry
 from retrysafe.testing import ALWAYS, Boundary, DynamoSemantics, instant_retries
 from retrysafe.testing.boundary import completes_record
+from retrysafe.testing.events import DrillContext, rest_event
 
 from tests.conftest import ORDERS, TABLE
-from tests.events import LambdaContext, rest_event
 
 
 @pytest.fixture(params=[True, False], ids=["token-honoured", "token-ignored"])
@@ -112,7 +112,7 @@ def test_lost_claim_response_is_the_invocations_own_claim(ddb, lost, engine):
     api = Charges()
     handler = idempotent_http(api, mode=Mode.CLAIM_FIRST, engine=engine)
     lost.lose_response("PutItem", match=record_write)
-    response = handler(rest_event({"amount": 5}), LambdaContext())
+    response = handler(rest_event({"amount": 5}), DrillContext())
     assert lost_answers(lost) == ["PutItem"]
     assert response["statusCode"] == 201, response["body"]
     assert api.runs == 1 and api.provider_calls == 1 and balance(ddb) == 5
@@ -132,13 +132,13 @@ def test_lost_commit_response_answers_the_handlers_own_response(ddb, lost, engin
 
     handler = idempotent_http(api, mode=mode, engine=engine)
     lost.lose_response("TransactWriteItems", match=completes_record)
-    response = handler(rest_event({"amount": 5}), LambdaContext())
+    response = handler(rest_event({"amount": 5}), DrillContext())
     assert lost_answers(lost) == ["TransactWriteItems"]
     assert response["statusCode"] == 201
     assert "Idempotent-Replayed" not in response["headers"]
     assert response["headers"]["X-Run"] == "1" and response["multiValueHeaders"]["Set-Cookie"] == ["a=1", "b=2"]
     assert balance(ddb) == 5 and len(outbox(ddb)) == 1
-    again = handler(rest_event({"amount": 5}), LambdaContext())
+    again = handler(rest_event({"amount": 5}), DrillContext())
     assert again["headers"]["Idempotent-Replayed"] == "true" and balance(ddb) == 5
 
 
@@ -147,7 +147,7 @@ def test_lost_checkpoint_response_does_not_repeat_the_step_or_its_writes(ddb, lo
     api = Charges()
     handler = idempotent_http(api, mode=Mode.CLAIM_FIRST, engine=engine)
     lost.lose_response("TransactWriteItems", match=checkpoints)
-    response = handler(rest_event({"amount": 5}), LambdaContext())
+    response = handler(rest_event({"amount": 5}), DrillContext())
     assert lost_answers(lost) == ["TransactWriteItems"]
     assert response["statusCode"] == 201, response["body"]
     assert api.provider_calls == 1 and balance(ddb) == 5 and len(outbox(ddb)) == 1
@@ -159,8 +159,8 @@ def test_failure_after_a_lost_checkpoint_response_keeps_the_checkpoint(ddb, lost
     handler = idempotent_http(api, mode=Mode.CLAIM_FIRST, engine=engine)
     lost.lose_response("TransactWriteItems", match=checkpoints)
     with pytest.raises(ConnectionError):
-        handler(rest_event({"amount": 5}), LambdaContext())
-    response = handler(rest_event({"amount": 5}), LambdaContext())
+        handler(rest_event({"amount": 5}), DrillContext())
+    response = handler(rest_event({"amount": 5}), DrillContext())
     assert response["statusCode"] == 201, response["body"]
     assert api.provider_calls == 1 and balance(ddb) == 5 and len(outbox(ddb)) == 1
     assert json.loads(response["body"]) == {"charge": "ch_1"}
@@ -171,11 +171,11 @@ def test_checkpoint_whose_outcome_is_unknown_is_never_deleted(ddb, lost, engine)
     api = Charges()
     handler = idempotent_http(api, mode=Mode.CLAIM_FIRST, engine=engine)
     lost.lose_response("TransactWriteItems", match=checkpoints, times=ALWAYS)
-    response = handler(rest_event({"amount": 5}), LambdaContext())
+    response = handler(rest_event({"amount": 5}), DrillContext())
     assert response["statusCode"] == 503 and response["headers"]["Retry-After"]
     [record] = records(ddb)
     assert record["st"]["S"] == "pending" and "charge" in record["cp"]["M"]  # the lease ended, the record stays
-    again = handler(rest_event({"amount": 5}), LambdaContext())
+    again = handler(rest_event({"amount": 5}), DrillContext())
     assert again["statusCode"] == 201, again["body"]
     assert api.provider_calls == 1 and balance(ddb) == 5 and len(outbox(ddb)) == 1
 
@@ -189,7 +189,7 @@ def test_lost_release_response_is_a_release(ddb, lost, engine, counted):
     handler = idempotent_http(api, mode=Mode.CLAIM_FIRST, engine=engine)
     lost.lose_response("DeleteItem", match=record_write)
     with pytest.raises(TimeoutError):
-        handler(rest_event({"amount": 5}), LambdaContext())
+        handler(rest_event({"amount": 5}), DrillContext())
     assert lost_answers(lost) == ["DeleteItem"]
     assert FENCING_REJECTED not in counted and "Released" in counted
     assert records(ddb) == []
@@ -201,9 +201,9 @@ def test_lost_takeover_response_holds_the_claim_with_its_checkpoints(ddb, lost, 
     api = Charges(fail_after_step=1)
     handler = idempotent_http(api, mode=Mode.CLAIM_FIRST, engine=engine)
     with pytest.raises(ConnectionError):  # checkpoint committed, then the run failed: the lease is ended
-        handler(rest_event({"amount": 5}), LambdaContext())
+        handler(rest_event({"amount": 5}), DrillContext())
     lost.lose_response("UpdateItem", match=record_write)
-    response = handler(rest_event({"amount": 5}), LambdaContext())
+    response = handler(rest_event({"amount": 5}), DrillContext())
     assert lost_answers(lost) == ["UpdateItem"]
     assert response["statusCode"] == 201, response["body"]
     assert api.provider_calls == 1 and balance(ddb) == 5 and json.loads(response["body"]) == {"charge": "ch_1"}
@@ -214,12 +214,12 @@ def test_a_claim_whose_every_answer_was_lost_ends_its_lease_for_the_retry(ddb, l
     api = Charges()
     handler = idempotent_http(api, mode=Mode.CLAIM_FIRST, engine=engine)
     lost.lose_response("PutItem", match=record_write, times=ALWAYS)
-    response = handler(rest_event({"amount": 5}), LambdaContext())
+    response = handler(rest_event({"amount": 5}), DrillContext())
     assert response["statusCode"] == 503 and api.runs == 0
     [record] = records(ddb)  # the lease is ended, not the record: a lost takeover may hold checkpoints
     assert record["st"]["S"] == "pending" and record["le"]["N"] == "0"
     lost.revive()  # the network is back
-    again = handler(rest_event({"amount": 5}), LambdaContext())  # no wait for a lease
+    again = handler(rest_event({"amount": 5}), DrillContext())  # no wait for a lease
     assert again["statusCode"] == 201, again["body"]
     assert api.runs == 1 and api.provider_calls == 1 and balance(ddb) == 5
 
@@ -229,12 +229,12 @@ def test_a_takeover_whose_every_answer_was_lost_keeps_the_checkpoints(ddb, lost,
     api = Charges(fail_after_step=1)
     handler = idempotent_http(api, mode=Mode.CLAIM_FIRST, engine=engine)
     with pytest.raises(ConnectionError):  # checkpoint committed, then the run failed: the lease is ended
-        handler(rest_event({"amount": 5}), LambdaContext())
+        handler(rest_event({"amount": 5}), DrillContext())
     lost.lose_response("UpdateItem", match=record_write, times=ALWAYS)
-    assert handler(rest_event({"amount": 5}), LambdaContext())["statusCode"] == 503
+    assert handler(rest_event({"amount": 5}), DrillContext())["statusCode"] == 503
     [record] = records(ddb)
     assert "charge" in record["cp"]["M"]
     lost.revive()
-    response = handler(rest_event({"amount": 5}), LambdaContext())
+    response = handler(rest_event({"amount": 5}), DrillContext())
     assert response["statusCode"] == 201, response["body"]
     assert api.provider_calls == 1 and balance(ddb) == 5 and json.loads(response["body"]) == {"charge": "ch_1"}

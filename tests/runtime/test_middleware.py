@@ -13,9 +13,9 @@ from aws_lambda_powertools.event_handler import (
     content_types,
 )
 from retrysafe import TRANSACTION_KEY, Engine, IdempotencyMiddleware, Mode
+from retrysafe.testing.events import DrillContext, http_event, rest_event
 
 from tests.conftest import ORDERS
-from tests.events import LambdaContext, http_event, rest_event
 
 
 def make_app(resolver_cls: type, store: Any, mode: Mode, **options: Any) -> tuple[Any, list[int]]:
@@ -54,10 +54,10 @@ CASES = [
 @pytest.mark.parametrize("mode", [Mode.ATOMIC, Mode.CLAIM_FIRST])
 def test_middleware_runs_once_and_replays(ddb, store, calls, resolver_cls, event, mode):
     app, _runs = make_app(resolver_cls, store, mode)
-    first = app.resolve(event({"amount": 10}), LambdaContext())
+    first = app.resolve(event({"amount": 10}), DrillContext())
     assert first["statusCode"] == 201
     calls.reset()
-    again = app.resolve(event({"amount": 10}), LambdaContext())
+    again = app.resolve(event({"amount": 10}), DrillContext())
     assert calls.total == 1
     assert again["statusCode"] == 201 and again["body"] == first["body"]
     headers = again.get("headers") or {k: v[0] for k, v in again.get("multiValueHeaders", {}).items()}
@@ -69,11 +69,11 @@ def test_middleware_runs_once_and_replays(ddb, store, calls, resolver_cls, event
 @pytest.mark.parametrize("resolver_cls, event", CASES)
 def test_middleware_refusals_are_problem_json(ddb, store, resolver_cls, event):
     app, runs = make_app(resolver_cls, store, Mode.CLAIM_FIRST)
-    app.resolve(event({"amount": 10}), LambdaContext())
-    mismatch = app.resolve(event({"amount": 11}), LambdaContext())
+    app.resolve(event({"amount": 10}), DrillContext())
+    mismatch = app.resolve(event({"amount": 11}), DrillContext())
     assert mismatch["statusCode"] == 422
     assert json.loads(mismatch["body"])["type"] == "urn:retrysafe:problem:idempotency-key-reused"
-    missing = app.resolve(event({"amount": 10}, key=None), LambdaContext())
+    missing = app.resolve(event({"amount": 10}, key=None), DrillContext())
     assert missing["statusCode"] == 400
     assert runs == [1]
 
@@ -81,8 +81,8 @@ def test_middleware_refusals_are_problem_json(ddb, store, resolver_cls, event):
 @pytest.mark.parametrize("resolver_cls, event", CASES)
 def test_middleware_stores_declines_but_not_5xx(ddb, store, resolver_cls, event):
     app, runs = make_app(resolver_cls, store, Mode.CLAIM_FIRST)
-    assert app.resolve(event({"amount": 5000}), LambdaContext())["statusCode"] == 402
-    assert app.resolve(event({"amount": 5000}), LambdaContext())["statusCode"] == 402
+    assert app.resolve(event({"amount": 5000}), DrillContext())["statusCode"] == 402
+    assert app.resolve(event({"amount": 5000}), DrillContext())["statusCode"] == 402
     assert runs == [1]
     boom = event({"x": 1})
     boom["resource"] = "/boom"
@@ -91,18 +91,18 @@ def test_middleware_stores_declines_but_not_5xx(ddb, store, resolver_cls, event)
     boom["rawPath"] = "/boom"
     if "http" in boom["requestContext"]:
         boom["requestContext"]["http"]["path"] = "/boom"
-    assert app.resolve(boom, LambdaContext())["statusCode"] == 503
-    assert app.resolve(boom, LambdaContext())["statusCode"] == 503
+    assert app.resolve(boom, DrillContext())["statusCode"] == 503
+    assert app.resolve(boom, DrillContext())["statusCode"] == 503
     assert runs == [1, 1, 1]
 
 
 def test_middleware_operation_defaults_to_the_matched_route(ddb, store):
     app, runs = make_app(APIGatewayRestResolver, store, Mode.CLAIM_FIRST)
-    app.resolve(rest_event({"amount": 1}, resource="/{proxy+}", path="/orders/c1"), LambdaContext())
-    replay = app.resolve(rest_event({"amount": 1}, resource="/{proxy+}", path="/orders/c1"), LambdaContext())
+    app.resolve(rest_event({"amount": 1}, resource="/{proxy+}", path="/orders/c1"), DrillContext())
+    replay = app.resolve(rest_event({"amount": 1}, resource="/{proxy+}", path="/orders/c1"), DrillContext())
     assert replay["multiValueHeaders"]["Idempotent-Replayed"] == ["true"] and runs == [1]
     # Another customer, same matched route and key: the same operation (not "/{proxy+}"), another request.
-    other = app.resolve(rest_event({"amount": 1}, resource="/{proxy+}", path="/orders/c2"), LambdaContext())
+    other = app.resolve(rest_event({"amount": 1}, resource="/{proxy+}", path="/orders/c2"), DrillContext())
     assert other["statusCode"] == 422 and runs == [1]
 
 
@@ -119,5 +119,5 @@ def test_middleware_on_state_conflict_answers_with_the_handlers_form(ddb, store)
                                          condition="attribute_not_exists(pk)")
         return Response(201, content_types.APPLICATION_JSON, "{}")
 
-    answer = app.resolve(rest_event({"amount": 9}), LambdaContext())
+    answer = app.resolve(rest_event({"amount": 9}), DrillContext())
     assert answer["statusCode"] == 200 and json.loads(answer["body"]) == {"amount": 3}

@@ -13,10 +13,9 @@ from retrysafe.sqs import idempotent_sqs
 from retrysafe.store import DynamoStore
 from retrysafe.testing import ALWAYS, Boundary, DynamoSemantics, instant_retries
 from retrysafe.testing.boundary import Reason
+from retrysafe.testing.events import DrillContext, rest_event, sqs_record
 
 from tests.conftest import ORDERS, TABLE
-from tests.events import LambdaContext, rest_event
-from tests.messaging.helpers import sqs_record
 from tests.workflow.conftest import payload
 
 
@@ -67,7 +66,7 @@ def claims(ddb: Any) -> list[dict[str, Any]]:
 def test_throttled_transaction_is_a_503_with_retry_after(ddb, faults, mode, code):
     """The reasons inside CancellationReasons are not the operation error codes (ThrottlingException...)."""
     faults.cancel(reasons(code), times=ALWAYS)
-    response = idempotent_http(api, mode=mode, engine=engine_of(faults))(rest_event({"a": 1}), LambdaContext())
+    response = idempotent_http(api, mode=mode, engine=engine_of(faults))(rest_event({"a": 1}), DrillContext())
     assert response["statusCode"] == 503 and int(response["headers"]["Retry-After"]) >= 1
     assert problem(response)["type"].endswith("store-unavailable")
     assert claims(ddb) == []  # a claim-first claim is released: the retry runs
@@ -76,7 +75,7 @@ def test_throttled_transaction_is_a_503_with_retry_after(ddb, faults, mode, code
 def test_transaction_conflict_on_a_claim_first_commit_is_a_409_and_the_claim_is_released(ddb, faults):
     faults.cancel(reasons("TransactionConflict", at=0), times=ALWAYS)
     response = idempotent_http(api, mode=Mode.CLAIM_FIRST, engine=engine_of(faults))(rest_event({"a": 1}),
-                                                                                    LambdaContext())
+                                                                                    DrillContext())
     assert response["statusCode"] == 409 and response["headers"]["Retry-After"]
     assert problem(response)["type"].endswith("transaction-conflict")
     assert claims(ddb) == []
@@ -90,7 +89,7 @@ def test_transaction_conflict_on_a_claim_first_commit_is_a_409_and_the_claim_is_
 @pytest.mark.parametrize("mode", [Mode.ATOMIC, Mode.CLAIM_FIRST])
 def test_rejected_transaction_is_a_clear_500_problem(ddb, faults, mode, code, message, status, slug):
     faults.cancel(reasons(code, message=message), times=ALWAYS)
-    response = idempotent_http(api, mode=mode, engine=engine_of(faults))(rest_event({"a": 1}), LambdaContext())
+    response = idempotent_http(api, mode=mode, engine=engine_of(faults))(rest_event({"a": 1}), DrillContext())
     assert response["statusCode"] == status and problem(response)["type"].endswith(slug)
     assert claims(ddb) == []
 
@@ -107,7 +106,7 @@ def test_rejected_transaction_is_a_clear_500_problem(ddb, faults, mode, code, me
 def test_operation_errors_map_to_documented_problems(ddb, faults, operation, code, status, slug):
     faults.fail(operation, 400, code, times=ALWAYS)
     response = idempotent_http(api, mode=Mode.CLAIM_FIRST, engine=engine_of(faults))(rest_event({"a": 1}),
-                                                                                    LambdaContext())
+                                                                                    DrillContext())
     assert response["statusCode"] == status and problem(response)["type"].endswith(slug), response["body"]
 
 
@@ -120,7 +119,7 @@ def test_a_failing_release_does_not_hide_the_handlers_error(ddb, faults):
 
     with pytest.raises(TimeoutError):
         idempotent_http(broken, mode=Mode.CLAIM_FIRST, engine=engine_of(faults))(rest_event({"a": 1}),
-                                                                                  LambdaContext())
+                                                                                  DrillContext())
 
 
 def test_a_throttled_sqs_record_is_a_batch_item_failure_of_its_own(ddb, faults):
@@ -131,7 +130,7 @@ def test_a_throttled_sqs_record_is_a_batch_item_failure_of_its_own(ddb, faults):
 
     handler = idempotent_sqs(consume, subscriber="billing", engine=engine_of(faults))
     record = sqs_record({"n": 1}, message_id="m-1")
-    assert handler({"Records": [record]}, LambdaContext()) == {"batchItemFailures": [{"itemIdentifier": "m-1"}]}
+    assert handler({"Records": [record]}, DrillContext()) == {"batchItemFailures": [{"itemIdentifier": "m-1"}]}
 
 
 @pytest.mark.parametrize(("reason", "error"), [("ThrottlingError", "StoreUnavailableError"),
@@ -143,6 +142,6 @@ def test_step_functions_sees_named_errors(ddb, faults, reason, error):
     faults.cancel(reasons(reason, at=0), times=ALWAYS)
     handler = idempotent_task(lambda task_input, context, txn: {"ok": True}, engine=engine_of(faults))
     with pytest.raises(Exception) as caught:
-        handler(payload("Charge", {"amount": 1}), LambdaContext())
+        handler(payload("Charge", {"amount": 1}), DrillContext())
     assert type(caught.value).__name__ == error
     assert (error in {e.__name__ for e in RETRIABLE_ERRORS}) == (error != "StoreRejectedError")

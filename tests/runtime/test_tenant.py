@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from retrysafe.testing.events import DrillContext, http_event, rest_event
 
-from tests.events import LambdaContext, http_event, rest_event
 from tests.runtime.test_http_contract import OrdersApi, build, orders_in, problem
 
 ACCOUNT = "123456789012"
@@ -53,12 +53,12 @@ def http_pool_user(identity_id: str) -> dict[str, Any]:
 def test_users_of_one_identity_pool_are_different_tenants(ddb, store, pool_user):
     api = OrdersApi()
     handler = build(store, api)
-    alice = handler(pool_user("eu-west-1:aaaaaaaa-0000-0000-0000-000000000001"), LambdaContext())
-    bob = handler(pool_user("eu-west-1:bbbbbbbb-0000-0000-0000-000000000002"), LambdaContext())
+    alice = handler(pool_user("eu-west-1:aaaaaaaa-0000-0000-0000-000000000001"), DrillContext())
+    bob = handler(pool_user("eu-west-1:bbbbbbbb-0000-0000-0000-000000000002"), DrillContext())
     # Same key, same body: Bob's request is his own intent, not a replay of Alice's stored answer.
     assert alice["statusCode"] == bob["statusCode"] == 201 and "Idempotent-Replayed" not in bob["headers"]
     assert api.runs == 2 and len(orders_in(ddb)) == 2 and alice["body"] != bob["body"]
-    again = handler(pool_user("eu-west-1:aaaaaaaa-0000-0000-0000-000000000001"), LambdaContext())
+    again = handler(pool_user("eu-west-1:aaaaaaaa-0000-0000-0000-000000000001"), DrillContext())
     assert again["headers"]["Idempotent-Replayed"] == "true" and again["body"] == alice["body"]
 
 
@@ -69,22 +69,22 @@ def test_users_of_one_identity_pool_are_different_tenants(ddb, store, pool_user)
 def test_other_iam_callers_are_told_apart_by_their_full_arn(ddb, store, event):
     api = OrdersApi()
     handler = build(store, api)
-    handler(event(f"arn:aws:iam::{ACCOUNT}:user/alice"), LambdaContext())
-    handler(event(f"arn:aws:sts::{ACCOUNT}:assumed-role/Deployer/alice"), LambdaContext())
-    handler(event(f"arn:aws:sts::{ACCOUNT}:assumed-role/Deployer/bob"), LambdaContext())
+    handler(event(f"arn:aws:iam::{ACCOUNT}:user/alice"), DrillContext())
+    handler(event(f"arn:aws:sts::{ACCOUNT}:assumed-role/Deployer/alice"), DrillContext())
+    handler(event(f"arn:aws:sts::{ACCOUNT}:assumed-role/Deployer/bob"), DrillContext())
     assert api.runs == 3
-    replay = handler(event(f"arn:aws:iam::{ACCOUNT}:user/alice"), LambdaContext())
+    replay = handler(event(f"arn:aws:iam::{ACCOUNT}:user/alice"), DrillContext())
     assert replay["headers"]["Idempotent-Replayed"] == "true"
 
 
 def test_a_caller_without_an_arn_is_its_caller_id_in_its_account(ddb, store, calls):
     api = OrdersApi()
     handler = build(store, api)
-    handler(rest_iam({"accountId": ACCOUNT, "caller": "AIDAALICE"}), LambdaContext())
-    handler(rest_iam({"accountId": ACCOUNT, "caller": "AIDABOB"}), LambdaContext())
+    handler(rest_iam({"accountId": ACCOUNT, "caller": "AIDAALICE"}), DrillContext())
+    handler(rest_iam({"accountId": ACCOUNT, "caller": "AIDABOB"}), DrillContext())
     assert api.runs == 2
     # The account alone would merge every principal of the account into one tenant: refused.
     calls.reset()
-    response = handler(rest_iam({"accountId": ACCOUNT}), LambdaContext())
+    response = handler(rest_iam({"accountId": ACCOUNT}), DrillContext())
     assert response["statusCode"] == 401 and problem(response)["type"].endswith("tenant-required")
     assert api.runs == 2 and calls.total == 0

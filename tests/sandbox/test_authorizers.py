@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from retrysafe.testing import Clock
 from retrysafe_sandbox.authorizers import Authorizer, Gate, Granted, Request, method_arn
 from retrysafe_sandbox.functions import Invocation
 from retrysafe_sandbox.ledger import Ledger
@@ -19,16 +20,6 @@ def _policy(effect: str, resource: str, context: Any = None) -> dict[str, Any]:
                 {"Effect": effect, "Action": "execute-api:Invoke", "Resource": resource}]}}
 
 
-class Clock:
-    """A clock the test moves."""
-
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 def _gate(spec: Authorizer, answer: Any, clock: Clock | None = None) -> tuple[Gate, list[Any]]:
     events: list[Any] = []
 
@@ -36,7 +27,7 @@ def _gate(spec: Authorizer, answer: Any, clock: Clock | None = None) -> tuple[Ga
         events.append(event)
         return answer if isinstance(answer, Invocation) else Invocation(result=answer)
 
-    return Gate({spec.logical_id: spec}, invoke, Ledger(), clock or Clock()), events
+    return Gate({spec.logical_id: spec}, invoke, Ledger(), clock or Clock(1000.0)), events
 
 
 def _request(headers: dict[str, str], version: int = 1, arn: str = ARN) -> Request:
@@ -47,7 +38,7 @@ TOKEN = Authorizer("Token", 1, "TOKEN", "AuthFn", ("method.request.header.Author
 
 
 def test_token_authorizer_passes_its_context_as_strings_and_is_cached_per_token_for_its_ttl() -> None:
-    clock = Clock()
+    clock = Clock(1000.0)
     gate, events = _gate(TOKEN, _policy("Allow", "arn:aws:execute-api:eu-west-1:123456789012:Api/prod/*",
                                         {"tenantId": "acme", "tier": 2, "admin": False}), clock)
     granted = gate.authorize("Token", _request({"Authorization": "t-1"}))

@@ -15,6 +15,8 @@ from retrysafe_sandbox.guard import Guard, Role
 from retrysafe_sandbox.iam import Policies, Principal, UnsupportedPolicy, evaluate
 from retrysafe_sandbox.ledger import Ledger
 
+from tests.helpers import create_business_table
+
 TABLE = "arn:aws:dynamodb:eu-west-1:123456789012:table/Orders"
 QUEUE = "arn:aws:sqs:eu-west-1:123456789012:Work"
 RULE = "arn:aws:events:eu-west-1:123456789012:rule/Bus/ToWork"
@@ -130,9 +132,7 @@ def test_a_denied_call_fails_as_aws_fails_it_and_is_listed(guarded: tuple[str, G
                             aws_access_key_id=access_key, aws_secret_access_key="x")
 
     admin = client("sandbox")  # the sandbox's own key: not evaluated
-    admin.create_table(TableName=name, BillingMode="PAY_PER_REQUEST",
-                       AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-                       KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}])
+    create_business_table(admin, name)
     writer = client(key)
     writer.put_item(TableName=name, Item={"pk": {"S": "a"}})
     with pytest.raises(ClientError) as denied:

@@ -8,9 +8,11 @@ from typing import Any
 
 import pytest
 from retrysafe.engine import Engine
+from retrysafe.testing.events import task_payload
 
 from examples.saga.handlers import provider as provider_module
 from examples.saga.handlers import tasks
+from tests.helpers import create_business_table
 
 STATE_MACHINE = "arn:aws:states:eu-west-1:123456789012:stateMachine:OrderSaga"
 EXECUTION = "arn:aws:states:eu-west-1:123456789012:execution:OrderSaga:order-1"
@@ -18,9 +20,9 @@ EXECUTION = "arn:aws:states:eu-west-1:123456789012:execution:OrderSaga:order-1"
 
 def payload(state: str, task_input: Any, *, execution: str = EXECUTION, retry: int = 0,
             **extra: Any) -> dict[str, Any]:
-    """The LambdaInvoke payload built from the context object (see retrysafe.stepfunctions)."""
-    return {"execution": execution, "state": state, "stateMachine": STATE_MACHINE, "retryCount": retry,
-            "input": task_input, **extra}
+    """The LambdaInvoke payload built from the context object (see retrysafe.stepfunctions), for the saga's machine."""
+    return {**task_payload(task_input, execution=execution, state=state, state_machine=STATE_MACHINE, retry=retry),
+            **extra}
 
 
 class Frozen:
@@ -101,8 +103,7 @@ class Saga:
 def saga(ddb: Any, store: Any, clock: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[Saga]:
     """Tables ``saga-orders`` (10 units of sku-1) and ``provider-ledger``; every task on one engine and clock."""
     for table in (tasks.ORDERS_TABLE, "provider-ledger"):
-        ddb.create_table(TableName=table, AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-                         KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}], BillingMode="PAY_PER_REQUEST")
+        create_business_table(ddb, table)
     ddb.put_item(TableName=tasks.ORDERS_TABLE, Item={"pk": {"S": "stock#sku-1"}, "available": {"N": "10"}})
     engine = Engine(store, clock=clock)
     for handler in (tasks.reserve_inventory, tasks.charge_payment, tasks.confirm_order, tasks.refund_payment,

@@ -9,9 +9,9 @@ from retrysafe import Engine, Mode, Transaction, idempotent_task
 from retrysafe.engine import Completion, Intent
 from retrysafe.errors import ConfigurationError, TaskInProgress, TaskKeyMismatch, TaskPayloadError
 from retrysafe.keys import Scope
+from retrysafe.testing.events import DrillContext
 
 from tests.conftest import ORDERS, TABLE
-from tests.events import LambdaContext
 from tests.workflow.conftest import EXECUTION, STATE_MACHINE, payload
 
 
@@ -41,8 +41,8 @@ def test_a_retry_of_the_state_replays_the_stored_result(ddb: Any, engine: Engine
     body = Task()
     handler = idempotent_task(body, engine=engine)
 
-    first = handler(payload("Charge", {"amount": 1}), LambdaContext())
-    retried = handler(payload("Charge", {"amount": 1}, retry=2), LambdaContext())  # RetryCount is not in the key
+    first = handler(payload("Charge", {"amount": 1}), DrillContext())
+    retried = handler(payload("Charge", {"amount": 1}, retry=2), DrillContext())  # RetryCount is not in the key
 
     assert first == retried == {"echo": {"amount": 1}, "run": 1}
     assert body.runs == 1
@@ -89,14 +89,14 @@ def test_an_in_flight_duplicate_raises_a_retryable_named_error(ddb: Any, engine:
 
     def body(task_input: Any, context: Any, txn: Transaction) -> str:
         try:  # Step Functions' retry arriving while this invocation still runs
-            handler(payload("Charge", {}), LambdaContext(timeout_seconds=30))
+            handler(payload("Charge", {}), DrillContext(remaining_ms=30_000))
         except TaskInProgress as error:
             seen.append(error)
         return "done"
 
     handler = idempotent_task(body, engine=engine)
 
-    assert handler(payload("Charge", {}), LambdaContext(timeout_seconds=30)) == "done"
+    assert handler(payload("Charge", {}), DrillContext(remaining_ms=30_000)) == "done"
     assert type(seen[0]).__name__ == "TaskInProgress"
     assert 30 <= seen[0].retry_after_seconds <= 33  # the lease: the Lambda's remaining time plus a margin
 
@@ -161,12 +161,12 @@ def test_a_failure_between_steps_resumes_after_the_last_checkpoint(ddb: Any, sto
     handler = idempotent_task(body, engine=engine)
 
     with pytest.raises(ConnectionError):
-        handler(payload("Charge", {}), LambdaContext())
+        handler(payload("Charge", {}), DrillContext())
     kept = store.get(Scope(STATE_MACHINE, "Charge", EXECUTION).record_id)
     assert kept.state == "pending" and list(kept.checkpoints) == ["first"]  # the lease ended, checkpoints kept
     assert [i["pk"]["S"] for i in items(ddb)] == ["first"]  # committed with the "first" checkpoint
 
-    result = handler(payload("Charge", {}, retry=1), LambdaContext())  # Step Functions' immediate retry
+    result = handler(payload("Charge", {}, retry=1), DrillContext())  # Step Functions' immediate retry
 
     assert body.calls == ["first", "second", "second"]
     scope = Scope(STATE_MACHINE, "Charge", EXECUTION)

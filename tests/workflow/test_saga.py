@@ -8,9 +8,9 @@ import pytest
 from retrysafe.errors import FencingError, TaskInProgress
 from retrysafe.keys import Scope
 from retrysafe.record import Record
+from retrysafe.testing.events import DrillContext
 
 from examples.saga.handlers import tasks
-from tests.events import LambdaContext
 from tests.workflow.conftest import EXECUTION, STATE_MACHINE, Frozen, Saga, payload
 
 ORDER = {"orderId": "o-1", "sku": "sku-1", "quantity": 3, "amount": 4200}
@@ -18,7 +18,7 @@ ORDER = {"orderId": "o-1", "sku": "sku-1", "quantity": 3, "amount": 4200}
 
 def run(handler: Any, state: str, task_input: Any, **options: Any) -> Any:
     """One Lambda invocation of ``handler`` as Step Functions makes it."""
-    return handler(payload(state, task_input, **options), LambdaContext(timeout_seconds=10))
+    return handler(payload(state, task_input, **options), DrillContext(remaining_ms=10_000))
 
 
 def pending(store: Any, state: str) -> Record:
