@@ -1,0 +1,70 @@
+"""retrysafe.keys: the Idempotency-Key header's forms, the scope's record id and derived downstream keys.
+
+The record id and the derived keys are pinned: records in deployed tables and keys already sent to
+payment providers are found again only if neither ever changes.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from retrysafe.errors import InvalidKeyError
+from retrysafe.keys import MAX_KEY_LENGTH, Scope, parse_key
+
+URL_SAFE_43 = re.compile(r"^[A-Za-z0-9_-]{43}$")
+
+
+@pytest.mark.parametrize(("raw", "key"), [
+    ("order-1", "order-1"),
+    ("  order-1 ", "order-1"),                      # surrounding whitespace is not part of the key
+    ('"order-1"', "order-1"),                       # the Structured Field string form
+    ('"a\\"b\\\\c"', 'a"b\\c'),                     # its escapes
+    ("x" * MAX_KEY_LENGTH, "x" * MAX_KEY_LENGTH),
+    ("!~", "!~"),                                   # the ends of visible ASCII
+])
+def test_accepted_keys(raw: str, key: str) -> None:
+    assert parse_key(raw, required=True) == key
+
+
+@pytest.mark.parametrize("raw", [
+    "", "   ", '""', "x" * (MAX_KEY_LENGTH + 1), "with space", "caf\u00e9", "tab\there", "nul\x00",
+    '"bad\\escape"', '"un"escaped"', '"lone\\"',
+])
+def test_refused_keys(raw: str) -> None:
+    with pytest.raises(InvalidKeyError) as refused:
+        parse_key(raw, required=True)
+    assert not refused.value.missing
+
+
+def test_a_missing_key_is_refused_only_where_required() -> None:
+    assert parse_key(None, required=False) is None
+    with pytest.raises(InvalidKeyError) as refused:
+        parse_key(None, required=True)
+    assert refused.value.missing
+
+
+def test_the_record_id_is_pinned_and_hides_the_key() -> None:
+    scope = Scope("tenant-a", "CreateOrder", "order-1")
+    assert scope.record_id == "idem#SRDliLs68u7wKprqZ5bHu1EWFd_dx5frEDyfcFHN5gk"
+    assert "order-1" not in scope.record_id and URL_SAFE_43.match(scope.record_id.removeprefix("idem#"))
+
+
+def test_every_part_of_the_scope_counts_and_parts_cannot_pose_as_each_other() -> None:
+    ids = {Scope(*parts).record_id for parts in [
+        ("t", "op", "k"), ("t2", "op", "k"), ("t", "op2", "k"), ("t", "op", "k2"),
+        ("ab", "c", "k"), ("a", "bc", "k"),          # length-prefixed: no delimiter to shift
+        ("t", "opk", ""), ("t", "op", "k\x00"),
+    ]}
+    assert len(ids) == 8
+    assert Scope("t", "op", "k").record_id == Scope("t", "op", "k").record_id
+
+
+def test_derived_keys_are_pinned_per_purpose_and_accepted_by_providers() -> None:
+    scope = Scope("tenant-a", "CreateOrder", "order-1")
+    assert scope.derive_key("charge") == "Ptfs9vbKrKxw9KWegHqZEufwyfZg1dJ7hPvG0jlXKJ4"
+    derived = {scope.derive_key(p) for p in ("charge", "refund", "email")}
+    derived |= {Scope("tenant-b", "CreateOrder", "order-1").derive_key("charge"),
+                Scope("tenant-a", "CreateOrder", "order-2").derive_key("charge")}
+    assert len(derived) == 5 and all(URL_SAFE_43.match(k) for k in derived)
+    assert scope.derive_key("charge") != scope.record_id.removeprefix("idem#")
