@@ -12,7 +12,15 @@ import pytest
 from hypothesis import settings
 from retrysafe.testing import Clock
 
-from tests.helpers import CallCounter, create_business_table
+from tests.helpers import (
+    ORDERS,
+    ROOT,
+    TABLE,
+    CallCounter,
+    Synthesized,
+    create_business_table,
+    create_idempotency_table,
+)
 
 # No timing-based assertions: Hypothesis' per-example deadline (200 ms) fails tests on a loaded machine.
 settings.register_profile("retrysafe", deadline=None)
@@ -26,17 +34,6 @@ os.environ.pop("AWS_PROFILE", None)
 os.environ["RETRYSAFE_TABLE"] = "idempotency"
 os.environ["JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION"] = "20"
 os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "retrysafe-tests")
-
-TABLE = "idempotency"
-ORDERS = "orders"
-
-
-def create_idempotency_table(client: Any, name: str = TABLE) -> None:
-    """The table layout the constructs deploy (the same helper the drills plugin gives users)."""
-    from retrysafe.testing.plugin import create_table
-
-    create_table(client, name)
-
 
 @pytest.fixture
 def aws() -> Iterator[None]:
@@ -82,3 +79,18 @@ def clock() -> Clock:
     import time
 
     return Clock(time.time())
+
+
+@pytest.fixture(scope="session")
+def example(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
+    """The example app (``app.py``) synthesized once per session: ``python -v app.py`` from the repository root,
+    the way ``cdk synth`` runs it (its import trace shows where ``constructs`` came from)."""
+    import subprocess
+    import sys
+
+    outdir = tmp_path_factory.mktemp("example-cdk-out")
+    env = {**os.environ, "CDK_OUTDIR": str(outdir), "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20"}
+    done = subprocess.run([sys.executable, "-v", "app.py"], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=240, check=False)
+    assert done.returncode == 0, done.stderr[-4000:]
+    return Synthesized(outdir, done.stderr)

@@ -1,15 +1,37 @@
 """Test-only helpers shared by the suite. Lambda events, contexts and clocks come from ``retrysafe.testing``.
 
+- ``TABLE``, ``ORDERS``, :func:`create_idempotency_table`, :func:`create_business_table` -- the tables
 - :class:`CallCounter` -- the DynamoDB round trips a client makes (botocore ``before-call`` events)
-- :func:`create_business_table` -- a business table keyed by ``pk``, as the handlers under test write
 - :func:`receive_all`, :func:`stream_event` -- what moto's SQS and DynamoDB Streams return, for Lambda
+- :func:`payload`, :class:`Frozen` -- Step Functions task payloads of one state machine, frozen invocations
+- :class:`Synthesized` -- a synthesized CDK app's output folder
 """
 
 from __future__ import annotations
 
+import json
+import threading
 from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 from typing import Any
+
+from retrysafe.testing.events import task_payload
+
+ROOT = Path(__file__).resolve().parents[1]
+TABLE = "idempotency"
+ORDERS = "orders"
+STATE_MACHINE = "arn:aws:states:eu-west-1:123456789012:stateMachine:OrderSaga"
+EXECUTION = "arn:aws:states:eu-west-1:123456789012:execution:OrderSaga:order-1"
+
+
+def create_idempotency_table(client: Any, name: str = TABLE) -> None:
+    """The table layout the constructs deploy (the same helper the drills plugin gives users)."""
+    from retrysafe.testing.plugin import create_table
+
+    create_table(client, name)
 
 
 class CallCounter:
@@ -61,3 +83,66 @@ def stream_event(records: list[dict[str, Any]], stream_arn: str) -> dict[str, An
         out.append({**{k: v for k, v in r.items() if k != "dynamodb"}, "dynamodb": dynamodb,
                     "eventSourceARN": stream_arn})
     return {"Records": out}
+
+
+def payload(state: str, task_input: Any, *, execution: str = EXECUTION, retry: int = 0,
+            **extra: Any) -> dict[str, Any]:
+    """The LambdaInvoke payload built from the context object (see retrysafe.stepfunctions), for the saga's machine."""
+    return {**task_payload(task_input, execution=execution, state=state, state_machine=STATE_MACHINE, retry=retry),
+            **extra}
+
+
+class Frozen:
+    """An invocation stopped mid-flight, like a Lambda that crashed or froze: its claim is never released.
+
+    ``run`` starts the handler in a thread and returns once it reached the
+    freeze point; ``resume`` lets the zombie continue and returns what it raised.
+    """
+
+    def __init__(self) -> None:
+        self.reached = threading.Event()
+        self.go = threading.Event()
+        self.error: BaseException | None = None
+        self._thread: threading.Thread | None = None
+
+    def point(self) -> None:
+        """Called at the freeze point, from inside the handler."""
+        self.reached.set()
+        assert self.go.wait(30), "the frozen invocation was never resumed"
+
+    def run(self, call: Callable[[], Any]) -> None:
+        """Start ``call`` and wait until it freezes."""
+        def target() -> None:
+            try:
+                call()
+            except BaseException as error:  # noqa: BLE001 - the zombie's fate is inspected by the test
+                self.error = error
+
+        self._thread = threading.Thread(target=target, daemon=True)
+        self._thread.start()
+        assert self.reached.wait(10), f"the invocation never reached its freeze point ({self.error!r})"
+
+    def resume(self) -> BaseException | None:
+        """Let the zombie continue; returns its exception (None when it finished)."""
+        self.go.set()
+        assert self._thread is not None
+        self._thread.join(30)
+        return self.error
+
+
+@dataclass
+class Synthesized:
+    """One synthesized app: its output folder, templates and cdk-nag report."""
+
+    outdir: Path
+    log: str = ""
+
+    def template(self, stack: str) -> dict[str, Any]:
+        """A stack's CloudFormation template."""
+        result: dict[str, Any] = json.loads((self.outdir / f"{stack}.template.json").read_text())
+        return result
+
+    def validation_report(self) -> dict[str, Any]:
+        """cdk-nag's validation report (written on every synth with a validation plugin)."""
+        report: dict[str, Any] = json.loads((self.outdir / "validation-report.json").read_text())
+        return report

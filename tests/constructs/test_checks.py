@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import Synthesized
+from tests.helpers import Synthesized
 
 pytestmark = pytest.mark.synth
 

@@ -7,8 +7,9 @@ from typing import Any
 import pytest
 from aws_cdk.assertions import Match, Template
 
+from tests.helpers import Synthesized
+
 from .composition import STACK
-from .conftest import Synthesized
 
 pytestmark = pytest.mark.synth
 

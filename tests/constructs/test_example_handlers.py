@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from retrysafe.testing.events import DrillContext, rest_event
 
-from .conftest import ROOT
+from tests.helpers import ROOT
 
 HANDLERS = ROOT / "examples" / "orders" / "handlers"
 NAMES = ("orders", "payments", "inventory", "github", "authorizer")

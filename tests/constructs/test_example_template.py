@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from aws_cdk.assertions import Match, Template
 
-from .conftest import Synthesized
+from tests.helpers import Synthesized
 
 pytestmark = pytest.mark.synth
 STACK = "RetrysafeOrders"

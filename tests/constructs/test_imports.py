@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import ROOT, Synthesized
+from tests.helpers import ROOT, Synthesized
 
 
 def _in_site_packages(path: str) -> bool:

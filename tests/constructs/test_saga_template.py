@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import Synthesized
+from tests.helpers import Synthesized
 
 pytestmark = pytest.mark.synth
 STACK = "RetrysafeSaga"

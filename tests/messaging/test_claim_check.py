@@ -18,8 +18,7 @@ from retrysafe.testing.outbox import outbox_stream_event
 from retrysafe.transaction import Transaction
 from retrysafe.webhook import GitHub, WebhookReceiver
 
-from tests.conftest import ORDERS, TABLE
-from tests.helpers import receive_all
+from tests.helpers import ORDERS, TABLE, receive_all
 
 SECRET = b"it's a secret to everybody"
 BUCKET = "webhook-bodies"

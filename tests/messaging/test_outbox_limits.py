@@ -20,8 +20,7 @@ from retrysafe.outbox.targets import EventBridgeTarget, SnsTarget, SqsTarget
 from retrysafe.testing.outbox import outbox_stream_event
 from retrysafe.transaction import Transaction
 
-from tests.conftest import TABLE
-from tests.helpers import receive_all
+from tests.helpers import TABLE, receive_all
 
 KB = 1000
 

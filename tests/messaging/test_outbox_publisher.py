@@ -24,8 +24,7 @@ from retrysafe.sqs import Message, idempotent_sqs
 from retrysafe.testing.events import DrillContext, sqs_event
 from retrysafe.transaction import Transaction
 
-from tests.conftest import TABLE
-from tests.helpers import receive_all
+from tests.helpers import TABLE, receive_all
 
 
 def commit_events(store: Any, count: int, key: str = "k") -> list[str]:

@@ -19,8 +19,14 @@ from retrysafe.store import DynamoStore
 from retrysafe.testing.events import DrillContext, sqs_event
 from retrysafe.transaction import Transaction
 
-from tests.conftest import ORDERS, TABLE, create_idempotency_table
-from tests.helpers import create_business_table, receive_all, stream_event
+from tests.helpers import (
+    ORDERS,
+    TABLE,
+    create_business_table,
+    create_idempotency_table,
+    receive_all,
+    stream_event,
+)
 
 
 @pytest.fixture(scope="module")

@@ -12,8 +12,7 @@ from retrysafe.sqs import Message, idempotent_sqs
 from retrysafe.testing.events import DrillContext, sqs_event, sqs_record
 from retrysafe.transaction import Transaction
 
-from tests.conftest import ORDERS
-from tests.helpers import receive_all
+from tests.helpers import ORDERS, receive_all
 
 
 def applied(ddb: Any, name: str) -> int:

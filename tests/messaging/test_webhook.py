@@ -33,8 +33,7 @@ from retrysafe.webhook import (
 )
 from retrysafe.webhook import receiver as receiver_module
 
-from tests.conftest import ORDERS, TABLE
-from tests.helpers import receive_all
+from tests.helpers import ORDERS, TABLE, receive_all
 
 SECRET = b"it's a secret to everybody"
 BODY = json.dumps({"action": "opened", "number": 7, "updated_at": "2026-11-30T10:00:00Z"})

@@ -27,7 +27,7 @@ from retrysafe.webhook import (
 )
 from standardwebhooks.webhooks import Webhook
 
-from tests.conftest import TABLE
+from tests.helpers import TABLE
 
 SECRET = b"it's a secret to everybody"
 BODY = json.dumps({"action": "opened", "number": 7})

@@ -9,7 +9,7 @@ import pytest
 from retrysafe import Engine, Mode, Transaction, idempotent_http
 from retrysafe.testing.events import DrillContext, http_event, rest_event
 
-from tests.conftest import ORDERS, TABLE
+from tests.helpers import ORDERS, TABLE
 
 HORIZON = 7 * 86400
 

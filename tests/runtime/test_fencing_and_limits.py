@@ -21,7 +21,7 @@ from retrysafe.record import item_size
 from retrysafe.store import DynamoStore
 from retrysafe.testing.events import DrillContext, rest_event
 
-from tests.conftest import ORDERS, TABLE
+from tests.helpers import ORDERS, TABLE
 
 SCOPE = Scope("tenant-a", "Charge", "key-1")
 

@@ -10,7 +10,7 @@ from retrysafe import Engine, Mode, RecordCache, Transaction, idempotent_http
 from retrysafe.keys import Scope
 from retrysafe.testing.events import DrillContext, http_event, rest_event
 
-from tests.conftest import ORDERS
+from tests.helpers import ORDERS
 
 EVENTS = {"rest": rest_event, "http": http_event}
 

@@ -19,7 +19,7 @@ from retrysafe.testing import ALWAYS, Boundary, DynamoSemantics, instant_retries
 from retrysafe.testing.boundary import completes_record
 from retrysafe.testing.events import DrillContext, rest_event
 
-from tests.conftest import ORDERS, TABLE
+from tests.helpers import ORDERS, TABLE
 
 
 @pytest.fixture(params=[True, False], ids=["token-honoured", "token-ignored"])

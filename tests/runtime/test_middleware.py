@@ -15,7 +15,7 @@ from aws_lambda_powertools.event_handler import (
 from retrysafe import TRANSACTION_KEY, Engine, IdempotencyMiddleware, Mode
 from retrysafe.testing.events import DrillContext, http_event, rest_event
 
-from tests.conftest import ORDERS
+from tests.helpers import ORDERS
 
 
 def make_app(resolver_cls: type, store: Any, mode: Mode, **options: Any) -> tuple[Any, list[int]]:

@@ -26,7 +26,7 @@ from retrysafe.outbox.targets import SqsTarget
 from retrysafe.testing.events import DrillContext, api_event
 from retrysafe.webhook import put_if_newer, update_if_newer
 
-from tests.conftest import ORDERS, TABLE
+from tests.helpers import ORDERS, TABLE
 
 
 class Captured:

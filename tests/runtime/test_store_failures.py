@@ -15,8 +15,7 @@ from retrysafe.testing import ALWAYS, Boundary, DynamoSemantics, instant_retries
 from retrysafe.testing.boundary import Reason
 from retrysafe.testing.events import DrillContext, rest_event, sqs_record
 
-from tests.conftest import ORDERS, TABLE
-from tests.workflow.conftest import payload
+from tests.helpers import ORDERS, TABLE, payload
 
 
 @pytest.fixture

@@ -1,66 +1,16 @@
-"""Fixtures for Step Functions tasks: payloads as the state machine sends them, the saga's tables, frozen invocations."""
+"""The order saga's handlers on moto: its tables, one engine and clock, a provider that can freeze an invocation."""
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from retrysafe.engine import Engine
-from retrysafe.testing.events import task_payload
 
 from examples.saga.handlers import provider as provider_module
 from examples.saga.handlers import tasks
-from tests.helpers import create_business_table
-
-STATE_MACHINE = "arn:aws:states:eu-west-1:123456789012:stateMachine:OrderSaga"
-EXECUTION = "arn:aws:states:eu-west-1:123456789012:execution:OrderSaga:order-1"
-
-
-def payload(state: str, task_input: Any, *, execution: str = EXECUTION, retry: int = 0,
-            **extra: Any) -> dict[str, Any]:
-    """The LambdaInvoke payload built from the context object (see retrysafe.stepfunctions), for the saga's machine."""
-    return {**task_payload(task_input, execution=execution, state=state, state_machine=STATE_MACHINE, retry=retry),
-            **extra}
-
-
-class Frozen:
-    """An invocation stopped mid-flight, like a Lambda that crashed or froze: its claim is never released.
-
-    ``run`` starts the handler in a thread and returns once it reached the
-    freeze point; ``resume`` lets the zombie continue and returns what it raised.
-    """
-
-    def __init__(self) -> None:
-        self.reached = threading.Event()
-        self.go = threading.Event()
-        self.error: BaseException | None = None
-        self._thread: threading.Thread | None = None
-
-    def point(self) -> None:
-        """Called at the freeze point, from inside the handler."""
-        self.reached.set()
-        assert self.go.wait(30), "the frozen invocation was never resumed"
-
-    def run(self, call: Callable[[], Any]) -> None:
-        """Start ``call`` and wait until it freezes."""
-        def target() -> None:
-            try:
-                call()
-            except BaseException as error:  # noqa: BLE001 - the zombie's fate is inspected by the test
-                self.error = error
-
-        self._thread = threading.Thread(target=target, daemon=True)
-        self._thread.start()
-        assert self.reached.wait(10), f"the invocation never reached its freeze point ({self.error!r})"
-
-    def resume(self) -> BaseException | None:
-        """Let the zombie continue; returns its exception (None when it finished)."""
-        self.go.set()
-        assert self._thread is not None
-        self._thread.join(30)
-        return self.error
+from tests.helpers import Frozen, create_business_table
 
 
 class FreezingProvider(provider_module.FakePaymentProvider):

@@ -11,8 +11,7 @@ from retrysafe.errors import ConfigurationError, TaskInProgress, TaskKeyMismatch
 from retrysafe.keys import Scope
 from retrysafe.testing.events import DrillContext
 
-from tests.conftest import ORDERS, TABLE
-from tests.workflow.conftest import EXECUTION, STATE_MACHINE, payload
+from tests.helpers import EXECUTION, ORDERS, STATE_MACHINE, TABLE, payload
 
 
 class Task:
