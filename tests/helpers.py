@@ -2,6 +2,7 @@
 
 - ``TABLE``, ``ORDERS``, :func:`create_idempotency_table`, :func:`create_business_table` -- the tables
 - :class:`CallCounter` -- the DynamoDB round trips a client makes (botocore ``before-call`` events)
+- :func:`outbox_items`, :func:`problem` -- the outbox items of the table, a problem+json answer
 - :func:`receive_all`, :func:`stream_event` -- what moto's SQS and DynamoDB Streams return, for Lambda
 - :func:`payload`, :class:`Frozen` -- Step Functions task payloads of one state machine, frozen invocations
 - :class:`Synthesized` -- a synthesized CDK app's output folder
@@ -58,6 +59,20 @@ def create_business_table(client: Any, name: str) -> None:
     """An on-demand table with the string partition key ``pk`` (the idempotency table: the plugin's ``create_table``)."""
     client.create_table(TableName=name, AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
                         KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}], BillingMode="PAY_PER_REQUEST")
+
+
+def outbox_items(client: Any, table: str = TABLE) -> list[dict[str, Any]]:
+    """The outbox items of the idempotency table (published or not), as DynamoDB stores them."""
+    items: list[dict[str, Any]] = client.scan(TableName=table, ConsistentRead=True)["Items"]
+    return [i for i in items if i.get("kind", {}).get("S") == "outbox"]
+
+
+def problem(response: dict[str, Any]) -> dict[str, Any]:
+    """The problem+json document of an HTTP answer, checked for its content type and status."""
+    assert response["headers"]["Content-Type"] == "application/problem+json"
+    doc: dict[str, Any] = json.loads(response["body"])
+    assert doc["status"] == response["statusCode"]
+    return doc
 
 
 def receive_all(sqs: Any, url: str, expected: int | None = None, attempts: int = 10) -> list[dict[str, Any]]:

@@ -33,7 +33,7 @@ from retrysafe.webhook import (
 )
 from retrysafe.webhook import receiver as receiver_module
 
-from tests.helpers import ORDERS, TABLE, receive_all
+from tests.helpers import ORDERS, TABLE, outbox_items, receive_all
 
 SECRET = b"it's a secret to everybody"
 BODY = json.dumps({"action": "opened", "number": 7, "updated_at": "2026-11-30T10:00:00Z"})
@@ -56,10 +56,6 @@ def fresh_parameters() -> Iterator[None]:
     parameters.clear_caches()  # type: ignore[no-untyped-call]
     yield
     parameters.clear_caches()  # type: ignore[no-untyped-call]
-
-
-def outbox_items(ddb: Any) -> list[dict[str, Any]]:
-    return [i for i in ddb.scan(TableName=TABLE)["Items"] if i.get("kind", {}).get("S") == "outbox"]
 
 
 def github(store: Any, **options: Any) -> WebhookReceiver:

@@ -27,7 +27,7 @@ from retrysafe.webhook import (
 )
 from standardwebhooks.webhooks import Webhook
 
-from tests.helpers import TABLE
+from tests.helpers import outbox_items
 
 SECRET = b"it's a secret to everybody"
 BODY = json.dumps({"action": "opened", "number": 7})
@@ -38,10 +38,6 @@ SW_TIMESTAMP = 1614265330
 SW_PAYLOAD = '{"test": 2432232314}'
 SW_SIGNATURE = "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="
 SW_WRONG = "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OA="
-
-
-def outbox_items(ddb: Any) -> list[dict[str, Any]]:
-    return [i for i in ddb.scan(TableName=TABLE)["Items"] if i.get("kind", {}).get("S") == "outbox"]
 
 
 def github_event(body: str = BODY, **ids: str) -> dict[str, Any]:

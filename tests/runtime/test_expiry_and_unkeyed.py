@@ -9,13 +9,9 @@ import pytest
 from retrysafe import Engine, Mode, Transaction, idempotent_http
 from retrysafe.testing.events import DrillContext, http_event, rest_event
 
-from tests.helpers import ORDERS, TABLE
+from tests.helpers import ORDERS, outbox_items
 
 HORIZON = 7 * 86400
-
-
-def outbox(ddb: Any) -> list[dict[str, Any]]:
-    return [i for i in ddb.scan(TableName=TABLE)["Items"] if i["pk"]["S"].startswith("outbox#")]
 
 
 class Crash(BaseException):
@@ -76,7 +72,7 @@ def test_new_intent_after_expiry_appends_events_without_conflict(ddb, store, clo
     late = handler(rest_event({"amount": 2}), DrillContext())
     assert late["statusCode"] == 201, late["body"]
     assert json.loads(late["body"])["event"] != json.loads(first["body"])["event"]
-    assert len(outbox(ddb)) == 2
+    assert len(outbox_items(ddb)) == 2
 
 
 def test_a_takeover_reuses_the_event_ids_of_the_intent_it_resumes(ddb, store, clock):
@@ -98,7 +94,7 @@ def test_a_takeover_reuses_the_event_ids_of_the_intent_it_resumes(ddb, store, cl
     clock.advance(60)
     assert handler(rest_event({"amount": 1}), DrillContext(remaining_ms=5_000))["statusCode"] == 201
     assert runs[0] == runs[1]
-    assert sorted(i["eid"]["S"] for i in outbox(ddb)) == sorted(runs[0])
+    assert sorted(i["eid"]["S"] for i in outbox_items(ddb)) == sorted(runs[0])
 
 
 @pytest.mark.parametrize("make_event", [rest_event, http_event])
@@ -118,5 +114,5 @@ def test_unkeyed_requests_each_get_their_own_scope_and_run_every_time(ddb, store
     assert first["statusCode"] == second["statusCode"] == 201, second["body"]
     a, b = json.loads(first["body"]), json.loads(second["body"])
     assert a["id"] != b["id"] and a["event"] != b["event"]
-    assert len(ddb.scan(TableName=ORDERS)["Items"]) == 2 and len(outbox(ddb)) == 2
+    assert len(ddb.scan(TableName=ORDERS)["Items"]) == 2 and len(outbox_items(ddb)) == 2
     assert "Idempotent-Replayed" not in second.get("headers", {})

@@ -10,7 +10,7 @@ from retrysafe import Engine, Mode, RecordCache, Transaction, idempotent_http
 from retrysafe.keys import Scope
 from retrysafe.testing.events import DrillContext, http_event, rest_event
 
-from tests.helpers import ORDERS
+from tests.helpers import ORDERS, problem
 
 EVENTS = {"rest": rest_event, "http": http_event}
 
@@ -39,13 +39,6 @@ def orders_in(ddb: Any) -> list[dict[str, Any]]:
 
 def records_in(ddb: Any) -> list[dict[str, Any]]:
     return [i for i in ddb.scan(TableName="idempotency")["Items"] if i["pk"]["S"].startswith("idem#")]
-
-
-def problem(response: dict[str, Any]) -> dict[str, Any]:
-    assert response["headers"]["Content-Type"] == "application/problem+json"
-    doc = json.loads(response["body"])
-    assert doc["status"] == response["statusCode"]
-    return doc
 
 
 @pytest.fixture(params=["rest", "http"])

@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 from retrysafe.testing.events import DrillContext, http_event, rest_event
 
-from tests.runtime.test_http_contract import OrdersApi, build, orders_in, problem
+from tests.helpers import problem
+from tests.runtime.test_http_contract import OrdersApi, build, orders_in
 
 
 def v2_query(raw: str, params: dict[str, str] | None = None, body: Any = None) -> dict[str, Any]:

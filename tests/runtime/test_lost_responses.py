@@ -19,7 +19,7 @@ from retrysafe.testing import ALWAYS, Boundary, DynamoSemantics, instant_retries
 from retrysafe.testing.boundary import completes_record
 from retrysafe.testing.events import DrillContext, rest_event
 
-from tests.helpers import ORDERS, TABLE
+from tests.helpers import ORDERS, TABLE, outbox_items
 
 
 @pytest.fixture(params=[True, False], ids=["token-honoured", "token-ignored"])
@@ -99,10 +99,6 @@ def balance(ddb: Any) -> int:
     return int(item["charged"]["N"]) if item else 0
 
 
-def outbox(ddb: Any) -> list[dict[str, Any]]:
-    return [i for i in ddb.scan(TableName=TABLE)["Items"] if i["pk"]["S"].startswith("outbox#")]
-
-
 def records(ddb: Any) -> list[dict[str, Any]]:
     return [i for i in ddb.scan(TableName=TABLE)["Items"] if i["pk"]["S"].startswith("idem#")]
 
@@ -137,7 +133,7 @@ def test_lost_commit_response_answers_the_handlers_own_response(ddb, lost, engin
     assert response["statusCode"] == 201
     assert "Idempotent-Replayed" not in response["headers"]
     assert response["headers"]["X-Run"] == "1" and response["multiValueHeaders"]["Set-Cookie"] == ["a=1", "b=2"]
-    assert balance(ddb) == 5 and len(outbox(ddb)) == 1
+    assert balance(ddb) == 5 and len(outbox_items(ddb)) == 1
     again = handler(rest_event({"amount": 5}), DrillContext())
     assert again["headers"]["Idempotent-Replayed"] == "true" and balance(ddb) == 5
 
@@ -150,7 +146,7 @@ def test_lost_checkpoint_response_does_not_repeat_the_step_or_its_writes(ddb, lo
     response = handler(rest_event({"amount": 5}), DrillContext())
     assert lost_answers(lost) == ["TransactWriteItems"]
     assert response["statusCode"] == 201, response["body"]
-    assert api.provider_calls == 1 and balance(ddb) == 5 and len(outbox(ddb)) == 1
+    assert api.provider_calls == 1 and balance(ddb) == 5 and len(outbox_items(ddb)) == 1
 
 
 def test_failure_after_a_lost_checkpoint_response_keeps_the_checkpoint(ddb, lost, engine):
@@ -162,7 +158,7 @@ def test_failure_after_a_lost_checkpoint_response_keeps_the_checkpoint(ddb, lost
         handler(rest_event({"amount": 5}), DrillContext())
     response = handler(rest_event({"amount": 5}), DrillContext())
     assert response["statusCode"] == 201, response["body"]
-    assert api.provider_calls == 1 and balance(ddb) == 5 and len(outbox(ddb)) == 1
+    assert api.provider_calls == 1 and balance(ddb) == 5 and len(outbox_items(ddb)) == 1
     assert json.loads(response["body"]) == {"charge": "ch_1"}
 
 
@@ -177,7 +173,7 @@ def test_checkpoint_whose_outcome_is_unknown_is_never_deleted(ddb, lost, engine)
     assert record["st"]["S"] == "pending" and "charge" in record["cp"]["M"]  # the lease ended, the record stays
     again = handler(rest_event({"amount": 5}), DrillContext())
     assert again["statusCode"] == 201, again["body"]
-    assert api.provider_calls == 1 and balance(ddb) == 5 and len(outbox(ddb)) == 1
+    assert api.provider_calls == 1 and balance(ddb) == 5 and len(outbox_items(ddb)) == 1
 
 
 def test_lost_release_response_is_a_release(ddb, lost, engine, counted):

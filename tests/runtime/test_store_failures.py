@@ -3,7 +3,6 @@ or a named Step Functions error (retried when the runtime's RETRIABLE_ERRORS nam
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -15,7 +14,7 @@ from retrysafe.testing import ALWAYS, Boundary, DynamoSemantics, instant_retries
 from retrysafe.testing.boundary import Reason
 from retrysafe.testing.events import DrillContext, rest_event, sqs_record
 
-from tests.helpers import ORDERS, TABLE, payload
+from tests.helpers import ORDERS, TABLE, payload, problem
 
 
 @pytest.fixture
@@ -47,13 +46,6 @@ def reasons(code: str, *, at: int = 1, message: str | None = None) -> list[Reaso
 def api(event: dict[str, Any], context: Any, txn: Transaction) -> dict[str, Any]:
     txn.update({"pk": "balance"}, "ADD n :one", table=ORDERS, values={":one": 1})
     return {"statusCode": 201, "body": "{}"}
-
-
-def problem(response: dict[str, Any]) -> dict[str, Any]:
-    assert response["headers"]["Content-Type"] == "application/problem+json"
-    doc: dict[str, Any] = json.loads(response["body"])
-    assert doc["status"] == response["statusCode"]
-    return doc
 
 
 def claims(ddb: Any) -> list[dict[str, Any]]:
