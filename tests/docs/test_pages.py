@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.helpers import ROOT
+
 PAGES = sorted((ROOT / "docs").glob("*.md"))
 FENCE = re.compile(r"^```python\n(.*?)^```", re.MULTILINE | re.DOTALL)
 INCLUDE = re.compile(r'^--8<-- "([^":]+)(?::([\w-]+))?"$')

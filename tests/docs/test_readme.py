@@ -12,7 +12,8 @@ import textwrap
 import tomllib
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.helpers import ROOT
+
 README = ROOT / "README.md"
 SNIPPET_TESTS = ROOT / "tests" / "docs" / "test_snippets.py"
 # A Python block is preceded by a comment naming the snippet section it copies.

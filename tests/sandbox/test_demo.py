@@ -14,8 +14,7 @@ from retrysafe_sandbox.__main__ import credentials
 
 from examples.orders import scenario as orders
 from examples.saga import scenario as saga_scenario
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.helpers import ROOT
 
 
 def test_every_intent_applies_exactly_once(example_assembly: Path, tmp_path: Path) -> None:

@@ -12,8 +12,7 @@ from retrysafe_sandbox.hooks import HookError, Hooks
 
 from examples.orders import scenario as orders
 from examples.saga import scenario as saga
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.helpers import ROOT
 
 
 def _cdk_json(tmp_path: Path, entry: object) -> Path:
