@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.helpers import ROOT
+
 pytestmark = pytest.mark.synth
 
-SNIPPETS = Path(__file__).resolve().parents[2] / "examples" / "snippets"
+SNIPPETS = ROOT / "examples" / "snippets"
 
 
 @pytest.fixture(scope="module")

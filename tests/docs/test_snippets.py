@@ -12,7 +12,6 @@ import hmac
 import importlib
 import json
 from collections.abc import Iterator
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -25,9 +24,9 @@ from retrysafe.outbox.targets import SqsTarget
 from retrysafe.testing import engine_of, outbox_stream_event, publish_twice
 from retrysafe.testing.events import DrillContext, api_event, sqs_record, task_payload
 
-from tests.helpers import CallCounter, create_business_table
+from tests.helpers import ROOT, CallCounter, create_business_table
 
-SNIPPETS = Path(__file__).resolve().parents[2] / "examples" / "snippets"
+SNIPPETS = ROOT / "examples" / "snippets"
 
 
 def fresh(name: str) -> ModuleType:

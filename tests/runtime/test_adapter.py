@@ -18,7 +18,7 @@ from retrysafe.observability import telemetry
 from retrysafe.testing.events import DrillContext, api_event, sqs_record, task_payload
 from retrysafe.webhook import GenericHmac, WebhookReceiver
 
-from tests.conftest import TABLE, CallCounter
+from tests.helpers import TABLE, CallCounter
 
 SECRET = b"adapter-secret"
 

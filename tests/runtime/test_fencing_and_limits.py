@@ -290,7 +290,7 @@ def test_table_verification_at_cold_start_is_opt_in(aws, monkeypatch):
     monkeypatch.setenv("RETRYSAFE_TABLE", "wrong-keys")
     with pytest.raises(ConfigurationError, match="'pk'"):
         idempotent_http(lambda e, c, t: None)
-    from tests.conftest import create_idempotency_table
+    from tests.helpers import create_idempotency_table
 
     create_idempotency_table(client, "good-table")
     monkeypatch.setenv("RETRYSAFE_TABLE", "good-table")

@@ -5,9 +5,9 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from tests.conftest import CallCounter
-from tests.events import LambdaContext
-from tests.workflow.conftest import payload
+from retrysafe.testing.events import DrillContext
+
+from tests.helpers import CallCounter, payload
 
 #: The public names ``retrysafe.workflow`` had before the rename.
 OLD_NAMES = ["NON_RETRIABLE_ERRORS", "RETRIABLE_ERRORS", "TaskFunction", "TaskHandler", "TaskIdempotency",
@@ -36,9 +36,9 @@ def test_a_task_written_against_the_old_module_runs_and_replays(store: Any, call
         return {"reserved": order["sku"]}
 
     event = payload("Reserve", {"sku": "sku-1"})
-    assert reserve(event, LambdaContext()) == {"reserved": "sku-1"}
+    assert reserve(event, DrillContext()) == {"reserved": "sku-1"}
     assert calls.total == 2  # claim-first: claim, complete
     calls.reset()
-    assert reserve(event, LambdaContext()) == {"reserved": "sku-1"}
+    assert reserve(event, DrillContext()) == {"reserved": "sku-1"}
     assert calls.total == 1  # the retry of the state replays
     assert len(runs) == 1
