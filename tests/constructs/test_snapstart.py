@@ -19,8 +19,9 @@ from aws_cdk.assertions import Match, Template
 from retrysafe_cdk import IdempotencyTable, IdempotentFunction
 from retrysafe_sandbox.assembly import function_name, load_stacks
 
+from tests.helpers import Synthesized
+
 from .builders import inline_function, new_stack
-from .conftest import Synthesized
 from .snapstart_app import STACK
 
 pytestmark = pytest.mark.synth

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from retrysafe import codec
 from retrysafe.errors import TransactionTooLargeError
 
-from tests.conftest import TABLE, create_idempotency_table
+from tests.helpers import TABLE, create_idempotency_table
 
 
 def test_strings_and_integers_take_the_direct_path() -> None:

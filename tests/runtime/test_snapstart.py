@@ -22,7 +22,7 @@ from retrysafe import store as store_module
 from retrysafe.engine import new_token
 from retrysafe.testing.events import DrillContext, api_event
 
-from tests.conftest import TABLE, CallCounter
+from tests.helpers import TABLE, CallCounter
 
 
 class FakeHooks(types.ModuleType):
@@ -114,7 +114,7 @@ def test_connections_are_closed_before_the_snapshot_and_after_restore(hooks: Fak
     carried into the snapshot, where every restored environment would share one stale socket."""
     from moto.server import ThreadedMotoServer
 
-    from tests.conftest import create_idempotency_table
+    from tests.helpers import create_idempotency_table
 
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()

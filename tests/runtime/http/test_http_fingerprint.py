@@ -12,7 +12,7 @@ import pytest
 from retrysafe.testing.events import DrillContext, http_event, rest_event
 
 from tests.helpers import problem
-from tests.runtime.test_http_contract import OrdersApi, build, orders_in
+from tests.runtime.http.test_http_contract import OrdersApi, build, orders_in
 
 
 def v2_query(raw: str, params: dict[str, str] | None = None, body: Any = None) -> dict[str, Any]:

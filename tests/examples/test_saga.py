@@ -11,8 +11,8 @@ from retrysafe.record import Record
 from retrysafe.testing.events import DrillContext
 
 from examples.saga.handlers import tasks
+from tests.examples.conftest import Saga
 from tests.helpers import EXECUTION, STATE_MACHINE, Frozen, payload
-from tests.workflow.conftest import Saga
 
 ORDER = {"orderId": "o-1", "sku": "sku-1", "quantity": 3, "amount": 4200}
 

@@ -8,7 +8,7 @@ import pytest
 from retrysafe.testing.events import DrillContext, http_event, rest_event
 
 from tests.helpers import problem
-from tests.runtime.test_http_contract import OrdersApi, build, orders_in
+from tests.runtime.http.test_http_contract import OrdersApi, build, orders_in
 
 ACCOUNT = "123456789012"
 POOL = "eu-west-1:0f6a2c3e-1111-2222-3333-444455556666"

@@ -1,0 +1,41 @@
+"""The tests mirror the packages: a folder of tests/runtime names a room of the runtime, and nothing lives
+in a folder the layout does not know (a test added to an old folder would be easy to miss)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.helpers import ROOT
+
+TESTS = ROOT / "tests"
+RUNTIME = ROOT / "runtime" / "retrysafe"
+# What each top-level folder of tests/ holds.
+FOLDERS = {
+    "runtime": "the runtime (retrysafe): the core's contract and unit tests, a folder per transport room",
+    "constructs": "the CDK constructs (retrysafe_cdk)",
+    "sandbox": "the local sandbox (retrysafe_sandbox)",
+    "examples": "the example apps in examples/: their handlers, stacks and saga",
+    "drills": "the failure drills, the exploration and the soak (make soak)",
+    "docs": "the documentation site, its snippets and the README",
+    "bench": "the benchmark's DynamoDB model",
+}
+
+
+def folders(path: Path) -> list[str]:
+    return sorted(p.name for p in path.iterdir() if p.is_dir() and p.name not in {"__pycache__", "http_api_handlers"})
+
+
+def test_top_level_folders_are_the_known_ones() -> None:
+    assert folders(TESTS) == sorted(FOLDERS), f"tests/ holds {folders(TESTS)}; its folders are {sorted(FOLDERS)}"
+
+
+def test_every_runtime_test_folder_names_a_room_of_the_runtime() -> None:
+    for name in folders(TESTS / "runtime"):
+        assert (RUNTIME / name / "__init__.py").is_file() or (RUNTIME / f"{name}.py").is_file(), \
+            f"tests/runtime/{name} mirrors no package or module of retrysafe"
+
+
+def test_every_test_folder_is_a_package() -> None:
+    # Test modules are imported by their dotted path (tests.runtime.http.test_tenant), so two files may share a name.
+    for folder in [TESTS, *(p for p in TESTS.rglob("*") if p.is_dir() and any(p.glob("test_*.py")))]:
+        assert (folder / "__init__.py").is_file(), f"{folder.relative_to(ROOT)} has no __init__.py"
