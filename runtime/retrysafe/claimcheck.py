@@ -15,9 +15,10 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
+from . import names
 from .errors import ClaimCheckError, ConfigurationError
 
-BUCKET_ENV = "RETRYSAFE_CLAIM_CHECK_BUCKET"
+BUCKET_ENV = names.CLAIM_CHECK_BUCKET_ENV
 #: Marks a webhook receipt whose body is in S3 (``body_ref`` holds the pointer).
 S3_ENCODING = "s3"
 

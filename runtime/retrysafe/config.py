@@ -21,21 +21,21 @@ import os
 from collections.abc import Callable, Mapping
 from typing import TypeVar, overload
 
+from . import names
 from ._value import Value, set_field
 from .errors import ConfigurationError
 
-TABLE_ENV = "RETRYSAFE_TABLE"
-HORIZON_ENV = "RETRYSAFE_RETRY_HORIZON_SECONDS"
-LEASE_ENV = "RETRYSAFE_LEASE_SECONDS"
-VERIFY_ENV = "RETRYSAFE_VERIFY_TABLE"
+TABLE_ENV = names.TABLE_ENV
+HORIZON_ENV = names.HORIZON_ENV
+LEASE_ENV = names.LEASE_ENV
+VERIFY_ENV = names.VERIFY_ENV
 
 DAY = 86_400
 DEFAULT_HORIZON_SECONDS = 7 * DAY
-MIN_HORIZON_SECONDS = DAY
+MIN_HORIZON_SECONDS = names.MIN_HORIZON_SECONDS
 DEFAULT_LEASE_SECONDS = 60.0
-#: Extra lease beyond the Lambda's remaining time, so a claim never lapses
-#: while its invocation can still be alive (clock skew, freeze/thaw).
-LEASE_MARGIN_SECONDS = 2.0
+#: Extra lease beyond the Lambda's remaining time (:data:`retrysafe.names.LEASE_MARGIN_SECONDS`).
+LEASE_MARGIN_SECONDS = names.LEASE_MARGIN_SECONDS
 
 _N = TypeVar("_N", int, float)
 

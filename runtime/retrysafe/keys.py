@@ -14,6 +14,7 @@ import hashlib
 
 from ._value import Value, set_field
 from .errors import InvalidKeyError
+from .names import RECORD_PREFIX
 
 MAX_KEY_LENGTH = 255
 _ALLOWED = frozenset(chr(c) for c in range(0x21, 0x7F))  # visible ASCII, no spaces or controls
@@ -91,7 +92,7 @@ class Scope(Value):
         """The record's partition key: ``idem#`` + a hash of the scope (the raw key never reaches DynamoDB)."""
         record_id = self._record_id
         if record_id is None:
-            record_id = "idem#" + _digest("scope/v1", self.tenant, self.operation, self.key)
+            record_id = RECORD_PREFIX + _digest("scope/v1", self.tenant, self.operation, self.key)
             set_field(self, "_record_id", record_id)
         return record_id
 

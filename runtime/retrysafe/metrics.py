@@ -14,7 +14,9 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-NAMESPACE_ENV = "RETRYSAFE_METRICS_NAMESPACE"
+from . import names
+
+NAMESPACE_ENV = names.METRICS_NAMESPACE_ENV
 DEFAULT_NAMESPACE = "retrysafe"
 #: The value of the ``service`` dimension of every retrysafe metric.
 SERVICE = "retrysafe"

@@ -39,6 +39,7 @@ from .metrics import (
     REPLAYED,
     TAKEOVER,
 )
+from .names import LOG_LEVEL_ENV, SERVICE_ENV
 
 __all__ = [
     "EXECUTED",
@@ -75,7 +76,7 @@ def _threshold() -> int:
     lambda_level = _LAMBDA_LEVELS.get(os.environ.get("AWS_LAMBDA_LOG_LEVEL", ""))
     if lambda_level is not None:
         return lambda_level
-    return _LEVELS.get(os.environ.get("RETRYSAFE_LOG_LEVEL", "INFO").upper(), 0)
+    return _LEVELS.get(os.environ.get(LOG_LEVEL_ENV, "INFO").upper(), 0)
 
 
 def _metrics_disabled() -> bool:
@@ -103,8 +104,8 @@ class Telemetry:
         if self._logger is None:
             from aws_lambda_powertools import Logger
 
-            self._logger = Logger(service=os.environ.get("RETRYSAFE_SERVICE", "retrysafe"),
-                                  level=os.environ.get("RETRYSAFE_LOG_LEVEL", "INFO"))
+            self._logger = Logger(service=os.environ.get(SERVICE_ENV, "retrysafe"),
+                                  level=os.environ.get(LOG_LEVEL_ENV, "INFO"))
         return self._logger
 
     def count(self, name: str, operation: str, record_id: str, **fields: Any) -> None:

@@ -30,13 +30,14 @@ import json
 import zlib
 from typing import Any
 
+from . import names
 from ._value import Value, set_field
 from .errors import ResponseTooLargeError
 
 PENDING = "pending"
 COMPLETED = "completed"
 
-TTL_ATTRIBUTE = "exp"
+TTL_ATTRIBUTE = names.TTL_ATTRIBUTE
 #: Results larger than this (bytes of JSON) are stored zlib-compressed when that is smaller.
 COMPRESS_THRESHOLD = 256
 #: DynamoDB's item limit is 400 KB; keep headroom for the other attributes.
@@ -141,10 +142,10 @@ def _check_size(size: int) -> None:
 def to_item(record: Record) -> AttributeMap:
     """Encode ``record`` as a DynamoDB attribute map."""
     item: AttributeMap = {
-        "pk": {"S": record.record_id},
+        names.PARTITION_KEY: {"S": record.record_id},
         "st": {"S": record.state},
         "fp": {"S": record.fingerprint},
-        "exp": {"N": str(record.expires_at)},
+        TTL_ATTRIBUTE: {"N": str(record.expires_at)},
         "ca": {"N": str(record.created_at_ms)},
         "op": {"S": record.operation},
     }
@@ -178,10 +179,10 @@ def from_item(item: AttributeMap) -> Record:
         result = json.loads(item["r"]["S"])
     checkpoints = {k: json.loads(v["S"]) for k, v in item.get("cp", {}).get("M", {}).items()}
     return Record(
-        record_id=item["pk"]["S"],
+        record_id=item[names.PARTITION_KEY]["S"],
         state=item.get("st", {}).get("S", PENDING),
         fingerprint=item.get("fp", {}).get("S", ""),
-        expires_at=int(item.get("exp", {}).get("N", "0")),
+        expires_at=int(item.get(TTL_ATTRIBUTE, {}).get("N", "0")),
         created_at_ms=int(item.get("ca", {}).get("N", "0")),
         operation=item.get("op", {}).get("S", ""),
         owner=item.get("ow", {}).get("S"),

@@ -43,11 +43,11 @@ from .engine import Completion, Engine, Intent
 from .errors import ConfigurationError, InvalidInputError
 from .fingerprint import canonical_document, fingerprint, is_unicode, parse_json
 from .keys import Scope
+from .names import KEY_MESSAGE_ATTRIBUTE, VISIBILITY_TIMEOUT_ENV
 from .store import DynamoStore
 from .transaction import Transaction
 
-VISIBILITY_TIMEOUT_ENV = "RETRYSAFE_VISIBILITY_TIMEOUT_SECONDS"
-KEY_ATTRIBUTE = "idempotency-key"
+KEY_ATTRIBUTE = KEY_MESSAGE_ATTRIBUTE
 #: Dotted paths into the (unwrapped) JSON content that may carry a propagated event id.
 DEFAULT_KEY_PATHS: tuple[str, ...] = ("event_id",)
 

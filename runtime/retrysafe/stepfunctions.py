@@ -54,6 +54,7 @@ from .errors import (
 )
 from .fingerprint import canonical_value, fingerprint, is_unicode
 from .keys import Scope
+from .names import TASK_EXECUTION, TASK_INPUT, TASK_ITERATION, TASK_STATE, TASK_STATE_MACHINE
 from .store import DynamoStore
 from .transaction import Transaction
 
@@ -102,23 +103,23 @@ class TaskRequest(Value):
         """Read the payload built from the context object (see the module docstring)."""
         if not isinstance(payload, dict):
             raise TaskPayloadError("the task payload must be a JSON object with 'execution', 'state' and 'input'")
-        missing = [name for name in ("execution", "state") if not isinstance(payload.get(name), str)
+        missing = [name for name in (TASK_EXECUTION, TASK_STATE) if not isinstance(payload.get(name), str)
                    or not payload[name]]
         if missing:
             raise TaskPayloadError(
                 f"the task payload has no {' or '.join(repr(m) for m in missing)}: pass "
                 '"execution.$": "$$.Execution.Id" and "state.$": "$$.State.Name" in the LambdaInvoke Payload'
             )
-        iteration = payload.get("iteration")
-        state_machine = payload.get("stateMachine") or None
+        iteration = payload.get(TASK_ITERATION)
+        state_machine = payload.get(TASK_STATE_MACHINE) or None
         if not isinstance(state_machine, (str, type(None))):
             raise TaskPayloadError("the task payload's 'stateMachine' is not a string: pass "
                                    '"stateMachine.$": "$$.StateMachine.Id"')
-        for name, value in (("execution", payload["execution"]), ("state", payload["state"]),
-                            ("stateMachine", state_machine), ("iteration", iteration)):
+        for name, value in ((TASK_EXECUTION, payload[TASK_EXECUTION]), (TASK_STATE, payload[TASK_STATE]),
+                            (TASK_STATE_MACHINE, state_machine), (TASK_ITERATION, iteration)):
             if value is not None and not is_unicode(str(value)):
                 raise TaskPayloadError(f"the task payload's {name!r} is not Unicode text (a lone surrogate)")
-        return cls(execution=payload["execution"], state=payload["state"], input=payload.get("input"),
+        return cls(execution=payload[TASK_EXECUTION], state=payload[TASK_STATE], input=payload.get(TASK_INPUT),
                    state_machine=state_machine, iteration=None if iteration is None else str(iteration))
 
     def fingerprint(self) -> str:

@@ -19,7 +19,7 @@ from typing import Any
 
 from ._value import Value, set_field
 from .codec import check_limits
-from .config import VERIFY_ENV, table_name_from_env
+from .config import table_name_from_env
 from .errors import (
     BusinessConditionFailedError,
     ConfigurationError,
@@ -29,6 +29,7 @@ from .errors import (
     TransactionRaced,
     TransactionTooLargeError,
 )
+from .names import PARTITION_KEY, TTL_ATTRIBUTE, VERIFY_ENV
 from .record import PENDING, AttributeMap, Record, encode_checkpoints, from_item, to_item
 
 #: Operation error codes (after botocore's retries) and ``CancellationReasons`` codes that mean
@@ -42,7 +43,7 @@ _UNAVAILABLE = frozenset({
 #: ``CancellationReasons`` codes of a transaction that DynamoDB refused as invalid.
 _REJECTED_REASONS = frozenset({"ValidationError", "ItemCollectionSizeLimitExceeded"})
 
-_ABSENT_CONDITION = "attribute_not_exists(pk) OR #exp < :now"
+_ABSENT_CONDITION = f"attribute_not_exists({PARTITION_KEY}) OR #exp < :now"
 _TAKEOVER_CONDITION = "#st = :pending AND #ow = :previous AND #fp = :fp AND #le < :now_ms AND #exp >= :now"
 _OWNER_CONDITION = "#ow = :ow AND #st = :pending"
 _CHECKPOINT_CONDITION = "#ow = :ow AND #st = :pending AND attribute_not_exists(#cp.#step)"
@@ -119,10 +120,10 @@ class DynamoStore:
         """
         table = self._call("describe_table", TableName=self.table_name)["Table"]
         keys = [(k["AttributeName"], k["KeyType"]) for k in table.get("KeySchema", [])]
-        if keys != [("pk", "HASH")]:
+        if keys != [(PARTITION_KEY, "HASH")]:
             raise ConfigurationError(
                 f"idempotency table {self.table_name!r} has key schema {keys}; retrysafe needs a table "
-                "whose only key is the partition key 'pk' (string), as IdempotencyTable deploys it"
+                f"whose only key is the partition key {PARTITION_KEY!r} (string), as IdempotencyTable deploys it"
             )
 
     @property
@@ -156,7 +157,7 @@ class DynamoStore:
         """
         try:
             self._call("put_item", TableName=self.table_name, Item=to_item(record),
-                       ConditionExpression=_ABSENT_CONDITION, ExpressionAttributeNames={"#exp": "exp"},
+                       ConditionExpression=_ABSENT_CONDITION, ExpressionAttributeNames={"#exp": TTL_ATTRIBUTE},
                        ExpressionAttributeValues={":now": {"N": str(int(now))}},
                        ReturnValuesOnConditionCheckFailure="ALL_OLD")
             return ClaimResult(record)
@@ -177,9 +178,9 @@ class DynamoStore:
         }
         try:
             response = self._call(
-                "update_item", TableName=self.table_name, Key={"pk": {"S": record.record_id}},
+                "update_item", TableName=self.table_name, Key={PARTITION_KEY: {"S": record.record_id}},
                 UpdateExpression="SET #ow = :ow, #le = :le", ConditionExpression=_TAKEOVER_CONDITION,
-                ExpressionAttributeNames={"#st": "st", "#ow": "ow", "#fp": "fp", "#le": "le", "#exp": "exp"},
+                ExpressionAttributeNames={"#st": "st", "#ow": "ow", "#fp": "fp", "#le": "le", "#exp": TTL_ATTRIBUTE},
                 ExpressionAttributeValues=values, ReturnValues="ALL_NEW",
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
@@ -205,7 +206,7 @@ class DynamoStore:
                                "ReturnValuesOnConditionCheckFailure": "ALL_OLD"}
         if owner is None:
             put["ConditionExpression"] = _ABSENT_CONDITION
-            put["ExpressionAttributeNames"] = {"#exp": "exp"}
+            put["ExpressionAttributeNames"] = {"#exp": TTL_ATTRIBUTE}
             put["ExpressionAttributeValues"] = {":now": {"N": str(int(now))}}
         else:
             put["ConditionExpression"] = _OWNER_CONDITION
@@ -243,7 +244,7 @@ class DynamoStore:
         raises :class:`RecordConflict` when fenced off, or when this very checkpoint was
         already applied (the current record then holds ``step`` under ``owner``).
         """
-        update = {"TableName": self.table_name, "Key": {"pk": {"S": record_id}}, "UpdateExpression": "SET #cp = :cp",
+        update = {"TableName": self.table_name, "Key": {PARTITION_KEY: {"S": record_id}}, "UpdateExpression": "SET #cp = :cp",
                   "ConditionExpression": _CHECKPOINT_CONDITION,
                   "ExpressionAttributeNames": {"#cp": "cp", "#ow": "ow", "#st": "st", "#step": step},
                   "ExpressionAttributeValues": {":cp": encode_checkpoints(checkpoints), ":ow": {"S": owner},
@@ -266,7 +267,7 @@ class DynamoStore:
             "ExpressionAttributeValues": {":ow": {"S": owner}, ":pending": {"S": PENDING}},
             "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
         }
-        key = {"pk": {"S": record_id}}
+        key = {PARTITION_KEY: {"S": record_id}}
         try:
             if keep_checkpoints:
                 condition["ExpressionAttributeNames"]["#le"] = "le"
@@ -281,7 +282,7 @@ class DynamoStore:
 
     def get(self, record_id: str) -> Record | None:
         """Read a record with a consistent read (used only when waiting for an in-flight duplicate)."""
-        response = self._call("get_item", TableName=self.table_name, Key={"pk": {"S": record_id}}, ConsistentRead=True)
+        response = self._call("get_item", TableName=self.table_name, Key={PARTITION_KEY: {"S": record_id}}, ConsistentRead=True)
         item = response.get("Item")
         return from_item(item) if item else None
 

@@ -43,14 +43,15 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from .. import names
 from .._value import Value, set_field
 
 if TYPE_CHECKING:
     from datetime import datetime
 
-OUTBOX_PREFIX = "outbox#"
-OUTBOX_KIND = "outbox"
-UNPUBLISHED_ATTRIBUTE = "obq"
+OUTBOX_PREFIX = names.OUTBOX_PREFIX
+OUTBOX_KIND = names.OUTBOX_KIND
+UNPUBLISHED_ATTRIBUTE = names.UNPUBLISHED_ATTRIBUTE
 UNPUBLISHED_SHARDS = 8
 #: ``obq`` value of a parked event (refused permanently by the target): outside the sweeper's shards.
 PARKED = "parked"
@@ -106,15 +107,15 @@ class OutboxEvent(Value):
         """The DynamoDB attribute map for this event."""
         shard = int(self.event_id.replace("-", "")[:8], 16) % UNPUBLISHED_SHARDS
         item: dict[str, dict[str, Any]] = {
-            "pk": {"S": OUTBOX_PREFIX + self.event_id},
-            "kind": {"S": OUTBOX_KIND},
+            names.PARTITION_KEY: {"S": OUTBOX_PREFIX + self.event_id},
+            names.KIND_ATTRIBUTE: {"S": OUTBOX_KIND},
             "eid": {"S": self.event_id},
             "etype": {"S": self.event_type},
             "aggt": {"S": self.aggregate_type},
             "aggid": {"S": self.aggregate_id},
             "payload": {"S": self.payload_text},
-            "at": {"S": _utc_iso(self.occurred_at)},
-            "exp": {"N": str(expires_at)},
+            names.OCCURRED_AT_ATTRIBUTE: {"S": _utc_iso(self.occurred_at)},
+            names.TTL_ATTRIBUTE: {"N": str(expires_at)},
             UNPUBLISHED_ATTRIBUTE: {"S": f"u{shard}"},
         }
         if self.sequence is not None:
@@ -166,7 +167,7 @@ class OutboxMessage(Value):
         seq = item.get("seq")
         return cls(event_id=str(item["eid"]), event_type=str(item["etype"]), aggregate_type=str(item["aggt"]),
                    aggregate_id=str(item["aggid"]), payload=json.loads(item["payload"]),
-                   occurred_at=str(item["at"]), sequence=None if seq is None else int(seq))
+                   occurred_at=str(item[names.OCCURRED_AT_ATTRIBUTE]), sequence=None if seq is None else int(seq))
 
     def envelope(self) -> dict[str, Any]:
         """What consumers receive: the event with its id, type, aggregate, sequence and time."""

@@ -35,27 +35,28 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
+from .. import names
 from .._value import Value, set_field
 from ..config import env_int
 from ..errors import ConfigurationError, EventTooLargeError
 from .events import OutboxEvent, OutboxMessage
 
-BUS_ENV = "RETRYSAFE_EVENT_BUS_NAME"
-SOURCE_ENV = "RETRYSAFE_EVENT_SOURCE"
-TOPIC_ENV = "RETRYSAFE_TOPIC_ARN"
-QUEUE_ENV = "RETRYSAFE_QUEUE_URL"
-KIND_ENV = "RETRYSAFE_OUTBOX_TARGET"
-MAX_MESSAGE_ENV = "RETRYSAFE_OUTBOX_MAX_MESSAGE_BYTES"
-DEFAULT_SOURCE = "retrysafe.outbox"
-KEY_ATTRIBUTE = "idempotency-key"
-KINDS = ("eventbridge", "sns", "sqs")
+BUS_ENV = names.EVENT_BUS_ENV
+SOURCE_ENV = names.EVENT_SOURCE_ENV
+TOPIC_ENV = names.TOPIC_ENV
+QUEUE_ENV = names.QUEUE_ENV
+KIND_ENV = names.OUTBOX_TARGET_ENV
+MAX_MESSAGE_ENV = names.OUTBOX_MAX_MESSAGE_ENV
+DEFAULT_SOURCE = names.DEFAULT_EVENT_SOURCE
+KEY_ATTRIBUTE = names.KEY_MESSAGE_ATTRIBUTE
+KINDS = names.TARGET_KINDS
 
 KIB = 1024
 #: Entries per PutEvents / PublishBatch / SendMessageBatch call.
 MAX_ENTRIES = 10
 EVENTBRIDGE_MAX_BYTES = 256 * KIB - 1  # "less than 256 KB", per entry and per request
 DEFAULT_MESSAGE_BYTES = 256 * KIB
-MAX_MESSAGE_BYTES = 1024 * KIB
+MAX_MESSAGE_BYTES = names.MAX_MESSAGE_BYTES
 SQS_MAX_REQUEST_BYTES = 1024 * KIB
 #: Size EventBridge counts for an entry's ``Time``.
 EVENTBRIDGE_TIME_BYTES = 14
@@ -107,7 +108,7 @@ def _utf8(text: str) -> int:
 def attributes(message: OutboxMessage) -> dict[str, dict[str, str]]:
     """SNS/SQS message attributes: the event id (consumers' idempotency key) and type."""
     return {KEY_ATTRIBUTE: {"DataType": "String", "StringValue": message.event_id},
-            "event-type": {"DataType": "String", "StringValue": message.event_type}}
+            names.EVENT_TYPE_MESSAGE_ATTRIBUTE: {"DataType": "String", "StringValue": message.event_type}}
 
 
 def message_size(message: OutboxMessage) -> int:
@@ -150,7 +151,7 @@ def _refusal(failure: Mapping[str, Any]) -> Refusal:
 class EventBridgeTarget:
     """``PutEvents`` to an event bus; per-entry failures are returned, not raised."""
 
-    kind = "eventbridge"
+    kind = names.EVENTBRIDGE_TARGET
     max_entries = MAX_ENTRIES
     max_entry_bytes = EVENTBRIDGE_MAX_BYTES
     max_request_bytes = EVENTBRIDGE_MAX_BYTES
@@ -174,7 +175,7 @@ class EventBridgeTarget:
 class SnsTarget:
     """``PublishBatch`` to a topic (standard or FIFO)."""
 
-    kind = "sns"
+    kind = names.SNS_TARGET
     max_entries = MAX_ENTRIES
 
     def __init__(self, topic_arn: str, client: Any = None, max_message_bytes: int = DEFAULT_MESSAGE_BYTES) -> None:
@@ -195,7 +196,7 @@ class SnsTarget:
 class SqsTarget:
     """``SendMessageBatch`` to a queue (standard or FIFO)."""
 
-    kind = "sqs"
+    kind = names.SQS_TARGET
     max_entries = MAX_ENTRIES
     max_request_bytes = SQS_MAX_REQUEST_BYTES
 
@@ -242,14 +243,14 @@ def fits(message: OutboxMessage, environ: Mapping[str, str] | None = None) -> tu
     so that what is accepted there is publishable later.
     """
     env = os.environ if environ is None else environ
-    kind = env.get(KIND_ENV) or ("eventbridge" if env.get(BUS_ENV) else "sns" if env.get(TOPIC_ENV)
-                                 else "sqs" if env.get(QUEUE_ENV) else "")
+    kind = env.get(KIND_ENV) or (names.EVENTBRIDGE_TARGET if env.get(BUS_ENV) else names.SNS_TARGET
+                                 if env.get(TOPIC_ENV) else names.SQS_TARGET if env.get(QUEUE_ENV) else "")
     if kind and kind not in KINDS:
         raise ConfigurationError(f"{KIND_ENV}={kind!r}: choose one of {', '.join(KINDS)}")
     source = env.get(SOURCE_ENV) or DEFAULT_SOURCE
-    if kind == "eventbridge":
+    if kind == names.EVENTBRIDGE_TARGET:
         return eventbridge_size(message, source), EVENTBRIDGE_MAX_BYTES, kind
-    if kind in ("sns", "sqs"):
+    if kind in (names.SNS_TARGET, names.SQS_TARGET):
         return message_size(message), max_message_bytes(env), kind
     size = max(eventbridge_size(message, source), message_size(message))
     return size, min(EVENTBRIDGE_MAX_BYTES, DEFAULT_MESSAGE_BYTES), "any target"

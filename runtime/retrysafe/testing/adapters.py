@@ -19,6 +19,7 @@ from typing import Any
 from ..engine import Engine
 from ..errors import KeyReuseMismatchError, RequestInFlightError, RetrysafeError
 from ..http.core import REPLAYED_HEADER, StoredResponse
+from ..names import KEY_MESSAGE_ATTRIBUTE
 from .events import DrillContext, api_event, sqs_record, task_payload
 
 #: executed | replayed | in_flight (409) | mismatch (422, TaskKeyMismatch) | refused (other 4xx problem)
@@ -193,7 +194,7 @@ class SqsAdapter:
 
     def request(self, key: str, variant: int = 0) -> Any:
         """A Lambda SQS event with one message whose propagated key is ``key``."""
-        return {"Records": [sqs_record(self.payload(variant), attributes={"idempotency-key": key})]}
+        return {"Records": [sqs_record(self.payload(variant), attributes={KEY_MESSAGE_ATTRIBUTE: key})]}
 
     def invoke(self, request: Any) -> Answer:
         """Process the message; an acknowledged message is ``executed`` (a consumer answers nothing else)."""

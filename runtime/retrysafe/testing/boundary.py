@@ -43,10 +43,9 @@ from dataclasses import dataclass, field
 from io import BytesIO
 from typing import Any, Protocol
 
-from ..outbox import OUTBOX_PREFIX
+from ..names import OUTBOX_PREFIX, PARTITION_KEY, RECORD_PREFIX
 from ..record import from_item
 
-RECORD_PREFIX = "idem#"
 _PARAMS = "retrysafe_boundary_params"
 
 #: Decides whether a fault applies to one call: ``(operation, params) -> bool``.
@@ -415,7 +414,7 @@ def describe(params: Mapping[str, Any]) -> Commit:
         if kind == "ConditionCheck":
             continue
         key = body.get("Item") or body.get("Key") or {}
-        pk = str(key.get("pk", {}).get("S", ""))
+        pk = str(key.get(PARTITION_KEY, {}).get("S", ""))
         if pk.startswith(RECORD_PREFIX):
             record_id = pk
             put = _record_put(item)
@@ -433,7 +432,7 @@ def _record_put(item: Mapping[str, Any]) -> Mapping[str, Any] | None:
     if not put:
         return None
     fields = put.get("Item") or {}
-    if str(fields.get("pk", {}).get("S", "")).startswith(RECORD_PREFIX) and fields.get("st", {}).get("S") == "completed":
+    if str(fields.get(PARTITION_KEY, {}).get("S", "")).startswith(RECORD_PREFIX) and fields.get("st", {}).get("S") == "completed":
         return put
     return None
 
@@ -448,5 +447,5 @@ def _identity(body: Mapping[str, Any]) -> str:
 def _record_of(operation: str, params: Mapping[str, Any]) -> str | None:
     if operation == "TransactWriteItems":
         return describe(params).record_id
-    pk = str((params.get("Key") or params.get("Item") or {}).get("pk", {}).get("S", ""))
+    pk = str((params.get("Key") or params.get("Item") or {}).get(PARTITION_KEY, {}).get("S", ""))
     return pk if pk.startswith(RECORD_PREFIX) else None

@@ -45,6 +45,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Self
 
+from ..names import PARTITION_KEY, TTL_ATTRIBUTE
 from .boundary import Transport, error_response, json_response
 
 #: How long DynamoDB remembers a successful ``ClientRequestToken``, after that request completed.
@@ -129,7 +130,7 @@ class DynamoSemantics:
         self._tokens.clear()
 
 
-def ttl_sweep(client: Any, table: str, now: float, *, attribute: str = "exp") -> list[str]:
+def ttl_sweep(client: Any, table: str, now: float, *, attribute: str = TTL_ATTRIBUTE) -> list[str]:
     """Delete what DynamoDB's TTL may delete at ``now``: items whose ``attribute`` is an epoch before it.
 
     DynamoDB deletes expired items at some moment after their expiry (typically
@@ -145,14 +146,14 @@ def ttl_sweep(client: Any, table: str, now: float, *, attribute: str = "exp") ->
                                                       ExpressionAttributeValues={":now": {"N": str(int(now))}})
         for page in pages:
             for item in page.get("Items", []):
-                key = {"pk": item["pk"]}
+                key = {PARTITION_KEY: item[PARTITION_KEY]}
                 try:
                     client.delete_item(TableName=table, Key=key, ConditionExpression="#a < :now",
                                        ExpressionAttributeNames={"#a": attribute},
                                        ExpressionAttributeValues={":now": {"N": str(int(now))}})
                 except client.exceptions.ConditionalCheckFailedException:
                     continue
-                deleted.append(str(item["pk"].get("S")))
+                deleted.append(str(item[PARTITION_KEY].get("S")))
     return deleted
 
 

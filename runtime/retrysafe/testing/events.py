@@ -17,6 +17,8 @@ import uuid
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from .. import names
+
 REGION = "eu-west-1"
 ACCOUNT = "123456789012"
 #: The ``Content-Type`` the event builders send with a JSON body (``content_type=None``: no header).
@@ -153,8 +155,9 @@ def task_payload(task_input: Any, *, execution: str, state: str = "Task",
                  state_machine: str = f"arn:aws:states:{REGION}:{ACCOUNT}:stateMachine:Drill",
                  retry: int = 0) -> dict[str, Any]:
     """The ``LambdaInvoke`` payload a state machine builds from its context object."""
-    return {"execution": execution, "state": state, "stateMachine": state_machine, "retryCount": retry,
-            "input": task_input}
+    return {names.TASK_EXECUTION: execution, names.TASK_STATE: state, names.TASK_STATE_MACHINE: state_machine,
+            names.TASK_RETRY_COUNT: retry, names.TASK_INPUT: task_input}
+
 
 
 __all__ = ["ACCOUNT", "JSON", "REGION", "DrillContext", "api_event", "http_event", "queue_arn", "rest_event",

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ..names import KIND_ATTRIBUTE, OUTBOX_KIND, PARTITION_KEY, UNPUBLISHED_ATTRIBUTE
 from ..outbox.publisher import Publisher, handler
 from ..outbox.targets import SqsTarget
 from ..store import DynamoStore
@@ -26,8 +27,9 @@ from .events import DrillContext, sqs_record
 def outbox_stream_event(store: DynamoStore) -> dict[str, Any]:
     """A DynamoDB Streams event with one INSERT record per outbox item still marked unpublished."""
     request: dict[str, Any] = {"TableName": store.table_name, "ConsistentRead": True,
-                               "FilterExpression": "kind = :k AND attribute_exists(obq)",
-                               "ExpressionAttributeValues": {":k": {"S": "outbox"}}}
+                               "FilterExpression": "#kind = :k AND attribute_exists(#obq)",
+                               "ExpressionAttributeNames": {"#kind": KIND_ATTRIBUTE, "#obq": UNPUBLISHED_ATTRIBUTE},
+                               "ExpressionAttributeValues": {":k": {"S": OUTBOX_KIND}}}
     items: list[dict[str, Any]] = []
     while True:  # a scan page holds at most 1 MB: large events span pages
         page = store.client.scan(**request)
@@ -36,7 +38,7 @@ def outbox_stream_event(store: DynamoStore) -> dict[str, Any]:
             break
         request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
     return {"Records": [{"eventID": str(i), "eventName": "INSERT", "eventSource": "aws:dynamodb",
-                         "dynamodb": {"Keys": {"pk": item["pk"]}, "NewImage": item,
+                         "dynamodb": {"Keys": {PARTITION_KEY: item[PARTITION_KEY]}, "NewImage": item,
                                       "SequenceNumber": f"{i + 1:021d}", "StreamViewType": "NEW_IMAGE"}}
                         for i, item in enumerate(items)]}
 

@@ -26,6 +26,7 @@ from typing import Any
 
 import pytest
 
+from .. import names
 from ..store import DynamoStore
 from .adapters import HttpAdapter, SqsAdapter, TaskAdapter, WebhookAdapter
 from .drills import Adapter, Clock, Drills
@@ -38,18 +39,18 @@ def create_table(client: Any, name: str) -> None:
     """Create the idempotency table layout the retrysafe constructs deploy."""
     client.create_table(
         TableName=name,
-        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"},
-                              {"AttributeName": "obq", "AttributeType": "S"},
-                              {"AttributeName": "at", "AttributeType": "S"}],
-        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-        GlobalSecondaryIndexes=[{"IndexName": "outbox-unpublished",
-                                 "KeySchema": [{"AttributeName": "obq", "KeyType": "HASH"},
-                                               {"AttributeName": "at", "KeyType": "RANGE"}],
+        AttributeDefinitions=[{"AttributeName": names.PARTITION_KEY, "AttributeType": "S"},
+                              {"AttributeName": names.UNPUBLISHED_ATTRIBUTE, "AttributeType": "S"},
+                              {"AttributeName": names.OCCURRED_AT_ATTRIBUTE, "AttributeType": "S"}],
+        KeySchema=[{"AttributeName": names.PARTITION_KEY, "KeyType": "HASH"}],
+        GlobalSecondaryIndexes=[{"IndexName": names.OUTBOX_INDEX,
+                                 "KeySchema": [{"AttributeName": names.UNPUBLISHED_ATTRIBUTE, "KeyType": "HASH"},
+                                               {"AttributeName": names.OCCURRED_AT_ATTRIBUTE, "KeyType": "RANGE"}],
                                  "Projection": {"ProjectionType": "ALL"}}],
         BillingMode="PAY_PER_REQUEST",
         StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_IMAGE"},
     )
-    client.update_time_to_live(TableName=name, TimeToLiveSpecification={"Enabled": True, "AttributeName": "exp"})
+    client.update_time_to_live(TableName=name, TimeToLiveSpecification={"Enabled": True, "AttributeName": names.TTL_ATTRIBUTE})
 
 
 def adapter_for(handler: Any, payload: Callable[[int], Any], **options: Any) -> Adapter:
@@ -72,8 +73,8 @@ def retrysafe_table(monkeypatch: pytest.MonkeyPatch, retrysafe_clock: Clock) -> 
     import boto3
     from moto import mock_aws
 
-    name = os.environ.get("RETRYSAFE_TABLE") or DEFAULT_TABLE
-    monkeypatch.setenv("RETRYSAFE_TABLE", name)
+    name = os.environ.get(names.TABLE_ENV) or DEFAULT_TABLE
+    monkeypatch.setenv(names.TABLE_ENV, name)
     for variable, value in (("AWS_DEFAULT_REGION", "eu-west-1"), ("AWS_ACCESS_KEY_ID", "testing"),
                             ("AWS_SECRET_ACCESS_KEY", "testing")):
         monkeypatch.setenv(variable, os.environ.get(variable) or value)

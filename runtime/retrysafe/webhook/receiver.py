@@ -29,6 +29,7 @@ import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from .. import names
 from .._adapter import flushes_telemetry, wiring
 from ..claimcheck import ClaimCheck
 from ..config import Mode
@@ -54,10 +55,10 @@ from ..transaction import Transaction
 from .receipt import RECEIPT_EVENT, Receipt, metadata
 from .signatures import NO_HOOK, PROVIDERS, Provider, body_digest
 
-SECRET_ARN_ENV = "RETRYSAFE_WEBHOOK_SECRET_ARN"
-SECRET_PARAMETER_ENV = "RETRYSAFE_WEBHOOK_SECRET_PARAMETER"
-PROVIDER_ENV = "RETRYSAFE_WEBHOOK_PROVIDER"
-SOURCE_ENV = "RETRYSAFE_WEBHOOK_SOURCE"
+SECRET_ARN_ENV = names.WEBHOOK_SECRET_ARN_ENV
+SECRET_PARAMETER_ENV = names.WEBHOOK_SECRET_PARAMETER_ENV
+PROVIDER_ENV = names.WEBHOOK_PROVIDER_ENV
+SOURCE_ENV = names.WEBHOOK_SOURCE_ENV
 #: Seconds a fetched secret is cached in the container (Powertools parameters cache).
 SECRET_MAX_AGE = 300
 #: The largest body accepted at all: Lambda's synchronous request payload limit (6 MB).

@@ -1,0 +1,127 @@
+"""The names the runtime, its constructs and its tests must agree on: retrysafe's wire format.
+
+Environment variables (set by ``retrysafe_cdk``, read by the runtime), the idempotency table's
+key, TTL and outbox index attributes, the outbox item's kind and event source, the Step Functions
+task payload's fields, the lease margin and the handler paths the constructs deploy. Each is
+defined here once; the runtime, ``retrysafe_cdk``, the sandbox, the pytest plugin and the tests
+import it. The metrics are in :mod:`retrysafe.metrics`; the Step Functions error names are the
+exception classes' names (:data:`retrysafe.workflow.RETRIABLE_ERRORS`...).
+
+A value here is part of what is deployed: records in a table, functions' environment and
+handlers, state machines' payloads. Renaming one breaks what runs with the old value, so the
+documentation's "Names and wire format" table lists every value and a test keeps the two equal.
+
+This module imports nothing: ``retrysafe_cdk`` imports it at synthesis time.
+"""
+
+from __future__ import annotations
+
+# -- environment variables -------------------------------------------------------------------
+
+#: Name of the idempotency table.
+TABLE_ENV = "RETRYSAFE_TABLE"
+#: How long a record is kept, seconds (the business retry horizon).
+HORIZON_ENV = "RETRYSAFE_RETRY_HORIZON_SECONDS"
+#: Lease of a claim when the Lambda context gives no remaining time, seconds.
+LEASE_ENV = "RETRYSAFE_LEASE_SECONDS"
+#: ``true`` to check the table with one ``DescribeTable`` at cold start.
+VERIFY_ENV = "RETRYSAFE_VERIFY_TABLE"
+#: CloudWatch namespace of the runtime's metrics.
+METRICS_NAMESPACE_ENV = "RETRYSAFE_METRICS_NAMESPACE"
+#: Service name of the runtime's log lines.
+SERVICE_ENV = "RETRYSAFE_SERVICE"
+#: Level of the runtime's log lines.
+LOG_LEVEL_ENV = "RETRYSAFE_LOG_LEVEL"
+#: An SQS consumer's queue visibility timeout, seconds (its claim lease in claim-first mode).
+VISIBILITY_TIMEOUT_ENV = "RETRYSAFE_VISIBILITY_TIMEOUT_SECONDS"
+#: The outbox target: an EventBridge bus name, an SNS topic ARN or an SQS queue URL (exactly one).
+EVENT_BUS_ENV = "RETRYSAFE_EVENT_BUS_NAME"
+TOPIC_ENV = "RETRYSAFE_TOPIC_ARN"
+QUEUE_ENV = "RETRYSAFE_QUEUE_URL"
+#: ``source`` of the events published to an EventBridge bus.
+EVENT_SOURCE_ENV = "RETRYSAFE_EVENT_SOURCE"
+#: The outbox target's kind (one of :data:`TARGET_KINDS`), for functions that append events.
+OUTBOX_TARGET_ENV = "RETRYSAFE_OUTBOX_TARGET"
+#: An SNS topic's or SQS queue's ``MaximumMessageSize`` when raised above 256 KiB.
+OUTBOX_MAX_MESSAGE_ENV = "RETRYSAFE_OUTBOX_MAX_MESSAGE_BYTES"
+#: The sweeper republishes unpublished events older than this, seconds.
+SWEEP_AFTER_ENV = "RETRYSAFE_SWEEP_AFTER_SECONDS"
+#: S3 bucket of claim-checked webhook bodies.
+CLAIM_CHECK_BUCKET_ENV = "RETRYSAFE_CLAIM_CHECK_BUCKET"
+#: The webhook signing secret: a Secrets Manager ARN or an SSM parameter name (exactly one).
+WEBHOOK_SECRET_ARN_ENV = "RETRYSAFE_WEBHOOK_SECRET_ARN"
+WEBHOOK_SECRET_PARAMETER_ENV = "RETRYSAFE_WEBHOOK_SECRET_PARAMETER"
+#: The webhook provider (``github``...).
+WEBHOOK_PROVIDER_ENV = "RETRYSAFE_WEBHOOK_PROVIDER"
+#: ``source`` of the events a webhook receiver appends.
+WEBHOOK_SOURCE_ENV = "RETRYSAFE_WEBHOOK_SOURCE"
+
+# -- the idempotency table -------------------------------------------------------------------
+
+#: The table's partition key (S), alone.
+PARTITION_KEY = "pk"
+#: The table's TTL attribute (epoch seconds), also compared in every condition.
+TTL_ATTRIBUTE = "exp"
+#: The sparse global secondary index the outbox sweeper queries.
+OUTBOX_INDEX = "outbox-unpublished"
+#: Its partition key (S): the unpublished marker, removed once an event is published.
+UNPUBLISHED_ATTRIBUTE = "obq"
+#: Its sort key (S): when the event occurred (ISO-8601 UTC).
+OCCURRED_AT_ATTRIBUTE = "at"
+#: Partition key prefix of idempotency records.
+RECORD_PREFIX = "idem#"
+#: Partition key prefix of outbox events.
+OUTBOX_PREFIX = "outbox#"
+#: Attribute naming an item's kind; outbox events have :data:`OUTBOX_KIND` (the stream filter selects them).
+KIND_ATTRIBUTE = "kind"
+OUTBOX_KIND = "outbox"
+
+# -- the outbox targets ----------------------------------------------------------------------
+
+#: Default ``source`` of outbox events on an EventBridge bus.
+DEFAULT_EVENT_SOURCE = "retrysafe.outbox"
+#: Values of :data:`OUTBOX_TARGET_ENV`.
+EVENTBRIDGE_TARGET = "eventbridge"
+SNS_TARGET = "sns"
+SQS_TARGET = "sqs"
+TARGET_KINDS = (EVENTBRIDGE_TARGET, SNS_TARGET, SQS_TARGET)
+#: The largest ``MaximumMessageSize`` of an SNS topic or SQS queue (bytes).
+MAX_MESSAGE_BYTES = 1024 * 1024
+#: SNS/SQS message attribute carrying the event id (consumers' idempotency key); SQS consumers read it too.
+KEY_MESSAGE_ATTRIBUTE = "idempotency-key"
+#: SNS/SQS message attribute carrying the event type.
+EVENT_TYPE_MESSAGE_ATTRIBUTE = "event-type"
+
+# -- Step Functions tasks --------------------------------------------------------------------
+
+#: Fields of the ``LambdaInvoke`` payload of an idempotent task (from the context object).
+TASK_EXECUTION = "execution"
+TASK_STATE = "state"
+TASK_STATE_MACHINE = "stateMachine"
+TASK_RETRY_COUNT = "retryCount"
+TASK_INPUT = "input"
+TASK_ITERATION = "iteration"
+
+# -- timing ----------------------------------------------------------------------------------
+
+#: Extra lease beyond the Lambda's remaining time, so a claim never lapses while its invocation
+#: can still be alive (clock skew, freeze/thaw). The Step Functions retry policy waits it out.
+LEASE_MARGIN_SECONDS = 2.0
+#: The shortest retry horizon either side accepts: records must outlive a day of retries.
+MIN_HORIZON_SECONDS = 86_400
+
+# -- handlers the constructs deploy from the runtime layer -----------------------------------
+
+OUTBOX_PUBLISHER_HANDLER = "retrysafe.outbox.publisher.handler"
+OUTBOX_SWEEPER_HANDLER = "retrysafe.outbox.sweeper.handler"
+OUTBOX_PIPE_HANDLER = "retrysafe.outbox.pipe.handler"
+WEBHOOK_HANDLER = "retrysafe.webhook.handler"
+#: Every handler path the constructs deploy (``module.attribute``); each resolves to a callable.
+HANDLERS = (OUTBOX_PUBLISHER_HANDLER, OUTBOX_SWEEPER_HANDLER, OUTBOX_PIPE_HANDLER, WEBHOOK_HANDLER)
+#: The same handlers under the paths earlier releases deployed (alias modules): functions deployed
+#: with them keep working until they are redeployed. Each resolves to the same callable.
+LEGACY_HANDLERS = {
+    "retrysafe.outbox_publisher.handler": OUTBOX_PUBLISHER_HANDLER,
+    "retrysafe.outbox_sweeper.handler": OUTBOX_SWEEPER_HANDLER,
+    "retrysafe.outbox_pipe.handler": OUTBOX_PIPE_HANDLER,
+}
