@@ -14,6 +14,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
+from retrysafe import names
 
 from constructs import Construct
 
@@ -24,7 +25,7 @@ from .layer import RUNTIME, runtime_layer
 from .nag import acknowledge
 from .table import RECORD_ACTIONS, IdempotencyTable
 
-TABLE_ENV = "RETRYSAFE_TABLE"
+TABLE_ENV = names.TABLE_ENV
 #: What a function in a VPC needs for its network interfaces (AWSLambdaVPCAccessExecutionRole's actions).
 ENI_ACTIONS = ("ec2:CreateNetworkInterface", "ec2:DescribeNetworkInterfaces", "ec2:DeleteNetworkInterface",
                "ec2:AssignPrivateIpAddresses", "ec2:UnassignPrivateIpAddresses")

@@ -18,11 +18,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from aws_cdk import Duration
+from retrysafe import names
 
 DAY = 86_400
-MIN_HORIZON_SECONDS = DAY
+MIN_HORIZON_SECONDS = names.MIN_HORIZON_SECONDS
 #: Environment variable through which the horizon reaches the runtime.
-HORIZON_ENV = "RETRYSAFE_RETRY_HORIZON_SECONDS"
+HORIZON_ENV = names.HORIZON_ENV
 
 
 def queue_redelivery(retention: Duration, visibility_timeout: Duration, max_receive_count: int,

@@ -15,6 +15,7 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as sources
 from aws_cdk import aws_pipes as pipes
 from aws_cdk import aws_sqs as sqs
+from retrysafe import names
 
 from constructs import Construct
 
@@ -31,7 +32,7 @@ SWEEP_AFTER = Duration.seconds(900)
 #: Entries per call an event bus, SNS or SQS target takes from a pipe.
 PIPE_MAX_BATCH = 10
 #: Outbox INSERTs only: updates (marking published) and TTL removals are ignored.
-STREAM_FILTER = {"eventName": ["INSERT"], "dynamodb": {"NewImage": {"kind": {"S": ["outbox"]}}}}
+STREAM_FILTER = {"eventName": ["INSERT"], "dynamodb": {"NewImage": {names.KIND_ATTRIBUTE: {"S": [names.OUTBOX_KIND]}}}}
 
 
 def _runtime_only() -> lambda_.Code:
@@ -98,7 +99,7 @@ class Outbox(Construct):
         self.failure_queue = failure_queue or _failure_queue(self)
         own = dict(function_props or {})
         self.publisher = IdempotentFunction(self, "Publisher", table=table, code=_runtime_only(),
-                                            handler="retrysafe.outbox.publisher.handler", environment=env,
+                                            handler=names.OUTBOX_PUBLISHER_HANDLER, environment=env,
                                             timeout=Duration.seconds(60), description="retrysafe outbox publisher",
                                             **own)
         table.grant_stream_read(self.publisher.role)
@@ -111,8 +112,8 @@ class Outbox(Construct):
             filters=[{"pattern": json.dumps(STREAM_FILTER)}],
         )
         self.sweeper = IdempotentFunction(
-            self, "Sweeper", table=table, code=_runtime_only(), handler="retrysafe.outbox.sweeper.handler",
-            environment={**env, "RETRYSAFE_SWEEP_AFTER_SECONDS": str(int(sweep_after.to_seconds()))},
+            self, "Sweeper", table=table, code=_runtime_only(), handler=names.OUTBOX_SWEEPER_HANDLER,
+            environment={**env, names.SWEEP_AFTER_ENV: str(int(sweep_after.to_seconds()))},
             timeout=Duration.minutes(2), description="retrysafe outbox sweeper", **own)
         table.grant_sweep(self.sweeper.role)
         target.grant_publish(self.sweeper.role)
@@ -183,7 +184,7 @@ class OutboxPipe(Construct):
         stream_arn = table.enable_stream()
         self.failure_queue = failure_queue or _failure_queue(self)
         self.enrichment, _, _ = python_function(
-            Construct(self, "Enrichment"), code=_runtime_only(), handler="retrysafe.outbox.pipe.handler",
+            Construct(self, "Enrichment"), code=_runtime_only(), handler=names.OUTBOX_PIPE_HANDLER,
             environment={}, timeout=Duration.seconds(30), layers=[runtime_layer(self)],
             description="retrysafe outbox pipe enrichment: stream records to envelopes")
         self.role = iam.Role(self, "Role", assumed_by=iam.ServicePrincipal("pipes.amazonaws.com"),

@@ -10,6 +10,7 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda_event_sources as sources
 from aws_cdk import aws_sqs as sqs
+from retrysafe import names
 
 from constructs import Construct
 
@@ -24,7 +25,7 @@ SQS_DEFAULT_VISIBILITY = Duration.seconds(30)
 SQS_MAX_RETENTION = Duration.days(14)
 DLQ_RETENTION = Duration.days(14)
 #: The consumer's claim lease in claim-first mode (read by ``retrysafe.sqs``).
-VISIBILITY_ENV = "RETRYSAFE_VISIBILITY_TIMEOUT_SECONDS"
+VISIBILITY_ENV = names.VISIBILITY_TIMEOUT_ENV
 
 
 class IdempotentQueueConsumer(Construct):

@@ -12,6 +12,7 @@ from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from retrysafe import metrics as runtime_metrics
+from retrysafe import names
 
 from constructs import Construct, IValidation
 
@@ -19,9 +20,11 @@ from .alarms import AlarmOptions, add_alarm
 from .horizon import MIN_HORIZON_SECONDS, RetryHorizon
 from .targets import OutboxTarget
 
-PARTITION_KEY = "pk"
-TTL_ATTRIBUTE = "exp"
-OUTBOX_INDEX = "outbox-unpublished"
+PARTITION_KEY = names.PARTITION_KEY
+TTL_ATTRIBUTE = names.TTL_ATTRIBUTE
+OUTBOX_INDEX = names.OUTBOX_INDEX
+#: The outbox index's partition and sort keys (both strings).
+OUTBOX_INDEX_KEYS = (names.UNPUBLISHED_ATTRIBUTE, names.OCCURRED_AT_ATTRIBUTE)
 METRICS_NAMESPACE = runtime_metrics.DEFAULT_NAMESPACE
 #: Item-level actions a function needs for claims, commits and replays. DynamoDB has no
 #: ``dynamodb:TransactWriteItems`` IAM action: a transaction is authorized per item by these.
@@ -67,14 +70,16 @@ def _existing_table_problems(table: dynamodb.ITable) -> list[str] | None:
         problems.append(f"TTL must be enabled on {TTL_ATTRIBUTE!r} (time_to_live_attribute={TTL_ATTRIBUTE!r}); "
                         "without it records never expire")
     index = indexes.get(OUTBOX_INDEX)
-    expected = [("obq", "HASH"), ("at", "RANGE")]
+    hash_key, range_key = OUTBOX_INDEX_KEYS
+    expected = [(hash_key, "HASH"), (range_key, "RANGE")]
     if index is None or [(k["attributeName"], k["keyType"]) for k in index["keySchema"]] != expected or \
-            types.get("obq") != "S" or types.get("at") != "S" or \
+            types.get(hash_key) != "S" or types.get(range_key) != "S" or \
             (index.get("projection") or {}).get("projectionType") != "ALL":
-        problems.append(f"it needs the global secondary index {OUTBOX_INDEX!r} (partition key 'obq' S, sort key "
-                        "'at' S, projection ALL), which the outbox sweeper queries: table.add_global_secondary_index("
-                        f"index_name={OUTBOX_INDEX!r}, partition_key=Attribute(name='obq', type=AttributeType.STRING), "
-                        "sort_key=Attribute(name='at', type=AttributeType.STRING))")
+        problems.append(f"it needs the global secondary index {OUTBOX_INDEX!r} (partition key {hash_key!r} S, sort "
+                        f"key {range_key!r} S, projection ALL), which the outbox sweeper queries: "
+                        f"table.add_global_secondary_index(index_name={OUTBOX_INDEX!r}, partition_key=Attribute("
+                        f"name={hash_key!r}, type=AttributeType.STRING), sort_key=Attribute(name={range_key!r}, "
+                        "type=AttributeType.STRING))")
     return problems
 
 
@@ -160,8 +165,8 @@ class IdempotencyTable(Construct):
             created = dynamodb.Table(self, "Table", **props)
             created.add_global_secondary_index(
                 index_name=OUTBOX_INDEX,
-                partition_key=dynamodb.Attribute(name="obq", type=dynamodb.AttributeType.STRING),
-                sort_key=dynamodb.Attribute(name="at", type=dynamodb.AttributeType.STRING),
+                partition_key=dynamodb.Attribute(name=OUTBOX_INDEX_KEYS[0], type=dynamodb.AttributeType.STRING),
+                sort_key=dynamodb.Attribute(name=OUTBOX_INDEX_KEYS[1], type=dynamodb.AttributeType.STRING),
                 projection_type=dynamodb.ProjectionType.ALL,
             )
             self.table = created

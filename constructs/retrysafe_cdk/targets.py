@@ -8,11 +8,12 @@ from aws_cdk import aws_events as events
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
+from retrysafe import names
 
-DEFAULT_EVENT_SOURCE = "retrysafe.outbox"
-KIND_ENV = "RETRYSAFE_OUTBOX_TARGET"
-MAX_MESSAGE_ENV = "RETRYSAFE_OUTBOX_MAX_MESSAGE_BYTES"
-MAX_MESSAGE_BYTES = 1024 * 1024
+DEFAULT_EVENT_SOURCE = names.DEFAULT_EVENT_SOURCE
+KIND_ENV = names.OUTBOX_TARGET_ENV
+MAX_MESSAGE_ENV = names.OUTBOX_MAX_MESSAGE_ENV
+MAX_MESSAGE_BYTES = names.MAX_MESSAGE_BYTES
 
 
 @dataclass(frozen=True)
@@ -53,7 +54,8 @@ class OutboxTarget:
     @property
     def kind(self) -> str:
         """``eventbridge``, ``sns`` or ``sqs``."""
-        return "eventbridge" if self.bus is not None else "sns" if self.sns_topic is not None else "sqs"
+        return (names.EVENTBRIDGE_TARGET if self.bus is not None else names.SNS_TARGET if self.sns_topic is not None
+                else names.SQS_TARGET)
 
     def producer_environment(self) -> dict[str, str]:
         """What functions appending events need to size them for this target (``RETRYSAFE_OUTBOX_TARGET``...)."""
@@ -61,7 +63,7 @@ class OutboxTarget:
         if self.max_message_bytes is not None:
             env[MAX_MESSAGE_ENV] = str(self.max_message_bytes)
         if self.bus is not None:
-            env["RETRYSAFE_EVENT_SOURCE"] = self.event_source
+            env[names.EVENT_SOURCE_ENV] = self.event_source
         return env
 
     @property
@@ -77,12 +79,12 @@ class OutboxTarget:
     def environment(self) -> dict[str, str]:
         """The publisher's and sweeper's target variables (exactly one target), with its size settings."""
         if self.bus is not None:
-            target = {"RETRYSAFE_EVENT_BUS_NAME": self.bus.event_bus_name}
+            target = {names.EVENT_BUS_ENV: self.bus.event_bus_name}
         elif self.sns_topic is not None:
-            target = {"RETRYSAFE_TOPIC_ARN": self.sns_topic.topic_arn}
+            target = {names.TOPIC_ENV: self.sns_topic.topic_arn}
         else:
             assert self.sqs_queue is not None
-            target = {"RETRYSAFE_QUEUE_URL": self.sqs_queue.queue_url}
+            target = {names.QUEUE_ENV: self.sqs_queue.queue_url}
         return {**target, **self.producer_environment()}
 
     def grant_publish(self, grantee: iam.IGrantable) -> iam.Grant:

@@ -16,6 +16,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_secretsmanager as secretsmanager
+from retrysafe import names
 
 from constructs import Construct, IValidation
 
@@ -26,11 +27,11 @@ from .queue import IdempotentQueueConsumer
 from .table import IdempotencyTable
 from .targets import OutboxTarget
 
-PROVIDERS = ("github", "stripe", "standard", "hmac")
-RECEIPT_EVENT = "WebhookReceived"
-CLAIM_CHECK_ENV = "RETRYSAFE_CLAIM_CHECK_BUCKET"
+PROVIDERS = names.WEBHOOK_PROVIDERS
+RECEIPT_EVENT = names.WEBHOOK_RECEIPT_EVENT
+CLAIM_CHECK_ENV = names.CLAIM_CHECK_BUCKET_ENV
 #: The object key prefix the runtime writes receipts' bodies under (``retrysafe.webhook.receipt``).
-BODIES_PREFIX = "webhooks/"
+BODIES_PREFIX = names.CLAIM_CHECK_PREFIX
 
 
 @jsii.implements(IValidation)
@@ -102,9 +103,9 @@ class WebhookReceiver(Construct):
         self.receiver = IdempotentFunction(
             self, "Receiver", table=table,
             code=lambda_.Code.from_inline("# The handler is in the retrysafe runtime layer (/opt/python).\n"),
-            handler="retrysafe.webhook.handler", timeout=Duration.seconds(10),
-            environment={"RETRYSAFE_WEBHOOK_SECRET_ARN": self.secret.secret_arn,
-                         "RETRYSAFE_WEBHOOK_PROVIDER": provider, "RETRYSAFE_WEBHOOK_SOURCE": self.source,
+            handler=names.WEBHOOK_HANDLER, timeout=Duration.seconds(10),
+            environment={names.WEBHOOK_SECRET_ARN_ENV: self.secret.secret_arn,
+                         names.WEBHOOK_PROVIDER_ENV: provider, names.WEBHOOK_SOURCE_ENV: self.source,
                          **outbox_target.producer_environment()},
             description=f"retrysafe webhook receiver ({provider})", snap_start=snap_start)
         self.secret.grant_read(self.receiver.role)

@@ -34,6 +34,7 @@ from aws_cdk import Duration, RemovalPolicy, Stack
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import aws_stepfunctions_tasks as tasks
+from retrysafe import names
 from retrysafe.errors import TaskInProgress
 from retrysafe.stepfunctions import NON_RETRIABLE_ERRORS, RETRIABLE_ERRORS
 
@@ -48,8 +49,8 @@ from .table import IdempotencyTable
 REDRIVE_WINDOW = Duration.days(14)
 #: A saga's execution timeout unless given (part of the retry horizon).
 DEFAULT_EXECUTION_TIMEOUT = Duration.hours(1)
-#: The runtime's lease margin beyond the Lambda's remaining time (``retrysafe.config.LEASE_MARGIN_SECONDS``).
-LEASE_MARGIN_SECONDS = 2
+#: The runtime's lease margin beyond the Lambda's remaining time.
+LEASE_MARGIN_SECONDS = names.LEASE_MARGIN_SECONDS
 #: Lambda's init phase is not part of the function timeout (it may take up to 10 s).
 INIT_SECONDS = 10
 #: The iteration of an inline ``Map``: pass it as ``iteration=`` for a task inside one.
@@ -66,10 +67,11 @@ BACKOFF = 2.0
 
 def task_payload(iteration: str | None = None) -> sfn.TaskInput:
     """The ``LambdaInvoke`` payload ``retrysafe.stepfunctions`` reads; ``iteration`` tells repeated runs apart."""
-    payload = {"execution.$": "$$.Execution.Id", "state.$": "$$.State.Name", "stateMachine.$": "$$.StateMachine.Id",
-               "retryCount.$": "$$.State.RetryCount", "input.$": "$"}
+    payload = {f"{names.TASK_EXECUTION}.$": "$$.Execution.Id", f"{names.TASK_STATE}.$": "$$.State.Name",
+               f"{names.TASK_STATE_MACHINE}.$": "$$.StateMachine.Id", f"{names.TASK_RETRY_COUNT}.$": "$$.State.RetryCount",
+               f"{names.TASK_INPUT}.$": "$"}
     if iteration is not None:
-        payload["iteration.$"] = iteration
+        payload[f"{names.TASK_ITERATION}.$"] = iteration
     return sfn.TaskInput.from_object(payload)
 
 

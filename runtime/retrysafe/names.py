@@ -56,6 +56,15 @@ WEBHOOK_PROVIDER_ENV = "RETRYSAFE_WEBHOOK_PROVIDER"
 #: ``source`` of the events a webhook receiver appends.
 WEBHOOK_SOURCE_ENV = "RETRYSAFE_WEBHOOK_SOURCE"
 
+# -- webhooks --------------------------------------------------------------------------------
+
+#: Values of :data:`WEBHOOK_PROVIDER_ENV`: the signature schemes the receiver verifies.
+WEBHOOK_PROVIDERS = ("github", "stripe", "standard", "hmac")
+#: Type of the outbox event a webhook receiver appends for each delivery.
+WEBHOOK_RECEIPT_EVENT = "WebhookReceived"
+#: Object key prefix of claim-checked webhook bodies in :data:`CLAIM_CHECK_BUCKET_ENV`'s bucket.
+CLAIM_CHECK_PREFIX = "webhooks/"
+
 # -- the idempotency table -------------------------------------------------------------------
 
 #: The table's partition key (S), alone.

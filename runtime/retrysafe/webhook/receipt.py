@@ -8,11 +8,12 @@ import json
 from typing import Any
 from urllib.parse import quote
 
+from .. import names
 from ..claimcheck import S3_ENCODING
 from ..outbox import OutboxMessage
 from ..outbox.targets import fits
 
-RECEIPT_EVENT = "WebhookReceived"
+RECEIPT_EVENT = names.WEBHOOK_RECEIPT_EVENT
 #: Longest header value kept as receipt metadata.
 MAX_METADATA = 256
 #: Largest payload (JSON, UTF-8) kept inline in the outbox item, whatever the target accepts: DynamoDB
@@ -75,7 +76,7 @@ class Receipt:
         """The S3 key: source, scope hook and delivery identity, plus the body digest (never overwritten)."""
         identity = hashlib.sha256(self.key.encode("utf-8")).hexdigest()
         hook = self.hook if "hook" not in self.unsigned else "-"
-        return (f"webhooks/{quote(self.source, safe='')}/{quote(hook, safe='')[:200]}/{identity}/"
+        return (f"{names.CLAIM_CHECK_PREFIX}{quote(self.source, safe='')}/{quote(hook, safe='')[:200]}/{identity}/"
                 f"{hashlib.sha256(self.body).hexdigest()}")
 
     def fits_inline(self, payload: dict[str, Any]) -> tuple[bool, str]:
