@@ -20,12 +20,14 @@ from datetime import datetime
 from pathlib import Path
 from typing import IO, Any
 
+from retrysafe import names
+
 from . import worker
 from .assembly import ACCOUNT, REGION
 from .provision import Provisioned
 from .worker import CODE_PATH_ENV, CRASH_EXIT_CODE
 
-VISIBILITY_ENV = "RETRYSAFE_VISIBILITY_TIMEOUT_SECONDS"
+VISIBILITY_ENV = names.VISIBILITY_TIMEOUT_ENV
 INIT_SECONDS = 10.0
 
 

@@ -29,6 +29,7 @@ import time
 import uuid
 from typing import Any
 
+from retrysafe import names
 from retrysafe_sandbox import Sandbox
 from retrysafe_sandbox.scenarios import Reply, Report, post, post_and_drop
 
@@ -125,7 +126,7 @@ def run(sandbox: Sandbox, report: Report, settle_seconds: float = 90.0) -> None:
                  f"payment captured twice: {[p.status for p in paid]}, second replayed={paid[1].replayed}")
 
     secret = sandbox.client("secretsmanager").get_secret_value(
-        SecretId=_environment(sandbox, "/webhooks/github", "RETRYSAFE_WEBHOOK_SECRET_ARN"))["SecretString"]
+        SecretId=_environment(sandbox, "/webhooks/github", names.WEBHOOK_SECRET_ARN_ENV))["SecretString"]
     push = json.dumps({"ref": "refs/heads/main", "after": f"{run_id}-head",
                        "repository": {"full_name": f"acme/{run_id}", "pushed_at": 1700000000}}).encode()
     signed = {"X-GitHub-Event": "push", "X-GitHub-Delivery": f"{run_id}-delivery", "X-GitHub-Hook-ID": "1",
