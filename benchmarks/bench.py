@@ -24,11 +24,13 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
+from retrysafe import names
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 REGION = "eu-west-1"
 os.environ.update({"AWS_DEFAULT_REGION": REGION, "AWS_REGION": REGION, "AWS_ACCESS_KEY_ID": "bench",
-                   "AWS_SECRET_ACCESS_KEY": "bench", "RETRYSAFE_TABLE": "bench-idempotency",
+                   "AWS_SECRET_ACCESS_KEY": "bench", names.TABLE_ENV: "bench-idempotency",
                    "POWERTOOLS_IDEMPOTENCY_DISABLED": "0", "AWS_LAMBDA_FUNCTION_NAME": "bench"})
 sys.path.insert(0, str(ROOT))
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from retrysafe import names
+
 TABLE = "bench-idempotency"
 ORDERS = "bench-orders"
 POWERTOOLS_TABLE = "bench-powertools"
@@ -16,7 +18,7 @@ def order_event(key: str, amount: int = 42, tenant: str = "tenant-a") -> dict[st
     """An HTTP API (v2) POST /orders event with a JWT authorizer and an Idempotency-Key."""
     return {
         "version": "2.0", "routeKey": "POST /orders", "rawPath": "/orders", "rawQueryString": "",
-        "headers": {"content-type": "application/json", "idempotency-key": key, "host": "api.example.com",
+        "headers": {"content-type": "application/json", names.KEY_MESSAGE_ATTRIBUTE: key, "host": "api.example.com",
                     "user-agent": "bench/1.0", "x-forwarded-for": "127.0.0.1"},
         "requestContext": {"accountId": "123456789012", "apiId": "api", "domainName": "api.example.com",
                            "http": {"method": "POST", "path": "/orders", "protocol": "HTTP/1.1",
@@ -119,7 +121,7 @@ def model_tables() -> dict[str, Any]:
     that ``retrysafe_cdk.IdempotencyTable`` deploys (``outbox-unpublished``: ``obq``/``at``, projection ALL)."""
     from benchmarks.ddb_model import Table
 
-    return {TABLE: Table("pk", {"outbox-unpublished": ("obq", "at")}), ORDERS: Table("pk"),
+    return {TABLE: Table("pk", {names.OUTBOX_INDEX: (names.UNPUBLISHED_ATTRIBUTE, "at")}), ORDERS: Table("pk"),
             POWERTOOLS_TABLE: Table("id")}
 
 
@@ -129,9 +131,9 @@ def create_tables(client: Any) -> None:
         extra: dict[str, Any] = {}
         attributes = [{"AttributeName": key, "AttributeType": "S"}]
         if name == TABLE:
-            attributes += [{"AttributeName": "obq", "AttributeType": "S"}, {"AttributeName": "at", "AttributeType": "S"}]
+            attributes += [{"AttributeName": names.UNPUBLISHED_ATTRIBUTE, "AttributeType": "S"}, {"AttributeName": "at", "AttributeType": "S"}]
             extra["GlobalSecondaryIndexes"] = [{
-                "IndexName": "outbox-unpublished", "Projection": {"ProjectionType": "ALL"},
-                "KeySchema": [{"AttributeName": "obq", "KeyType": "HASH"}, {"AttributeName": "at", "KeyType": "RANGE"}]}]
+                "IndexName": names.OUTBOX_INDEX, "Projection": {"ProjectionType": "ALL"},
+                "KeySchema": [{"AttributeName": names.UNPUBLISHED_ATTRIBUTE, "KeyType": "HASH"}, {"AttributeName": "at", "KeyType": "RANGE"}]}]
         client.create_table(TableName=name, AttributeDefinitions=attributes, BillingMode="PAY_PER_REQUEST",
                             KeySchema=[{"AttributeName": key, "KeyType": "HASH"}], **extra)

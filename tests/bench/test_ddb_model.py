@@ -11,6 +11,7 @@ from typing import Any
 import boto3
 import pytest
 from botocore.exceptions import ClientError
+from retrysafe import names
 from retrysafe.record import item_size as retrysafe_item_size
 
 from benchmarks.ddb_model import DynamoModel, Table, item_size
@@ -110,9 +111,9 @@ def test_item_sizes_follow_dynamodbs_rules_as_retrysafe_computes_them(item: dict
 
 
 def test_transactional_writes_cost_double_and_the_index_one_more() -> None:
-    model = DynamoModel({"t": Table("pk", {"outbox-unpublished": ("obq", "at")})})
+    model = DynamoModel({"t": Table("pk", {names.OUTBOX_INDEX: (names.UNPUBLISHED_ATTRIBUTE, "at")})})
     client = model.install(boto3.client("dynamodb", region_name="eu-west-1"))
-    event = {"pk": {"S": "outbox#1"}, "obq": {"S": "u1"}, "at": {"S": "2026-01-01"}, "payload": {"S": "x" * 1500}}
+    event = {"pk": {"S": "outbox#1"}, names.UNPUBLISHED_ATTRIBUTE: {"S": "u1"}, "at": {"S": "2026-01-01"}, "payload": {"S": "x" * 1500}}
     client.transact_write_items(TransactItems=[{"Put": {"TableName": "t", "Item": {"pk": {"S": "a"}}}},
                                                {"Put": {"TableName": "t", "Item": event}}])
     usage = model.reset_usage().as_dict()

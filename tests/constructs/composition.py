@@ -12,6 +12,7 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 from cdk_nag import AwsSolutionsChecks
+from retrysafe import names
 from retrysafe_cdk import (
     IdempotencyTable,
     IdempotentFunction,
@@ -46,7 +47,7 @@ def _table(stack: cdk.Stack) -> dynamodb.Table:
         point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
             point_in_time_recovery_enabled=True))
     table.add_global_secondary_index(
-        index_name="outbox-unpublished", partition_key=dynamodb.Attribute(name="obq", type=dynamodb.AttributeType.STRING),
+        index_name=names.OUTBOX_INDEX, partition_key=dynamodb.Attribute(name=names.UNPUBLISHED_ATTRIBUTE, type=dynamodb.AttributeType.STRING),
         sort_key=dynamodb.Attribute(name="at", type=dynamodb.AttributeType.STRING))
     return table
 

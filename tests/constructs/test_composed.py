@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 from aws_cdk.assertions import Match, Template
+from retrysafe import names
 
 from tests.helpers import Synthesized
 
@@ -39,8 +40,8 @@ def test_horizon_counts_the_existing_queue_settings(raw: dict[str, Any]) -> None
     expected = 7 * 86_400 + 4 * 86_400 + 14 * 86_400 + 5 * 60
     consumer = next(v for k, v in raw["Resources"].items() if k.startswith("ConsumerFunction"))
     variables = consumer["Properties"]["Environment"]["Variables"]
-    assert variables["RETRYSAFE_RETRY_HORIZON_SECONDS"] == str(expected)
-    assert variables["RETRYSAFE_VISIBILITY_TIMEOUT_SECONDS"] == "180"
+    assert variables[names.HORIZON_ENV] == str(expected)
+    assert variables[names.VISIBILITY_TIMEOUT_ENV] == "180"
 
 
 def test_http_api_has_cors_for_the_key_header_access_logs_and_throttling(template: Template) -> None:

@@ -11,6 +11,7 @@ from aws_cdk import aws_events as events
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 from aws_cdk.assertions import Template
+from retrysafe import names
 from retrysafe_cdk import (
     IdempotencyTable,
     IdempotentQueueConsumer,
@@ -153,16 +154,16 @@ def test_pipe_refuses_a_fifo_topic_and_groups_fifo_queue_messages(stack: cdk.Sta
 
 def _table(stack: cdk.Stack, *, ttl: bool, index: bool, v2: bool = False) -> dynamodb.ITable:
     key = dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING)
-    obq, at = (dynamodb.Attribute(name=n, type=dynamodb.AttributeType.STRING) for n in ("obq", "at"))
+    obq, at = (dynamodb.Attribute(name=n, type=dynamodb.AttributeType.STRING) for n in (names.UNPUBLISHED_ATTRIBUTE, "at"))
     if v2:
-        indexes = [dynamodb.GlobalSecondaryIndexPropsV2(index_name="outbox-unpublished", partition_key=obq,
+        indexes = [dynamodb.GlobalSecondaryIndexPropsV2(index_name=names.OUTBOX_INDEX, partition_key=obq,
                                                         sort_key=at)] if index else None
         return dynamodb.TableV2(stack, "V2", partition_key=key, time_to_live_attribute="exp" if ttl else None,
                                 global_secondary_indexes=indexes)
     table = dynamodb.Table(stack, "V1", partition_key=key, time_to_live_attribute="exp" if ttl else None,
                            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST)
     if index:
-        table.add_global_secondary_index(index_name="outbox-unpublished", partition_key=obq, sort_key=at)
+        table.add_global_secondary_index(index_name=names.OUTBOX_INDEX, partition_key=obq, sort_key=at)
     return table
 
 
@@ -184,8 +185,8 @@ def test_index_added_after_the_construct_counts_and_imported_tables_are_assumed_
     own = _table(stack, ttl=True, index=False)
     table = IdempotencyTable(stack, "Idempotency", table=own)
     assert isinstance(own, dynamodb.Table)
-    own.add_global_secondary_index(index_name="outbox-unpublished",
-                                   partition_key=dynamodb.Attribute(name="obq", type=dynamodb.AttributeType.STRING),
+    own.add_global_secondary_index(index_name=names.OUTBOX_INDEX,
+                                   partition_key=dynamodb.Attribute(name=names.UNPUBLISHED_ATTRIBUTE, type=dynamodb.AttributeType.STRING),
                                    sort_key=dynamodb.Attribute(name="at", type=dynamodb.AttributeType.STRING))
     assert table.node.validate() == []
     imported = IdempotencyTable(stack, "Imported", table=dynamodb.Table.from_table_name(stack, "Named", "idem"))

@@ -18,6 +18,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sns as sns
 from aws_cdk.assertions import Match, Template
+from retrysafe import metrics
 from retrysafe_cdk import (
     AlarmOptions,
     IdempotencyTable,
@@ -154,8 +155,8 @@ def test_dashboard_charts_what_on_call_opens_first(stack: cdk.Stack) -> None:
                       "Fencing rejections", "Publisher lag (iterator age, ms)", "Parked outbox events",
                       "Dead-letter and failure queues (messages)"]
     body = json.dumps(stack.resolve(board.dashboard.node.default_child.dashboard_body))  # type: ignore[union-attr]
-    for name in ("Invocations", "Replayed", "KeyMismatch", "InFlightConflict", "FencingRejected", "IteratorAge",
-                 "OutboxEventParked", "ApproximateNumberOfMessagesVisible"):
+    for name in ("Invocations", metrics.REPLAYED, metrics.KEY_MISMATCH, metrics.IN_FLIGHT, metrics.FENCING_REJECTED, "IteratorAge",
+                 metrics.OUTBOX_EVENT_PARKED, "ApproximateNumberOfMessagesVisible"):
         assert name in body
     Template.from_stack(stack).resource_count_is("AWS::CloudWatch::Dashboard", 1)
 

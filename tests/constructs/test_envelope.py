@@ -20,6 +20,7 @@ import boto3
 import pytest
 from aws_cdk import aws_events as events
 from boto3.dynamodb.types import TypeDeserializer
+from retrysafe import names
 from retrysafe.outbox import OutboxEvent, OutboxMessage
 from retrysafe.outbox.targets import EventBridgeTarget
 from retrysafe.sqs import Message, idempotent_sqs
@@ -103,7 +104,7 @@ def test_publisher_and_pipe_deliver_one_envelope_to_the_same_rule_and_consumer(
     occurred = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
     receipt = {"source": "stripe", "hook": "default", "delivery_id": "evt_1", "event": "charge.succeeded",
                "body": "{\"id\": \"evt_1\"}", "body_encoding": "utf-8"}
-    item = OutboxEvent("0b5d7c7e-3f1a-5b2c-9d4e-1a2b3c4d5e6f", "WebhookReceived", "webhook:stripe", "evt_1",
+    item = OutboxEvent("0b5d7c7e-3f1a-5b2c-9d4e-1a2b3c4d5e6f", names.WEBHOOK_RECEIPT_EVENT, "webhook:stripe", "evt_1",
                        receipt, occurred).to_item(1_900_000_000)
     record = {"eventID": "1", "eventName": "INSERT", "eventVersion": "1.1", "eventSource": "aws:dynamodb",
               "awsRegion": REGION, "eventSourceARN": "arn:aws:dynamodb:eu-west-1:123456789012:table/t/stream/x",
@@ -134,7 +135,7 @@ def test_publisher_and_pipe_deliver_one_envelope_to_the_same_rule_and_consumer(
     # Each reached the queue through the rule's pattern (moto matches it; its TestEventPattern is not
     # implemented). The control: the same event for another webhook source does not match.
     other = {**by_pipe["detail"], "aggregate_type": "webhook:github"}
-    bus_events.put_events(Entries=[{"EventBusName": "bus", "Source": SOURCE, "DetailType": "WebhookReceived",
+    bus_events.put_events(Entries=[{"EventBusName": "bus", "Source": SOURCE, "DetailType": names.WEBHOOK_RECEIPT_EVENT,
                                     "Detail": json.dumps(other)}])
     assert receive_all(sqs, url) == []
 

@@ -8,7 +8,7 @@ from typing import Any
 import aws_cdk as cdk
 import pytest
 from aws_cdk.assertions import Template
-from retrysafe import metrics
+from retrysafe import metrics, names
 from retrysafe.observability import Telemetry
 from retrysafe_cdk import IdempotencyTable
 
@@ -40,7 +40,7 @@ def _alarm(table_alarm: str) -> dict[str, Any]:
 def test_fencing_alarm_matches_the_emf_the_runtime_writes(monkeypatch: pytest.MonkeyPatch,
                                                           capsys: pytest.CaptureFixture[str],
                                                           service: str | None) -> None:
-    monkeypatch.delenv("RETRYSAFE_METRICS_NAMESPACE", raising=False)
+    monkeypatch.delenv(names.METRICS_NAMESPACE_ENV, raising=False)
     if service is None:
         monkeypatch.delenv("POWERTOOLS_SERVICE_NAME", raising=False)
     else:  # common in Powertools apps: it used to add a `service` dimension the alarm did not have
@@ -58,8 +58,8 @@ def test_every_table_metric_uses_the_runtime_definition() -> None:
         assert metric.namespace == metrics.DEFAULT_NAMESPACE
         assert metric.metric_name in metrics.METRIC_NAMES
         assert metric.dimensions == dict(metrics.DIMENSIONS)
-    custom = table.metric("Takeover", period=cdk.Duration.minutes(1), statistic="Maximum", label="takeovers")
+    custom = table.metric(metrics.TAKEOVER, period=cdk.Duration.minutes(1), statistic="Maximum", label="takeovers")
     assert (custom.metric_name, custom.period.to_seconds(), custom.statistic, custom.label) == (
-        "Takeover", 60, "Maximum", "takeovers")
+        metrics.TAKEOVER, 60, "Maximum", "takeovers")
     with pytest.raises(TypeError):
-        table.metric("Takeover", not_an_option=1)
+        table.metric(metrics.TAKEOVER, not_an_option=1)

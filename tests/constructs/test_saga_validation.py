@@ -12,6 +12,7 @@ from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk.assertions import Template
 from hypothesis import given
 from hypothesis import strategies as st
+from retrysafe.workflow import TaskInProgress, TaskKeyMismatch, TaskPayloadError
 from retrysafe_cdk import (
     IdempotencyTable,
     Saga,
@@ -104,7 +105,8 @@ def test_saga_takes_an_existing_log_group_and_state_machine_props(stack: cdk.Sta
 @given(st.integers(min_value=1, max_value=900))
 def test_in_progress_retries_outlast_the_lease_with_the_fewest_attempts(timeout: int) -> None:
     policy = retry_policy(Duration.seconds(timeout), ["Declined"])
-    assert [r.errors for r in policy][:2] == [["TaskKeyMismatch", "TaskPayloadError", "Declined"], ["TaskInProgress"]]
+    assert [r.errors for r in policy][:2] == [[TaskKeyMismatch.__name__, TaskPayloadError.__name__, "Declined"],
+                                              [TaskInProgress.__name__]]
     retrier = policy[1]
     assert retrier.max_attempts == in_progress_attempts(Duration.seconds(timeout))
     assert retrier.interval is not None and retrier.backoff_rate is not None and retrier.max_attempts is not None

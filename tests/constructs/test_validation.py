@@ -8,6 +8,7 @@ from aws_cdk import Duration
 from aws_cdk import aws_events as events
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
+from retrysafe import names
 from retrysafe_cdk import (
     IdempotencyTable,
     IdempotentQueueConsumer,
@@ -93,14 +94,14 @@ def test_outbox_validation(stack: cdk.Stack) -> None:
 
 def test_outbox_target_environment_names(stack: cdk.Stack) -> None:
     topic, queue = sns.Topic(stack, "Topic"), sqs.Queue(stack, "Queue")
-    assert OutboxTarget.topic(topic).environment()["RETRYSAFE_OUTBOX_TARGET"] == "sns"
-    assert set(OutboxTarget.topic(topic).environment()) == {"RETRYSAFE_TOPIC_ARN", "RETRYSAFE_OUTBOX_TARGET"}
+    assert OutboxTarget.topic(topic).environment()[names.OUTBOX_TARGET_ENV] == "sns"
+    assert set(OutboxTarget.topic(topic).environment()) == {names.TOPIC_ENV, names.OUTBOX_TARGET_ENV}
     raised = OutboxTarget.queue(queue, max_message_bytes=1024 * 1024).environment()
-    assert set(raised) == {"RETRYSAFE_QUEUE_URL", "RETRYSAFE_OUTBOX_TARGET", "RETRYSAFE_OUTBOX_MAX_MESSAGE_BYTES"}
-    assert raised["RETRYSAFE_OUTBOX_MAX_MESSAGE_BYTES"] == "1048576"
+    assert set(raised) == {names.QUEUE_ENV, names.OUTBOX_TARGET_ENV, names.OUTBOX_MAX_MESSAGE_ENV}
+    assert raised[names.OUTBOX_MAX_MESSAGE_ENV] == "1048576"
     bus_env = OutboxTarget.event_bus(events.EventBus(stack, "Bus")).environment()
-    assert set(bus_env) == {"RETRYSAFE_EVENT_BUS_NAME", "RETRYSAFE_EVENT_SOURCE", "RETRYSAFE_OUTBOX_TARGET"}
-    assert bus_env["RETRYSAFE_EVENT_SOURCE"] == "retrysafe.outbox"
+    assert set(bus_env) == {names.EVENT_BUS_ENV, names.EVENT_SOURCE_ENV, names.OUTBOX_TARGET_ENV}
+    assert bus_env[names.EVENT_SOURCE_ENV] == names.DEFAULT_EVENT_SOURCE
     with pytest.raises(ValueError, match="max_message_bytes"):
         OutboxTarget.queue(queue, max_message_bytes=2 * 1024 * 1024)
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from aws_cdk.assertions import Match, Template
+from retrysafe import metrics, names
 
 from tests.helpers import Synthesized
 
@@ -26,7 +27,7 @@ def of_type(raw: dict[str, Any], kind: str) -> dict[str, dict[str, Any]]:
 
 def receiver(raw: dict[str, Any]) -> dict[str, Any]:
     (function,) = [f for f in of_type(raw, "AWS::Lambda::Function").values()
-                   if f["Properties"]["Handler"] == "retrysafe.webhook.handler"]
+                   if f["Properties"]["Handler"] == names.WEBHOOK_HANDLER]
     return function
 
 
@@ -43,14 +44,14 @@ def test_the_bodies_bucket_is_private_encrypted_tls_only_and_expires_with_the_ho
     assert props["PublicAccessBlockConfiguration"] == {"BlockPublicAcls": True, "BlockPublicPolicy": True,
                                                        "IgnorePublicAcls": True, "RestrictPublicBuckets": True}
     env = receiver(raw)["Properties"]["Environment"]["Variables"]
-    horizon = int(env["RETRYSAFE_RETRY_HORIZON_SECONDS"])
+    horizon = int(env[names.HORIZON_ENV])
     (rule,) = props["LifecycleConfiguration"]["Rules"]
     assert rule["Status"] == "Enabled" and rule["ExpirationInDays"] == math.ceil(horizon / 86_400) + 1
     (policy,) = [p for p in of_type(raw, "AWS::S3::BucketPolicy").values() if p["Properties"]["Bucket"] == {"Ref": name}]
     (deny,) = policy["Properties"]["PolicyDocument"]["Statement"]
     assert deny["Effect"] == "Deny" and deny["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
-    assert env["RETRYSAFE_CLAIM_CHECK_BUCKET"] == {"Ref": name}
-    assert env["RETRYSAFE_OUTBOX_TARGET"] == "eventbridge"
+    assert env[names.CLAIM_CHECK_BUCKET_ENV] == {"Ref": name}
+    assert env[names.OUTBOX_TARGET_ENV] == "eventbridge"
 
 
 def test_the_receiver_may_put_bodies_and_the_worker_may_read_them(raw: dict[str, Any]) -> None:
@@ -74,6 +75,6 @@ def test_the_receiver_may_put_bodies_and_the_worker_may_read_them(raw: dict[str,
 
 def test_parked_outbox_events_raise_an_alarm(raw: dict[str, Any]) -> None:
     Template.from_json(raw).has_resource_properties("AWS::CloudWatch::Alarm", {
-        "MetricName": "OutboxEventParked", "Namespace": "retrysafe", "Threshold": 1,
+        "MetricName": metrics.OUTBOX_EVENT_PARKED, "Namespace": "retrysafe", "Threshold": 1,
         "ComparisonOperator": "GreaterThanOrEqualToThreshold", "AlarmDescription": Match.string_like_regexp("parked"),
     })

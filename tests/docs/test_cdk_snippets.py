@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 import pytest
+from retrysafe import names
 
 from tests.helpers import ROOT
 
@@ -39,7 +40,7 @@ def test_existing_app_gets_the_table_api_outbox_and_consumer(stacks: dict[str, A
         "StreamSpecification": {"StreamViewType": "NEW_IMAGE"}})
     template.has_resource_properties("AWS::Lambda::Function", {
         "Handler": "http_atomic.handler",
-        "Environment": {"Variables": Match.object_like({"RETRYSAFE_TABLE": Match.any_value()})}})
+        "Environment": {"Variables": Match.object_like({names.TABLE_ENV: Match.any_value()})}})
     template.has_resource_properties("AWS::ApiGateway::Method", {"HttpMethod": "POST",
                                                                  "AuthorizationType": "AWS_IAM"})
     template.has_resource_properties("AWS::Lambda::EventSourceMapping", {

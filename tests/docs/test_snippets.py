@@ -17,7 +17,7 @@ from typing import Any
 
 import boto3
 import pytest
-from retrysafe import DynamoStore
+from retrysafe import DynamoStore, names
 from retrysafe.outbox.publisher import Publisher
 from retrysafe.outbox.publisher import handler as publish
 from retrysafe.outbox.targets import SqsTarget
@@ -145,7 +145,7 @@ def test_outbox_envelope_page_matches_what_the_publisher_sends(tables: DynamoSto
     assert sorted(sent) == sorted(documented)
     assert sorted(sent["payload"]) == sorted(documented["payload"])
     assert sent["event_type"] == documented["event_type"] and sent["sequence"] == documented["sequence"]
-    assert message["MessageAttributes"]["idempotency-key"]["StringValue"] == sent["event_id"]
+    assert message["MessageAttributes"][names.KEY_MESSAGE_ATTRIBUTE]["StringValue"] == sent["event_id"]
 
 
 @pytest.fixture
@@ -154,7 +154,7 @@ def github_secret(tables: DynamoStore, monkeypatch: pytest.MonkeyPatch) -> Itera
 
     secret = b"it's a secret to everybody"
     arn = boto3.client("secretsmanager").create_secret(Name="github", SecretString=secret.decode())["ARN"]
-    monkeypatch.setenv("RETRYSAFE_WEBHOOK_SECRET_ARN", arn)
+    monkeypatch.setenv(names.WEBHOOK_SECRET_ARN_ENV, arn)
     parameters.clear_caches()  # type: ignore[no-untyped-call]
     yield secret
     parameters.clear_caches()  # type: ignore[no-untyped-call]
@@ -176,7 +176,7 @@ def test_webhook_receiver_receives_a_redelivery_once(tables: DynamoStore, github
     assert first["statusCode"] == again["statusCode"] == 202
     assert json.loads(first["body"]) == {"status": "accepted", "delivery": "d-1"}
     assert again["headers"]["Idempotent-Replayed"] == "true" and again["body"] == first["body"]
-    assert outbox(tables) == ["WebhookReceived"]
+    assert outbox(tables) == [names.WEBHOOK_RECEIPT_EVENT]
     calls = CallCounter(engine_of(snippet.handler).store.client)
     forged = snippet.handler(github_delivery(github_secret, pr, "d-2", signature="sha256=" + "0" * 64),
                              DrillContext())

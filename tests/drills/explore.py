@@ -43,6 +43,7 @@ from typing import Any
 
 from retrysafe import Engine
 from retrysafe.config import DEFAULT_HORIZON_SECONDS
+from retrysafe.names import RECORD_PREFIX, UNPUBLISHED_ATTRIBUTE
 from retrysafe.testing import Clock, DynamoSemantics, ttl_sweep
 from retrysafe.testing.boundary import CRASH_AFTER, CRASH_BEFORE
 
@@ -413,7 +414,7 @@ class Schedule:
         return self.world.items(table)
 
     def _record(self) -> dict[str, Any] | None:
-        records = [i for i in self._items(TABLE) if i["pk"]["S"].startswith("idem#")]
+        records = [i for i in self._items(TABLE) if i["pk"]["S"].startswith(RECORD_PREFIX)]
         return records[0] if records else None
 
     def _effects(self, intent: str) -> dict[str, int]:
@@ -434,7 +435,7 @@ class Schedule:
         for item in business:
             if int(item.get("n", {}).get("N", "0")) > 1:
                 self._fail("double-effect", f"{item['pk']['S']} was committed {item['n']['N']} times")
-        current = {i["pk"]["S"]: i for i in records if i["pk"]["S"].startswith("idem#")}
+        current = {i["pk"]["S"]: i for i in records if i["pk"]["S"].startswith(RECORD_PREFIX)}
         for pk, (fp, result, exp) in self.seen.completed.items():
             found = current.get(pk)
             if now <= exp and (found is None or (found.get("fp", {}).get("S"), _result(found)) != (fp, result)):
@@ -467,7 +468,7 @@ class Schedule:
 
     def _fingerprint(self, records: list[dict[str, Any]], business: list[dict[str, Any]]) -> str:
         """The state, with random tokens (owners, writers, instance-derived event ids) named by first appearance."""
-        entries = [json.dumps({k: ("set" if k == "obq" else v) for k, v in item.items()
+        entries = [json.dumps({k: ("set" if k == UNPUBLISHED_ATTRIBUTE else v) for k, v in item.items()
                                if k not in ("at", "published_at", "payload", "ca")},
                               sort_keys=True, default=str) for item in records + business]
         text = json.dumps([sorted(entries, key=lambda e: _TOKEN.sub("#", e)), self.world.clock.now - T0])

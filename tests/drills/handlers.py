@@ -6,7 +6,7 @@ import json
 import threading
 from typing import Any
 
-from retrysafe import Transaction, idempotent_http, idempotent_sqs, idempotent_task
+from retrysafe import Transaction, idempotent_http, idempotent_sqs, idempotent_task, names
 from retrysafe.sqs import Message
 from retrysafe.webhook import GitHub, StandardWebhooks, WebhookReceiver
 
@@ -68,7 +68,7 @@ def pay_order(event: dict[str, Any], context: Any, txn: Transaction) -> dict[str
 def bill(message: Message, txn: Transaction) -> str:
     """Atomic consumer: one invoice line per message."""
     content = message.content
-    if content.get("event_type") == "WebhookReceived":  # a webhook receipt: the delivery's body
+    if content.get("event_type") == names.WEBHOOK_RECEIPT_EVENT:  # a webhook receipt: the delivery's body
         content = json.loads(content["payload"]["body"])
     order = content["payload"]["order"] if "payload" in content else content["order"]
     txn.update({"pk": f"invoice#{order}"}, "ADD #n :one", names={"#n": "n"}, values={":one": 1},

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from retrysafe import Engine, Transaction, idempotent_http, idempotent_sqs, idempotent_task
+from retrysafe import Engine, Transaction, idempotent_http, idempotent_sqs, idempotent_task, names
 from retrysafe.sqs import Message
 from retrysafe.store import DynamoStore
 from retrysafe.testing.adapters import Answer, HttpAdapter, SqsAdapter, TaskAdapter, WebhookAdapter
@@ -191,13 +191,13 @@ class Outbox:
                               lambda variant: {})
         for body in list(queue):
             event_id = json.loads(body)["event_id"]
-            consumer.invoke({"Records": [sqs_record(body, attributes={"idempotency-key": event_id})]})
+            consumer.invoke({"Records": [sqs_record(body, attributes={names.KEY_MESSAGE_ATTRIBUTE: event_id})]})
         counts: dict[str, int] = {}
         for item in client.scan(TableName=BUSINESS, ConsistentRead=True)["Items"]:
             counts[item["pk"]["S"]] = int(item["n"]["N"])
         for item in client.scan(TableName=TABLE, ConsistentRead=True)["Items"]:
-            if item["pk"]["S"].startswith("outbox#"):
-                counts.setdefault(f"effect#event-{item['pk']['S'][len('outbox#'):]}#main", 0)
+            if item["pk"]["S"].startswith(names.OUTBOX_PREFIX):
+                counts.setdefault(f"effect#event-{item['pk']['S'][len(names.OUTBOX_PREFIX):]}#main", 0)
         return counts
 
 

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from retrysafe import Engine, Transaction, idempotent_http, idempotent_sqs
+from retrysafe import Engine, Transaction, idempotent_http, idempotent_sqs, names
 from retrysafe.config import LEASE_MARGIN_SECONDS, Retention
 from retrysafe.outbox import OutboxMessage
 from retrysafe.outbox.publisher import Publisher
@@ -71,7 +71,7 @@ class QueueTarget:
     def send(self, messages: Sequence[OutboxMessage]) -> set[str]:
         """Enqueue, then possibly crash before the publisher marks the items published."""
         for message in messages:
-            self.sim.queue.append(sqs_record(message.body(), attributes={"idempotency-key": message.event_id}))
+            self.sim.queue.append(sqs_record(message.body(), attributes={names.KEY_MESSAGE_ATTRIBUTE: message.event_id}))
         if self.sim.crash_after_send:
             self.sim.crash_after_send = False
             raise SimulatedCrash("SendMessageBatch", "after")
@@ -284,11 +284,11 @@ class Simulation:
 
     def item(self, eid: str) -> dict[str, Any]:
         item: dict[str, Any] = self.store.client.get_item(TableName=self.store.table_name,
-                                                          Key={"pk": {"S": f"outbox#{eid}"}})["Item"]
+                                                          Key={"pk": {"S": names.OUTBOX_PREFIX + eid}})["Item"]
         return item
 
     def unpublished(self, eid: str) -> bool:
-        return "obq" in self.item(eid)
+        return names.UNPUBLISHED_ATTRIBUTE in self.item(eid)
 
     def fail(self, problem: str) -> None:
         steps = "\n".join(f"  {i}. {line}" for i, line in enumerate(self.log, 1))

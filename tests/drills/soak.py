@@ -13,11 +13,13 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
+from retrysafe import names
+
 
 def run_range(start: int, count: int) -> tuple[int, list[str]]:
     """Run ``count`` schedules from seed ``start`` in one in-process moto; returns (run, violations)."""
     for name, value in (("AWS_DEFAULT_REGION", "eu-west-1"), ("AWS_ACCESS_KEY_ID", "testing"),
-                        ("AWS_SECRET_ACCESS_KEY", "testing"), ("RETRYSAFE_TABLE", "idempotency"),
+                        ("AWS_SECRET_ACCESS_KEY", "testing"), (names.TABLE_ENV, "idempotency"),
                         ("POWERTOOLS_METRICS_NAMESPACE", "retrysafe-soak"), ("POWERTOOLS_LOG_LEVEL", "ERROR"),
                         ("POWERTOOLS_METRICS_DISABLED", "true")):
         os.environ.setdefault(name, value)

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from retrysafe import Engine, Transaction, idempotent_http, idempotent_sqs
+from retrysafe import Engine, Transaction, idempotent_http, idempotent_sqs, names
 from retrysafe.keys import MAX_KEY_LENGTH
 from retrysafe.outbox.publisher import handler as publish_stream
 from retrysafe.sqs import Message
@@ -160,7 +160,7 @@ SQS_FIELDS = ["messageId", "body", "messageAttributes", "attributes", "eventSour
        attribute=st.one_of(st.none(), st.text(max_size=300)))
 def test_malformed_sqs_records_are_reported_not_raised(world: World, body: str, changes: dict[str, Any],
                                                        attribute: str | None) -> None:
-    record = sqs_record(body, attributes={"idempotency-key": attribute} if attribute is not None else None)
+    record = sqs_record(body, attributes={names.KEY_MESSAGE_ATTRIBUTE: attribute} if attribute is not None else None)
     record.update(changes)
     world.boundary.reset()
     result = world.sqs({"Records": [record]}, DrillContext())

@@ -26,6 +26,7 @@ from retrysafe import (
     idempotent_http,
     idempotent_sqs,
     idempotent_task,
+    names,
 )
 from retrysafe.errors import TaskPayloadError
 from retrysafe.outbox import OutboxMessage
@@ -285,7 +286,7 @@ class Recorder:
 
 
 def outbox_image(event_id: str, payload: str, event_type: str) -> dict[str, Any]:
-    return {"pk": {"S": f"outbox#{event_id}"}, "kind": {"S": "outbox"}, "eid": {"S": event_id},
+    return {"pk": {"S": names.OUTBOX_PREFIX + event_id}, "kind": {"S": "outbox"}, "eid": {"S": event_id},
             "etype": {"S": event_type}, "aggt": {"S": "Order"}, "aggid": {"S": "1"}, "payload": {"S": payload},
             "at": {"S": "2026-11-30T12:00:00.000+00:00"}}
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from aws_cdk.assertions import Match, Template
+from retrysafe import metrics, names
 
 from tests.helpers import Synthesized
 
@@ -43,8 +44,8 @@ def test_idempotency_table_defaults(template: Template) -> None:
             "SSESpecification": {"SSEEnabled": True},
             "TimeToLiveSpecification": {"AttributeName": "exp", "Enabled": True},
             "StreamSpecification": {"StreamViewType": "NEW_IMAGE"},
-            "GlobalSecondaryIndexes": [{"IndexName": "outbox-unpublished", "Projection": {"ProjectionType": "ALL"},
-                                        "KeySchema": [{"AttributeName": "obq", "KeyType": "HASH"},
+            "GlobalSecondaryIndexes": [{"IndexName": names.OUTBOX_INDEX, "Projection": {"ProjectionType": "ALL"},
+                                        "KeySchema": [{"AttributeName": names.UNPUBLISHED_ATTRIBUTE, "KeyType": "HASH"},
                                                       {"AttributeName": "at", "KeyType": "RANGE"}]}],
         }),
     })
@@ -52,14 +53,14 @@ def test_idempotency_table_defaults(template: Template) -> None:
 
 def test_functions_run_latest_python_with_the_runtime_layer_and_horizon(raw: dict[str, Any]) -> None:
     functions = resources(raw, "AWS::Lambda::Function")
-    idempotent = {k: v for k, v in functions.items() if "RETRYSAFE_TABLE" in
+    idempotent = {k: v for k, v in functions.items() if names.TABLE_ENV in
                   v["Properties"].get("Environment", {}).get("Variables", {})}
     assert len(idempotent) == 7  # create, pay, reserve, apply-push, publisher, sweeper, webhook receiver
     for function in functions.values():
         assert function["Properties"]["Runtime"] == "python3.14"
     for function in idempotent.values():
         props = function["Properties"]
-        assert props["Environment"]["Variables"]["RETRYSAFE_RETRY_HORIZON_SECONDS"] == str(EXPECTED_HORIZON)
+        assert props["Environment"]["Variables"][names.HORIZON_ENV] == str(EXPECTED_HORIZON)
         assert len(props["Layers"]) == 1
 
 
@@ -142,13 +143,13 @@ def test_outbox_publisher_mapping_and_sweeper(template: Template) -> None:
             {"eventName": ["INSERT"], "dynamodb": {"NewImage": {"kind": {"S": ["outbox"]}}}})}]},
     })
     template.has_resource_properties("AWS::Lambda::Function", {
-        "Handler": "retrysafe.outbox.publisher.handler",
-        "Environment": {"Variables": Match.object_like({"RETRYSAFE_EVENT_BUS_NAME": Match.any_value(),
-                                                        "RETRYSAFE_EVENT_SOURCE": "orders"})},
+        "Handler": names.OUTBOX_PUBLISHER_HANDLER,
+        "Environment": {"Variables": Match.object_like({names.EVENT_BUS_ENV: Match.any_value(),
+                                                        names.EVENT_SOURCE_ENV: "orders"})},
     })
     template.has_resource_properties("AWS::Lambda::Function", {
-        "Handler": "retrysafe.outbox.sweeper.handler",
-        "Environment": {"Variables": Match.object_like({"RETRYSAFE_SWEEP_AFTER_SECONDS": "900"})},
+        "Handler": names.OUTBOX_SWEEPER_HANDLER,
+        "Environment": {"Variables": Match.object_like({names.SWEEP_AFTER_ENV: "900"})},
     })
     template.has_resource_properties("AWS::Events::Rule", {"ScheduleExpression": "rate(5 minutes)"})
     template.has_resource_properties("AWS::Events::Rule", {
@@ -157,18 +158,18 @@ def test_outbox_publisher_mapping_and_sweeper(template: Template) -> None:
 
 def test_webhook_receiver_secret_route_and_handoff(template: Template) -> None:
     template.has_resource_properties("AWS::Lambda::Function", {
-        "Handler": "retrysafe.webhook.handler",
+        "Handler": names.WEBHOOK_HANDLER,
         "Environment": {"Variables": Match.object_like({
-            "RETRYSAFE_WEBHOOK_SECRET_ARN": {"Ref": Match.string_like_regexp("GitHubSigningSecret")},
-            "RETRYSAFE_WEBHOOK_PROVIDER": "github"})},
+            names.WEBHOOK_SECRET_ARN_ENV: {"Ref": Match.string_like_regexp("GitHubSigningSecret")},
+            names.WEBHOOK_PROVIDER_ENV: "github"})},
     })
     template.has_resource_properties("AWS::Events::Rule", {"EventPattern": {
-        "source": ["orders"], "detail-type": ["WebhookReceived"], "detail": {"aggregate_type": ["webhook:github"]}}})
+        "source": ["orders"], "detail-type": [names.WEBHOOK_RECEIPT_EVENT], "detail": {"aggregate_type": ["webhook:github"]}}})
 
 
 def test_alarms(template: Template) -> None:
     template.has_resource_properties("AWS::CloudWatch::Alarm",
-                                     {"MetricName": "FencingRejected", "Namespace": "retrysafe"})
+                                     {"MetricName": metrics.FENCING_REJECTED, "Namespace": "retrysafe"})
     template.has_resource_properties("AWS::CloudWatch::Alarm", {"MetricName": "IteratorAge"})
     template.has_resource_properties("AWS::CloudWatch::Alarm",
                                      {"MetricName": "ApproximateNumberOfMessagesVisible", "Threshold": 1})

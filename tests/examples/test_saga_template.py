@@ -9,6 +9,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from retrysafe.errors import (
+    BusinessConditionFailedError,
+    FencingError,
+    StoreUnavailableError,
+    TransactionRaced,
+)
+from retrysafe.names import HORIZON_ENV, TABLE_ENV
+from retrysafe.workflow import TaskInProgress, TaskKeyMismatch, TaskPayloadError
 
 from tests.helpers import Synthesized
 
@@ -26,7 +34,8 @@ TASKS = {  # state -> (handler, result path)
 }
 TRANSIENT = ["Lambda.ClientExecutionTimeoutException", "Lambda.ServiceException", "Lambda.AWSLambdaException",
              "Lambda.SdkClientException", "Lambda.TooManyRequestsException", "Lambda.Unknown",
-             "StoreUnavailableError", "TransactionRaced", "BusinessConditionFailedError", "FencingError"]
+             *(error.__name__ for error in (StoreUnavailableError, TransactionRaced, BusinessConditionFailedError,
+                                            FencingError))]
 # client 1 d + webhook 3 d + settlement 1 d + operator replay = 14 d redrive window + the 1 h execution timeout.
 EXPECTED_HORIZON = 5 * DAY + 14 * DAY + 3600
 
@@ -66,19 +75,19 @@ def test_every_task_sends_the_context_object_payload_and_gets_its_handler(defini
         props = functions[name]["Properties"]
         assert props["Handler"] == f"handlers.tasks.{handler}"
         env = props["Environment"]["Variables"]
-        assert set(env) == {"RETRYSAFE_TABLE", "RETRYSAFE_RETRY_HORIZON_SECONDS", "SAGA_ORDERS_TABLE",
+        assert set(env) == {TABLE_ENV, HORIZON_ENV, "SAGA_ORDERS_TABLE",
                             "PROVIDER_LEDGER_TABLE"}
-        assert env["RETRYSAFE_RETRY_HORIZON_SECONDS"] == str(EXPECTED_HORIZON)
+        assert env[HORIZON_ENV] == str(EXPECTED_HORIZON)
         assert state["TimeoutSeconds"] >= props["Timeout"]
 
 
 def test_retry_policy_order_and_values(definition: dict[str, Any], functions: dict[str, Any]) -> None:
     for name in TASKS:
         retriers = definition["States"][name]["Retry"]
-        assert retriers[0] == {"ErrorEquals": ["TaskKeyMismatch", "TaskPayloadError", "PaymentDeclined",
+        assert retriers[0] == {"ErrorEquals": [TaskKeyMismatch.__name__, TaskPayloadError.__name__, "PaymentDeclined",
                                                "OutOfStock"], "MaxAttempts": 0}
         in_progress = retriers[1]
-        assert in_progress["ErrorEquals"] == ["TaskInProgress"] and "JitterStrategy" not in in_progress
+        assert in_progress["ErrorEquals"] == [TaskInProgress.__name__] and "JitterStrategy" not in in_progress
         delays = [in_progress["IntervalSeconds"] * in_progress["BackoffRate"] ** n
                   for n in range(in_progress["MaxAttempts"])]
         lease = functions[name]["Properties"]["Timeout"] + 2  # remaining time at the claim + 2 s margin

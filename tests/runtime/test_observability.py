@@ -9,6 +9,8 @@ import uuid
 from typing import Any
 
 import pytest
+from retrysafe import names
+from retrysafe.metrics import KEY_MISMATCH, REPLAYED
 from retrysafe.observability import Telemetry
 
 
@@ -48,19 +50,19 @@ def test_emf_line_is_the_document_powertools_would_flush(service: str | None, mo
         monkeypatch.setenv("POWERTOOLS_SERVICE_NAME", service)
     else:
         monkeypatch.delenv("POWERTOOLS_SERVICE_NAME", raising=False)
-    counts = {"Replayed": 2, "KeyMismatch": 1}
+    counts = {REPLAYED: 2, KEY_MISMATCH: 1}
     (ours,) = _ours(counts, capsys)
     assert _without_timestamp(ours) == _without_timestamp(_powertools_flush(counts, capsys))
 
 
 def test_more_than_100_values_split_like_powertools(capsys: pytest.CaptureFixture[str]) -> None:
-    documents = _ours({"Replayed": 250}, capsys)
-    assert [len(d["Replayed"]) for d in documents] == [100, 100, 50]
+    documents = _ours({REPLAYED: 250}, capsys)
+    assert [len(d[REPLAYED]) for d in documents] == [100, 100, 50]
 
 
 def test_metrics_disabled_writes_nothing(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "true")
-    assert _ours({"Replayed": 1}, capsys) == []
+    assert _ours({REPLAYED: 1}, capsys) == []
 
 
 def test_flush_without_outcomes_writes_nothing(capsys: pytest.CaptureFixture[str]) -> None:
@@ -70,40 +72,40 @@ def test_flush_without_outcomes_writes_nothing(capsys: pytest.CaptureFixture[str
 
 def test_routine_outcomes_do_not_create_the_logger_at_info(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("AWS_LAMBDA_LOG_LEVEL", raising=False)
-    monkeypatch.setenv("RETRYSAFE_LOG_LEVEL", "INFO")
+    monkeypatch.setenv(names.LOG_LEVEL_ENV, "INFO")
     telemetry = Telemetry()
     telemetry.count("Executed", "CreateOrder", "idem#abc")
-    telemetry.count("Replayed", "CreateOrder", "idem#abc")
+    telemetry.count(REPLAYED, "CreateOrder", "idem#abc")
     assert telemetry._logger is None
 
 
 @pytest.mark.parametrize(("env", "logged"), [
-    ({"RETRYSAFE_LOG_LEVEL": "DEBUG"}, True),
-    ({"RETRYSAFE_LOG_LEVEL": "INFO", "AWS_LAMBDA_LOG_LEVEL": "DEBUG"}, True),  # Lambda's level wins, as in Powertools
-    ({"RETRYSAFE_LOG_LEVEL": "INFO"}, False),
+    ({names.LOG_LEVEL_ENV: "DEBUG"}, True),
+    ({names.LOG_LEVEL_ENV: "INFO", "AWS_LAMBDA_LOG_LEVEL": "DEBUG"}, True),  # Lambda's level wins, as in Powertools
+    ({names.LOG_LEVEL_ENV: "INFO"}, False),
 ])
 def test_a_replay_is_logged_exactly_when_the_active_level_allows(env: dict[str, str], logged: bool,
                                                                  monkeypatch: pytest.MonkeyPatch,
                                                                  capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.delenv("AWS_LAMBDA_LOG_LEVEL", raising=False)
-    monkeypatch.setenv("RETRYSAFE_SERVICE", f"svc-{uuid.uuid4()}")  # a fresh Logger writing to this test's stdout
+    monkeypatch.setenv(names.SERVICE_ENV, f"svc-{uuid.uuid4()}")  # a fresh Logger writing to this test's stdout
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     telemetry = Telemetry()
-    telemetry.count("Replayed", "CreateOrder", "idem#abc")
+    telemetry.count(REPLAYED, "CreateOrder", "idem#abc")
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
-    assert any(line.get("message") == "Replayed" and line.get("record") == "idem#abc" for line in lines) is logged
+    assert any(line.get("message") == REPLAYED and line.get("record") == "idem#abc" for line in lines) is logged
 
 
 def test_warnings_are_logged_through_powertools(monkeypatch: pytest.MonkeyPatch,
                                                 capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.delenv("AWS_LAMBDA_LOG_LEVEL", raising=False)
-    monkeypatch.setenv("RETRYSAFE_LOG_LEVEL", "INFO")
-    monkeypatch.setenv("RETRYSAFE_SERVICE", "svc-warnings")
-    Telemetry().count("KeyMismatch", "CreateOrder", "idem#abc")
+    monkeypatch.setenv(names.LOG_LEVEL_ENV, "INFO")
+    monkeypatch.setenv(names.SERVICE_ENV, "svc-warnings")
+    Telemetry().count(KEY_MISMATCH, "CreateOrder", "idem#abc")
     (line,) = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
     assert (line["level"], line["message"], line["service"], line["operation"]) == (
-        "WARNING", "KeyMismatch", "svc-warnings", "CreateOrder")
+        "WARNING", KEY_MISMATCH, "svc-warnings", "CreateOrder")
 
 
 def test_a_first_request_and_its_replay_do_not_load_powertools() -> None:
@@ -129,8 +131,8 @@ with mock_aws():
     assert '"Replayed":[1.0]' in out.getvalue()
     print(sorted(m for m in sys.modules if m.startswith("aws_lambda_powertools")))
 """
-    env = {"RETRYSAFE_TABLE": "t", "AWS_DEFAULT_REGION": "eu-west-1", "AWS_ACCESS_KEY_ID": "x",
-           "AWS_SECRET_ACCESS_KEY": "x", "RETRYSAFE_LOG_LEVEL": "INFO", "PATH": "/usr/bin:/bin"}
+    env = {names.TABLE_ENV: "t", "AWS_DEFAULT_REGION": "eu-west-1", "AWS_ACCESS_KEY_ID": "x",
+           "AWS_SECRET_ACCESS_KEY": "x", names.LOG_LEVEL_ENV: "INFO", "PATH": "/usr/bin:/bin"}
     proc = subprocess.run([sys.executable, "-c", script], check=False, capture_output=True, text=True, env=env, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip().splitlines()[-1] == "[]"

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 from botocore.validate import ParamValidator
-from retrysafe import DynamoStore, Engine, Mode, idempotent_http
+from retrysafe import DynamoStore, Engine, Mode, idempotent_http, names
 from retrysafe.outbox import OutboxMessage
 from retrysafe.outbox.parked import list_parked
 from retrysafe.outbox.publisher import Publisher
@@ -163,7 +163,7 @@ def test_the_client_is_created_during_lambdas_init_phase(init_phase: bool, creat
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     """In Lambda (``AWS_LAMBDA_INITIALIZATION_TYPE`` is set while the module loads) the client is ready before the
     first request; elsewhere (tests, scripts) it is still created on first use."""
-    monkeypatch.setenv("RETRYSAFE_TABLE", f"init-phase-{init_phase}")
+    monkeypatch.setenv(names.TABLE_ENV, f"init-phase-{init_phase}")
     if init_phase:
         monkeypatch.setenv("AWS_LAMBDA_INITIALIZATION_TYPE", "on-demand")
     else:

@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from retrysafe import metrics
 from retrysafe_sandbox import Options, Sandbox, run_scenarios
 from retrysafe_sandbox.__main__ import credentials
 
@@ -32,7 +33,7 @@ def test_every_intent_applies_exactly_once(example_assembly: Path, tmp_path: Pat
     assert report.violations == [], "\n".join(report.steps)
     assert not [step for step in report.steps if step.startswith("skip")], report.steps
     assert report.effects["orders"] == 3 and report.effects["units reserved"] == 6
-    assert ledger.outcomes["Replayed"] >= 5 and ledger.outcomes["KeyMismatch"] == 1
+    assert ledger.outcomes[metrics.REPLAYED] >= 5 and ledger.outcomes[metrics.KEY_MISMATCH] == 1
     # both queue consumers, then the saga's payment task right after its provider call
     assert sum(n for k, n in ledger.errors.items() if "InjectedCrash" in k) == 3
     assert ledger.messages["consumed"] >= 4

@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 import pytest
-from retrysafe import Engine, Mode, RecordCache, Transaction, idempotent_http
+from retrysafe import Engine, Mode, RecordCache, Transaction, idempotent_http, names
 from retrysafe.keys import Scope
 from retrysafe.testing.events import DrillContext, http_event, rest_event
 
@@ -38,7 +38,7 @@ def orders_in(ddb: Any) -> list[dict[str, Any]]:
 
 
 def records_in(ddb: Any) -> list[dict[str, Any]]:
-    return [i for i in ddb.scan(TableName="idempotency")["Items"] if i["pk"]["S"].startswith("idem#")]
+    return [i for i in ddb.scan(TableName="idempotency")["Items"] if i["pk"]["S"].startswith(names.RECORD_PREFIX)]
 
 
 @pytest.fixture(params=["rest", "http"])
@@ -64,7 +64,7 @@ def test_first_request_runs_once_and_commits_writes_record_and_event_atomically(
     assert "Idempotent-Replayed" not in response["headers"]
     assert api.runs == 1
     assert len(orders_in(ddb)) == 1
-    outbox = [i for i in ddb.scan(TableName="idempotency")["Items"] if i["pk"]["S"].startswith("outbox#")]
+    outbox = [i for i in ddb.scan(TableName="idempotency")["Items"] if i["pk"]["S"].startswith(names.OUTBOX_PREFIX)]
     assert len(outbox) == 1 and outbox[0]["etype"]["S"] == "OrderPlaced"
     [record] = records_in(ddb)
     assert record["st"]["S"] == "completed" and "le" not in record  # "ow": the writer, for lost responses

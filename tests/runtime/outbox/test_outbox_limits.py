@@ -9,6 +9,7 @@ from typing import Any
 
 import boto3
 import pytest
+from retrysafe import metrics, names
 from retrysafe.engine import Completion, Engine, Intent
 from retrysafe.errors import EventTooLargeError
 from retrysafe.keys import Scope
@@ -32,7 +33,7 @@ def sqs(store: Any) -> Any:
 
 @pytest.fixture(autouse=True)
 def no_target_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    for name in ("RETRYSAFE_OUTBOX_TARGET", "RETRYSAFE_OUTBOX_MAX_MESSAGE_BYTES"):
+    for name in (names.OUTBOX_TARGET_ENV, names.OUTBOX_MAX_MESSAGE_ENV):
         monkeypatch.delenv(name, raising=False)
     yield
 
@@ -51,7 +52,7 @@ def commit(store: Any, payloads: list[Any], key: str = "k") -> list[str]:
 
 
 def item(store: Any, event_id: str) -> dict[str, Any]:
-    return dict(store.client.get_item(TableName=TABLE, Key={"pk": {"S": f"outbox#{event_id}"}})["Item"])
+    return dict(store.client.get_item(TableName=TABLE, Key={"pk": {"S": names.OUTBOX_PREFIX + event_id}})["Item"])
 
 
 class Calls:
@@ -73,7 +74,7 @@ def test_six_200kb_events_all_reach_an_sqs_target(store: Any, sqs: Any) -> None:
     assert handler(outbox_stream_event(store), publisher=publisher) == {"batchItemFailures": []}
     assert calls.sizes == [5, 1]
     received = receive_all(sqs, url, expected=6)
-    assert sorted(m["MessageAttributes"]["idempotency-key"]["StringValue"] for m in received) == sorted(ids)
+    assert sorted(m["MessageAttributes"][names.KEY_MESSAGE_ATTRIBUTE]["StringValue"] for m in received) == sorted(ids)
     assert all("published_at" in item(store, eid) for eid in ids)
     with pytest.raises(Exception, match="BatchRequestTooLong"):  # what fixed chunks of ten did
         sqs.send_message_batch(QueueUrl=url, Entries=[{"Id": str(i), "MessageBody": "x" * (200 * KB)}
@@ -89,10 +90,10 @@ def test_a_permanently_refused_event_is_parked_and_the_rest_published(store: Any
     event = outbox_stream_event(store)
     assert handler(event, publisher=publisher) == {"batchItemFailures": []}  # the stream moves on
     poison = item(store, ids[1])
-    assert poison["obq"]["S"] == "parked" and "InvalidParameterValue" in poison["park_reason"]["S"]
-    assert "OutboxEventParked" in capsys.readouterr().out  # the metric (EMF) the constructs alarm on
+    assert poison[names.UNPUBLISHED_ATTRIBUTE]["S"] == "parked" and "InvalidParameterValue" in poison["park_reason"]["S"]
+    assert metrics.OUTBOX_EVENT_PARKED in capsys.readouterr().out  # the metric (EMF) the constructs alarm on
     received = receive_all(sqs, url, expected=3)
-    assert sorted(m["MessageAttributes"]["idempotency-key"]["StringValue"] for m in received) == sorted(
+    assert sorted(m["MessageAttributes"][names.KEY_MESSAGE_ATTRIBUTE]["StringValue"] for m in received) == sorted(
         [ids[0], ids[2], ids[3]])
     # Neither a stream retry nor the sweeper tries it again.
     assert handler(event, publisher=publisher) == {"batchItemFailures": []}
@@ -102,9 +103,9 @@ def test_a_permanently_refused_event_is_parked_and_the_rest_published(store: Any
     sqs.set_queue_attributes(QueueUrl=url, Attributes={"MaximumMessageSize": str(256 * 1024)})
     receive_all(sqs, url)
     assert republish(publisher) == {"republished": 1, "parked": 0, "failed": 0}
-    assert [m["MessageAttributes"]["idempotency-key"]["StringValue"] for m in receive_all(sqs, url, 1)] == [ids[1]]
+    assert [m["MessageAttributes"][names.KEY_MESSAGE_ATTRIBUTE]["StringValue"] for m in receive_all(sqs, url, 1)] == [ids[1]]
     fixed = item(store, ids[1])
-    assert "obq" not in fixed and "park_reason" not in fixed and "published_at" in fixed
+    assert names.UNPUBLISHED_ATTRIBUTE not in fixed and "park_reason" not in fixed and "published_at" in fixed
     assert list(list_parked(store)) == []
 
 
@@ -113,7 +114,7 @@ def test_the_operator_command_lists_and_republishes(store: Any, sqs: Any, monkey
     url = sqs.create_queue(QueueName="tiny", Attributes={"MaximumMessageSize": "1024"})["QueueUrl"]
     (eid,) = commit(store, [{"blob": "y" * 2000}])
     handler(outbox_stream_event(store), publisher=Publisher(SqsTarget(url, client=sqs), store))
-    monkeypatch.setenv("RETRYSAFE_QUEUE_URL", url)
+    monkeypatch.setenv(names.QUEUE_ENV, url)
     capsys.readouterr()
     assert outbox_parked.main(["list"]) == 0
     (line,) = capsys.readouterr().out.strip().splitlines()
@@ -129,15 +130,15 @@ def test_the_operator_command_lists_and_republishes(store: Any, sqs: Any, monkey
 def test_an_event_larger_than_the_target_accepts_is_parked_without_a_call(store: Any,
                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     """Appended for an SQS target raised to 1 MiB, then the target became an event bus (256 KB)."""
-    monkeypatch.setenv("RETRYSAFE_OUTBOX_TARGET", "sqs")
-    monkeypatch.setenv("RETRYSAFE_OUTBOX_MAX_MESSAGE_BYTES", str(1024 * 1024))
+    monkeypatch.setenv(names.OUTBOX_TARGET_ENV, "sqs")
+    monkeypatch.setenv(names.OUTBOX_MAX_MESSAGE_ENV, str(1024 * 1024))
     ids = commit(store, [{"blob": "z" * (300 * KB)}, {"n": 1}])
     events = boto3.client("events", region_name="eu-west-1")
     calls = Calls(events, "PutEvents", "Entries")
     publisher = Publisher(EventBridgeTarget("default", client=events), store)
     assert handler(outbox_stream_event(store), publisher=publisher) == {"batchItemFailures": []}
     assert calls.sizes == [1]
-    assert item(store, ids[0])["obq"]["S"] == "parked" and "published_at" in item(store, ids[1])
+    assert item(store, ids[0])[names.UNPUBLISHED_ATTRIBUTE]["S"] == "parked" and "published_at" in item(store, ids[1])
     assert "eventbridge accepts 262143" in item(store, ids[0])["park_reason"]["S"]
 
 
@@ -173,20 +174,20 @@ def test_transient_refusals_are_retried_not_parked(store: Any) -> None:
     for client in (Throttled(), Failing()):
         result = handler(outbox_stream_event(store), publisher=Publisher(EventBridgeTarget("b", client=client), store))
         assert result["batchItemFailures"] != []
-        assert all(item(store, eid)["obq"]["S"].startswith("u") for eid in ids)
+        assert all(item(store, eid)[names.UNPUBLISHED_ATTRIBUTE]["S"].startswith("u") for eid in ids)
     assert list(list_parked(store)) == []
 
 
 def test_append_event_refuses_what_the_configured_target_cannot_carry(store: Any, ddb: Any,
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("RETRYSAFE_OUTBOX_TARGET", "eventbridge")
+    monkeypatch.setenv(names.OUTBOX_TARGET_ENV, "eventbridge")
     with pytest.raises(EventTooLargeError, match="eventbridge accepts 262143 bytes"):
         commit(store, [{"n": 1}, {"blob": "\u00e9" * (132 * KB)}])  # 264 KB once UTF-8 encoded
     assert ddb.scan(TableName=TABLE)["Count"] == 0  # nothing committed, not even the record
-    monkeypatch.setenv("RETRYSAFE_OUTBOX_TARGET", "sqs")
-    monkeypatch.setenv("RETRYSAFE_OUTBOX_MAX_MESSAGE_BYTES", str(1024 * 1024))
+    monkeypatch.setenv(names.OUTBOX_TARGET_ENV, "sqs")
+    monkeypatch.setenv(names.OUTBOX_MAX_MESSAGE_ENV, str(1024 * 1024))
     assert len(commit(store, [{"blob": "\u00e9" * (132 * KB)}], key="k2")) == 1  # SQS raised to 1 MiB carries it
-    monkeypatch.setenv("RETRYSAFE_OUTBOX_TARGET", "kafka")
+    monkeypatch.setenv(names.OUTBOX_TARGET_ENV, "kafka")
     from retrysafe.errors import ConfigurationError
 
     with pytest.raises(ConfigurationError):

@@ -9,6 +9,7 @@ from typing import Any
 
 import boto3
 import pytest
+from retrysafe import names
 from retrysafe.engine import Completion, Engine, Intent
 from retrysafe.keys import Scope
 from retrysafe.outbox.publisher import Publisher, handler
@@ -53,7 +54,7 @@ def clients(server: str) -> Iterator[dict[str, Any]]:
     arn = made["sqs"].get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
     made["events"].create_event_bus(Name="orders-bus")
     made["events"].put_rule(Name="to-shipping", EventBusName="orders-bus",
-                            EventPattern=json.dumps({"source": ["retrysafe.outbox"]}))
+                            EventPattern=json.dumps({"source": [names.DEFAULT_EVENT_SOURCE]}))
     made["events"].put_targets(Rule="to-shipping", EventBusName="orders-bus", Targets=[{"Id": "q", "Arn": arn}])
     made["queue_url"] = url
     yield made
@@ -101,8 +102,8 @@ def test_published_twice_applied_once(clients: dict[str, Any]) -> None:
     assert handler(lambda_event, DrillContext(), publisher=publisher) == {"batchItemFailures": []}
     assert handler(lambda_event, DrillContext(), publisher=publisher) == {"batchItemFailures": []}  # a retry
 
-    item = clients["dynamodb"].get_item(TableName=TABLE, Key={"pk": {"S": f"outbox#{event_id}"}})["Item"]
-    assert "obq" not in item and "published_at" in item
+    item = clients["dynamodb"].get_item(TableName=TABLE, Key={"pk": {"S": names.OUTBOX_PREFIX + event_id}})["Item"]
+    assert names.UNPUBLISHED_ATTRIBUTE not in item and "published_at" in item
     # The mark-published update shows up on the stream as MODIFY; it is not published again.
     _, after = read_stream(clients)
     assert "MODIFY" in [r["eventName"] for r in after]
@@ -113,7 +114,7 @@ def test_published_twice_applied_once(clients: dict[str, Any]) -> None:
     envelopes = [json.loads(m["Body"]) for m in messages]
     assert envelopes[0]["id"] != envelopes[1]["id"]  # EventBridge ids differ per publish...
     assert {e["detail"]["event_id"] for e in envelopes} == {event_id}  # ...the event id does not
-    assert envelopes[0]["detail-type"] == "OrderPlaced" and envelopes[0]["source"] == "retrysafe.outbox"
+    assert envelopes[0]["detail-type"] == "OrderPlaced" and envelopes[0]["source"] == names.DEFAULT_EVENT_SOURCE
     assert envelopes[0]["detail"]["sequence"] == 1 and envelopes[0]["detail"]["aggregate_id"] == "1"
 
     seen: list[str] = []

@@ -9,6 +9,7 @@ from typing import Any
 
 import boto3
 import pytest
+from retrysafe import names
 from retrysafe.claimcheck import ClaimCheck, ClaimCheckError, fetch
 from retrysafe.outbox.publisher import Publisher, handler
 from retrysafe.outbox.targets import EventBridgeTarget
@@ -34,8 +35,8 @@ def s3(store: Any) -> Any:
 @pytest.fixture(autouse=True)
 def bus_target(monkeypatch: pytest.MonkeyPatch) -> None:
     """The receiver's function is configured for an EventBridge outbox (as the WebhookReceiver construct does)."""
-    monkeypatch.setenv("RETRYSAFE_OUTBOX_TARGET", "eventbridge")
-    monkeypatch.delenv("RETRYSAFE_OUTBOX_MAX_MESSAGE_BYTES", raising=False)
+    monkeypatch.setenv(names.OUTBOX_TARGET_ENV, "eventbridge")
+    monkeypatch.delenv(names.OUTBOX_MAX_MESSAGE_ENV, raising=False)
 
 
 def github_event(body: bytes, delivery: str = "d-1") -> dict[str, Any]:
@@ -91,7 +92,7 @@ def test_a_1mb_github_delivery_is_received_published_and_consumed_once(store: An
     events, sqs = boto3.client("events", region_name="eu-west-1"), boto3.client("sqs", region_name="eu-west-1")
     url = sqs.create_queue(QueueName="work")["QueueUrl"]
     arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-    events.put_rule(Name="receipts", EventPattern=json.dumps({"detail-type": ["WebhookReceived"]}))
+    events.put_rule(Name="receipts", EventPattern=json.dumps({"detail-type": [names.WEBHOOK_RECEIPT_EVENT]}))
     events.put_targets(Rule="receipts", Targets=[{"Id": "q", "Arn": arn}])
     stream = outbox_stream_event(store)
     publisher = Publisher(EventBridgeTarget("default", client=events), store)
@@ -120,7 +121,7 @@ def test_a_tampered_or_expired_object_fails_the_record_not_the_batch(store: Any,
     body = b"\xff\xfe binary " * 40_000  # not UTF-8: base64 inline would be too large too
     assert receiver(store, s3)(github_event(body))["statusCode"] == 202
     (payload,) = outbox_payloads(ddb)
-    envelope = {"event_id": "e-1", "event_type": "WebhookReceived", "aggregate_type": "webhook:github",
+    envelope = {"event_id": "e-1", "event_type": names.WEBHOOK_RECEIPT_EVENT, "aggregate_type": "webhook:github",
                 "aggregate_id": payload["key"], "sequence": None, "occurred_at": "2026-01-01T00:00:00.000+00:00",
                 "payload": payload}
     ref = payload["body_ref"]
@@ -183,8 +184,8 @@ def test_an_unreachable_bucket_is_503_and_nothing_is_recorded(store: Any, ddb: A
 def test_a_body_that_fits_a_1mib_queue_but_not_a_dynamodb_item_goes_to_s3(store: Any, ddb: Any, s3: Any,
                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     """250 KB of quotes fits an SQS message raised to 1 MiB once escaped (~500 KB), but not a 400 KB item."""
-    monkeypatch.setenv("RETRYSAFE_OUTBOX_TARGET", "sqs")
-    monkeypatch.setenv("RETRYSAFE_OUTBOX_MAX_MESSAGE_BYTES", str(1024 * 1024))
+    monkeypatch.setenv(names.OUTBOX_TARGET_ENV, "sqs")
+    monkeypatch.setenv(names.OUTBOX_MAX_MESSAGE_ENV, str(1024 * 1024))
     body = json.dumps({"text": '"' * 125_000}).encode()
     assert receiver(store, s3)(github_event(body))["statusCode"] == 202
     (payload,) = outbox_payloads(ddb)
