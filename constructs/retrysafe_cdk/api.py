@@ -13,17 +13,18 @@ from aws_cdk import aws_apigatewayv2_integrations as integrations
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_logs as logs
+from retrysafe import names
 
 from constructs import Construct
 
 from .function import IdempotentFunction
 from .nag import acknowledge
 
-KEY_HEADER = "Idempotency-Key"
+KEY_HEADER = names.IDEMPOTENCY_KEY_HEADER
 DEFAULT_RATE = 100
 DEFAULT_BURST = 200
 ALLOW_HEADERS = ("Content-Type", "Authorization", KEY_HEADER)
-EXPOSE_HEADERS = ("Idempotent-Replayed", "Retry-After", "Location")
+EXPOSE_HEADERS = (names.REPLAYED_HEADER, "Retry-After", "Location")
 _PROBLEM = json.dumps({"type": "about:blank", "title": "Bad Request", "status": 400,
                        "detail": "$context.error.validationErrorString"})
 

@@ -2,9 +2,9 @@
 
 Environment variables (set by ``retrysafe_cdk``, read by the runtime), the idempotency table's
 key, TTL and outbox index attributes, the outbox item's kind and event source, the Step Functions
-task payload's fields, the lease margin and the handler paths the constructs deploy. Each is
-defined here once; the runtime, ``retrysafe_cdk``, the sandbox, the pytest plugin and the tests
-import it. The metrics are in :mod:`retrysafe.metrics`; the Step Functions error names are the
+task payload's fields, the HTTP headers, the lease margin and the handler paths the constructs
+deploy. Each is defined here once; the runtime, ``retrysafe_cdk``, the sandbox, the pytest plugin
+and the tests import it. The metrics are in :mod:`retrysafe.metrics`; the Step Functions error names are the
 exception classes' names (:data:`retrysafe.workflow.RETRIABLE_ERRORS`...).
 
 A value here is part of what is deployed: records in a table, functions' environment and
@@ -64,6 +64,13 @@ WEBHOOK_PROVIDERS = ("github", "stripe", "standard", "hmac")
 WEBHOOK_RECEIPT_EVENT = "WebhookReceived"
 #: Object key prefix of claim-checked webhook bodies in :data:`CLAIM_CHECK_BUCKET_ENV`'s bucket.
 CLAIM_CHECK_PREFIX = "webhooks/"
+
+# -- HTTP -----------------------------------------------------------------------------------
+
+#: The request header carrying the idempotency key (the IETF draft's name).
+IDEMPOTENCY_KEY_HEADER = "Idempotency-Key"
+#: The response header (``true``) that marks a replayed response.
+REPLAYED_HEADER = "Idempotent-Replayed"
 
 # -- the idempotency table -------------------------------------------------------------------
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
+from .. import names
 from .._adapter import flushes_telemetry, wiring
 from .._value import Value, set_field
 from ..config import Mode
@@ -22,7 +23,7 @@ from .problem import Problem, problem_for
 from .request import HttpRequest, parse_event
 from .tenant import TenantExtractor, default_tenant
 
-REPLAYED_HEADER = "Idempotent-Replayed"
+REPLAYED_HEADER = names.REPLAYED_HEADER
 DEFAULT_REPLAY_HEADERS = ("content-type", "location", "content-location", "etag", "last-modified")
 NO_TENANT = "-"
 
@@ -107,7 +108,7 @@ class HttpIdempotency:
     """
 
     def __init__(self, *, operation: str | None = None, mode: Mode | str = Mode.ATOMIC,
-                 header: str = "Idempotency-Key", key_required: bool = True,
+                 header: str = names.IDEMPOTENCY_KEY_HEADER, key_required: bool = True,
                  tenant: TenantExtractor | None = default_tenant,
                  fingerprint_query: Collection[str] | None = None,
                  replay_headers: Collection[str] = DEFAULT_REPLAY_HEADERS,

@@ -16,6 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from retrysafe import names
+
 from ..engine import Engine
 from ..errors import KeyReuseMismatchError, RequestInFlightError, RetrysafeError
 from ..http.core import REPLAYED_HEADER, StoredResponse
@@ -71,7 +73,7 @@ class HttpAdapter:
 
     name = "HTTP"
 
-    def __init__(self, handler: Callable[[Any, Any], Any], payload: Payload, *, header: str = "Idempotency-Key",
+    def __init__(self, handler: Callable[[Any, Any], Any], payload: Payload, *, header: str = names.IDEMPOTENCY_KEY_HEADER,
                  route: str = "/orders", method: str = "POST", tenant: str | None = "tenant-a",
                  version: str = "2.0") -> None:
         self.handler, self.payload, self.header = handler, payload, header
