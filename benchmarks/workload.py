@@ -18,7 +18,7 @@ def order_event(key: str, amount: int = 42, tenant: str = "tenant-a") -> dict[st
     """An HTTP API (v2) POST /orders event with a JWT authorizer and an Idempotency-Key."""
     return {
         "version": "2.0", "routeKey": "POST /orders", "rawPath": "/orders", "rawQueryString": "",
-        "headers": {"content-type": "application/json", names.KEY_MESSAGE_ATTRIBUTE: key, "host": "api.example.com",
+        "headers": {"content-type": "application/json", names.IDEMPOTENCY_KEY_HEADER.lower(): key, "host": "api.example.com",
                     "user-agent": "bench/1.0", "x-forwarded-for": "127.0.0.1"},
         "requestContext": {"accountId": "123456789012", "apiId": "api", "domainName": "api.example.com",
                            "http": {"method": "POST", "path": "/orders", "protocol": "HTTP/1.1",

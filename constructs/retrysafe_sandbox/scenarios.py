@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from retrysafe import names
+
 if TYPE_CHECKING:
     from .runner import Sandbox
 
@@ -34,7 +36,7 @@ class Reply:
     @property
     def replayed(self) -> bool:
         """Whether the answer is a stored response replayed."""
-        return self.headers.get("Idempotent-Replayed") == "true"
+        return self.headers.get(names.REPLAYED_HEADER) == "true"
 
 
 @dataclass

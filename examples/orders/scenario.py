@@ -82,24 +82,24 @@ def run(sandbox: Sandbox, report: Report, settle_seconds: float = 90.0) -> None:
     run_id = uuid.uuid4().hex[:8]
     tenant = sandbox.options.tenant
     token = authorization(sandbox, tenant)
-    anonymous = post(f"{base}/orders", _order(1), {"Idempotency-Key": f"{run_id}-x"})
-    forged = post(f"{base}/orders", _order(1), {"Idempotency-Key": f"{run_id}-x",
+    anonymous = post(f"{base}/orders", _order(1), {names.IDEMPOTENCY_KEY_HEADER: f"{run_id}-x"})
+    forged = post(f"{base}/orders", _order(1), {names.IDEMPOTENCY_KEY_HEADER: f"{run_id}-x",
                                                 "Authorization": token[:-4] + "0000"})
     report.check((anonymous.status, forged.status) == (401, 403),
                  f"authorizer: no token {anonymous.status}, forged token {forged.status}")
     auth = {"Authorization": token}
 
-    first = post(f"{base}/orders", _order(2), {"Idempotency-Key": f"{run_id}-a", **auth})
+    first = post(f"{base}/orders", _order(2), {names.IDEMPOTENCY_KEY_HEADER: f"{run_id}-a", **auth})
     report.check(first.status == 201, f"first order: {first.status}")
     order_id = first.body["id"] if first.status == 201 else "missing"
 
-    post_and_drop(f"{base}/orders", _order(1), {"Idempotency-Key": f"{run_id}-b", **auth})
+    post_and_drop(f"{base}/orders", _order(1), {names.IDEMPOTENCY_KEY_HEADER: f"{run_id}-b", **auth})
     time.sleep(1.0)  # the client's timeout, then its retry with the same key
-    retry = post(f"{base}/orders", _order(1), {"Idempotency-Key": f"{run_id}-b", **auth})
+    retry = post(f"{base}/orders", _order(1), {names.IDEMPOTENCY_KEY_HEADER: f"{run_id}-b", **auth})
     report.check(retry.status == 201 and retry.replayed, f"retry after a lost response: {retry.status}, "
                                                           f"replayed={retry.replayed}")
 
-    reuse = post(f"{base}/orders", _order(5), {"Idempotency-Key": f"{run_id}-a", **auth})
+    reuse = post(f"{base}/orders", _order(5), {names.IDEMPOTENCY_KEY_HEADER: f"{run_id}-a", **auth})
     report.check(reuse.status == 422, f"same key, other payload: {reuse.status}")
 
     replies: list[Reply] = []
@@ -107,7 +107,7 @@ def run(sandbox: Sandbox, report: Report, settle_seconds: float = 90.0) -> None:
 
     def duplicate() -> None:
         barrier.wait()
-        replies.append(post(f"{base}/orders", _order(3), {"Idempotency-Key": f"{run_id}-c", **auth}))
+        replies.append(post(f"{base}/orders", _order(3), {names.IDEMPOTENCY_KEY_HEADER: f"{run_id}-c", **auth}))
 
     threads = [threading.Thread(target=duplicate) for _ in range(4)]
     for thread in threads:
@@ -120,7 +120,7 @@ def run(sandbox: Sandbox, report: Report, settle_seconds: float = 90.0) -> None:
                                                                   f"{len(ids)} order id")
 
     payment = {"amount_cents": 1980, "currency": "EUR"}
-    paid = [post(f"{base}/orders/{order_id}/payments", payment, {"Idempotency-Key": f"{run_id}-pay", **auth})
+    paid = [post(f"{base}/orders/{order_id}/payments", payment, {names.IDEMPOTENCY_KEY_HEADER: f"{run_id}-pay", **auth})
             for _ in range(2)]
     report.check([p.status for p in paid] == [200, 200] and paid[1].replayed and paid[0].body == paid[1].body,
                  f"payment captured twice: {[p.status for p in paid]}, second replayed={paid[1].replayed}")

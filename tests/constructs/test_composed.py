@@ -46,8 +46,8 @@ def test_horizon_counts_the_existing_queue_settings(raw: dict[str, Any]) -> None
 
 def test_http_api_has_cors_for_the_key_header_access_logs_and_throttling(template: Template) -> None:
     template.has_resource_properties("AWS::ApiGatewayV2::Api", {"CorsConfiguration": Match.object_like({
-        "AllowHeaders": ["Content-Type", "Authorization", "Idempotency-Key"],
-        "ExposeHeaders": ["Idempotent-Replayed", "Retry-After", "Location"]})})
+        "AllowHeaders": ["Content-Type", "Authorization", names.IDEMPOTENCY_KEY_HEADER],
+        "ExposeHeaders": [names.REPLAYED_HEADER, "Retry-After", "Location"]})})
     template.has_resource_properties("AWS::ApiGatewayV2::Stage", {
         "AccessLogSettings": Match.object_like({"DestinationArn": Match.any_value()}),
         "DefaultRouteSettings": {"ThrottlingRateLimit": 100, "ThrottlingBurstLimit": 200}})

@@ -53,7 +53,7 @@ def tables(retrysafe_table: DynamoStore) -> DynamoStore:
 
 
 def order_request(key: str, amount: int = 42, **fields: Any) -> dict[str, Any]:
-    return api_event(json.dumps({"amount": amount, **fields}), headers={"Idempotency-Key": key,
+    return api_event(json.dumps({"amount": amount, **fields}), headers={names.IDEMPOTENCY_KEY_HEADER: key,
                                                                        "Content-Type": "application/json"})
 
 
@@ -66,7 +66,7 @@ def test_atomic_handler_commits_once_and_replays_in_one_round_trip(tables: Dynam
     replay = snippet.handler(order_request("order-1"), DrillContext())
     assert calls.calls == {"TransactWriteItems": 1}
     assert replay["statusCode"] == 201 and replay["body"] == first["body"]
-    assert replay["headers"]["Idempotent-Replayed"] == "true"
+    assert replay["headers"][names.REPLAYED_HEADER] == "true"
     assert replay["headers"]["Location"] == first["headers"]["Location"]
     assert [i["status"]["S"] for i in items(tables, "orders")] == ["placed"]
     assert outbox(tables) == ["OrderPlaced"]
@@ -87,7 +87,7 @@ def test_claim_first_handler_charges_once_and_replays_without_running(tables: Dy
     calls.reset()
     replay = snippet.handler(order_request("charge-1", id="o-1"), DrillContext())
     assert calls.total == 1 and replay["body"] == first["body"]
-    assert replay["headers"]["Idempotent-Replayed"] == "true"
+    assert replay["headers"][names.REPLAYED_HEADER] == "true"
     assert payments.charge_count() == before + 1
     (order,) = items(tables, "orders")
     assert order["status"]["S"] == "paid" and order["charge_id"]["S"] == json.loads(first["body"])["charge"]
@@ -98,7 +98,7 @@ def test_middleware_route_replays_with_the_stored_location(tables: DynamoStore) 
     snippet = fresh("http_middleware")
 
     def post(key: str) -> dict[str, Any]:
-        event = api_event(json.dumps({"amount": 7}), headers={"Idempotency-Key": key,
+        event = api_event(json.dumps({"amount": 7}), headers={names.IDEMPOTENCY_KEY_HEADER: key,
                                                               "Content-Type": "application/json"}, version="1.0")
         result: dict[str, Any] = snippet.handler(event, DrillContext())
         # A REST resolver answers with multiValueHeaders.
@@ -108,7 +108,7 @@ def test_middleware_route_replays_with_the_stored_location(tables: DynamoStore) 
     first, replay = post("mw-1"), post("mw-1")
     assert first["statusCode"] == replay["statusCode"] == 201
     assert json.loads(replay["body"]) == json.loads(first["body"])
-    assert replay["headers"]["Idempotent-Replayed"] == "true"
+    assert replay["headers"][names.REPLAYED_HEADER] == "true"
     assert replay["headers"]["Location"] == first["headers"]["Location"]
     assert len(items(tables, "orders")) == 1
 
@@ -175,7 +175,7 @@ def test_webhook_receiver_receives_a_redelivery_once(tables: DynamoStore, github
     again = snippet.handler(github_delivery(github_secret, pr, "d-1"), DrillContext())
     assert first["statusCode"] == again["statusCode"] == 202
     assert json.loads(first["body"]) == {"status": "accepted", "delivery": "d-1"}
-    assert again["headers"]["Idempotent-Replayed"] == "true" and again["body"] == first["body"]
+    assert again["headers"][names.REPLAYED_HEADER] == "true" and again["body"] == first["body"]
     assert outbox(tables) == [names.WEBHOOK_RECEIPT_EVENT]
     calls = CallCounter(engine_of(snippet.handler).store.client)
     forged = snippet.handler(github_delivery(github_secret, pr, "d-2", signature="sha256=" + "0" * 64),

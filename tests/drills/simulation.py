@@ -167,7 +167,7 @@ class Simulation:
         intent = intent or self.rng.choice(self.intents)
         handler = self.pay if intent.claim_first else self.create
         route = "/pay" if intent.claim_first else "/orders"
-        event = api_event(json.dumps({"amount": intent.amount}), headers={"Idempotency-Key": intent.key},
+        event = api_event(json.dumps({"amount": intent.amount}), headers={names.IDEMPOTENCY_KEY_HEADER: intent.key},
                           tenant=self.tenant, route=route)
         if faults:
             self.arm()

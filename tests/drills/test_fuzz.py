@@ -76,7 +76,7 @@ def world() -> Iterator[World]:
 
 
 def event_with(key: str | None, body: str | None = '{"a": 1}', base64_body: bool = False) -> dict[str, Any]:
-    headers = {"Content-Type": "application/json", **({"Idempotency-Key": key} if key is not None else {})}
+    headers = {"Content-Type": "application/json", **({names.IDEMPOTENCY_KEY_HEADER: key} if key is not None else {})}
     return api_event(body, headers=headers, base64=base64_body)
 
 
@@ -107,7 +107,7 @@ def test_quoted_and_bare_forms_name_the_same_intent(world: World, inner: str) ->
     bare = world.call_http(event_with(inner)) if not (inner[0] == inner[-1] == '"' and len(inner) > 1) else first
     assert bare["statusCode"] == 201 and bare["body"] == first["body"]
     if bare is not first:
-        assert bare["headers"].get("Idempotent-Replayed") == "true"
+        assert bare["headers"].get(names.REPLAYED_HEADER) == "true"
 
 
 @FUZZ
@@ -136,7 +136,7 @@ API_FIELDS = ["version", "httpMethod", "headers", "body", "isBase64Encoded", "re
 @given(version=st.sampled_from(["1.0", "2.0"]),
        changes=st.dictionaries(st.sampled_from(API_FIELDS), json_values, max_size=4), drop=st.booleans())
 def test_malformed_api_gateway_events(world: World, version: str, changes: dict[str, Any], drop: bool) -> None:
-    event = api_event('{"a": 1}', headers={"Idempotency-Key": next(KEYS)}, version=version)
+    event = api_event('{"a": 1}', headers={names.IDEMPOTENCY_KEY_HEADER: next(KEYS)}, version=version)
     for name, value in changes.items():
         if drop:
             event.pop(name, None)

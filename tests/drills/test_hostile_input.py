@@ -29,6 +29,7 @@ from retrysafe import (
     names,
 )
 from retrysafe.errors import TaskPayloadError
+from retrysafe.names import IDEMPOTENCY_KEY_HEADER
 from retrysafe.outbox import OutboxMessage
 from retrysafe.outbox.publisher import Publisher
 from retrysafe.outbox.publisher import handler as publish_stream
@@ -122,7 +123,7 @@ casings = st.sampled_from([str.lower, str.upper, str.title, lambda name: name.sw
 
 def http_request(version: str, body: str, pairs: list[tuple[str, str]], casing: Any, key: str) -> dict[str, Any]:
     """An API Gateway event as the gateway would build it from this raw request (v2 lower-cases header names)."""
-    headers = {casing("Idempotency-Key"): key, casing("Content-Type"): "application/json"}
+    headers = {casing(IDEMPOTENCY_KEY_HEADER): key, casing("Content-Type"): "application/json"}
     event = api_event(body, headers=headers, version=version)
     if version == "2.0":
         event["rawQueryString"] = "&".join(f"{n}={v}" for n, v in pairs)
@@ -222,7 +223,7 @@ def test_middleware_answers_hostile_requests_with_the_route_or_a_400(world: Worl
 @given(tenant=st.one_of(LONE_SURROGATES, ODD_DIGITS), version=st.sampled_from(["1.0", "2.0"]))
 def test_a_tenant_that_is_not_unicode_text_is_a_400(world: World, tenant: str, version: str) -> None:
     world.writes.clear()
-    event = api_event('{"a":1}', headers={"Idempotency-Key": next(KEYS)}, tenant=tenant, version=version)
+    event = api_event('{"a":1}', headers={IDEMPOTENCY_KEY_HEADER: next(KEYS)}, tenant=tenant, version=version)
     response = world.http(event, DrillContext())
     if _is_unicode(tenant):
         assert response["statusCode"] == 201

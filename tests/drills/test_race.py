@@ -21,7 +21,7 @@ from typing import Any
 import boto3
 import pytest
 from botocore.config import Config
-from retrysafe import Engine, Transaction, idempotent_http
+from retrysafe import Engine, Transaction, idempotent_http, names
 from retrysafe.store import DynamoStore
 from retrysafe.testing import Boundary, DynamoSemantics
 from retrysafe.testing.adapters import classify_http
@@ -65,7 +65,7 @@ def test_64_concurrent_identical_requests_make_one_effect(server_client: Any, mo
     store = DynamoStore("race-idempotency", client=server_client)
     handler = idempotent_http(create, operation=f"Race-{mode}", mode=mode, engine=Engine(store))
     boundary = Boundary(server_client)
-    event = api_event(json.dumps({"amount": 1}), headers={"Idempotency-Key": "race-key"})
+    event = api_event(json.dumps({"amount": 1}), headers={names.IDEMPOTENCY_KEY_HEADER: "race-key"})
     barrier = threading.Barrier(N)
     answers = []
     lock = threading.Lock()

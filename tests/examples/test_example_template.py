@@ -110,7 +110,7 @@ def test_rest_api_logs_validates_throttles_and_authorizes(template: Template, ra
     options = [m for m in methods.values() if m["HttpMethod"] == "OPTIONS"]
     allow = options[0]["Integration"]["IntegrationResponses"][0]["ResponseParameters"][
         "method.response.header.Access-Control-Allow-Headers"]
-    assert "Idempotency-Key" in allow
+    assert names.IDEMPOTENCY_KEY_HEADER in allow
 
 
 def test_queue_consumer_defaults(template: Template, raw: dict[str, Any]) -> None:

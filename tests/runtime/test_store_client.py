@@ -96,10 +96,10 @@ def test_http_paths_send_valid_requests(own: tuple[DynamoStore, Captured]) -> No
         store.client.put_item(TableName=ORDERS, Item={"pk": {"S": pk}})
     for mode in (Mode.ATOMIC, Mode.CLAIM_FIRST):
         handler = idempotent_http(body, operation=f"Shapes{mode.value}", mode=mode, engine=engine)
-        event = api_event(json.dumps({"a": 1}), headers={"Idempotency-Key": f"k-{mode.value}"})
+        event = api_event(json.dumps({"a": 1}), headers={names.IDEMPOTENCY_KEY_HEADER: f"k-{mode.value}"})
         assert handler(event, DrillContext())["statusCode"] == 201
-        assert handler(event, DrillContext())["headers"]["Idempotent-Replayed"] == "true"
-        mismatch = api_event(json.dumps({"a": 2}), headers={"Idempotency-Key": f"k-{mode.value}"})
+        assert handler(event, DrillContext())["headers"][names.REPLAYED_HEADER] == "true"
+        mismatch = api_event(json.dumps({"a": 2}), headers={names.IDEMPOTENCY_KEY_HEADER: f"k-{mode.value}"})
         assert handler(mismatch, DrillContext())["statusCode"] == 422
         store.client.delete_item(TableName=ORDERS, Key={"pk": {"S": "order#1"}})
     _shapes_ok(captured, {"TransactWriteItems", "PutItem"})  # the claim is a conditional PutItem
@@ -118,7 +118,7 @@ def test_claim_release_checkpoint_wait_and_verify_send_valid_requests(own: tuple
         return {"statusCode": 201, "body": "{}"}
 
     handler = idempotent_http(failing, operation="Steps", mode=Mode.CLAIM_FIRST, engine=engine)
-    event = api_event("{}", headers={"Idempotency-Key": "steps"})
+    event = api_event("{}", headers={names.IDEMPOTENCY_KEY_HEADER: "steps"})
     with pytest.raises(RuntimeError):
         handler(event, DrillContext())  # claim, checkpoint, release keeping the checkpoint
     assert handler(event, DrillContext())["statusCode"] == 201  # takeover, commit
@@ -128,7 +128,7 @@ def test_claim_release_checkpoint_wait_and_verify_send_valid_requests(own: tuple
 
     with pytest.raises(RuntimeError):  # claim, then release by delete
         idempotent_http(plain, operation="Plain", mode=Mode.CLAIM_FIRST, engine=engine)(
-            api_event("{}", headers={"Idempotency-Key": "plain"}), DrillContext())
+            api_event("{}", headers={names.IDEMPOTENCY_KEY_HEADER: "plain"}), DrillContext())
     assert store.get("idem#missing") is None
     store.verify()
     _shapes_ok(captured, {"UpdateItem", "TransactWriteItems", "DeleteItem", "GetItem", "DescribeTable"})

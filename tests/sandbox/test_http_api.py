@@ -17,6 +17,7 @@ import pytest
 from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
+from retrysafe import names
 from retrysafe_sandbox import Options, Sandbox
 from retrysafe_sandbox.tokens import LOCAL_SECRET_KEY, mint
 
@@ -62,7 +63,7 @@ def assembly(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def post(url: str, key: str, body: dict[str, Any], headers: dict[str, str] | None = None,
          sign_as: str | None = None) -> tuple[int, dict[str, str], dict[str, Any]]:
     data = json.dumps(body).encode()
-    headers = {"Content-Type": "application/json", "Idempotency-Key": key, **(headers or {})}
+    headers = {"Content-Type": "application/json", names.IDEMPOTENCY_KEY_HEADER: key, **(headers or {})}
     if sign_as is not None:  # SigV4 for execute-api with the sandbox's local secret
         signed = AWSRequest(method="POST", url=url, data=data, headers=headers)
         SigV4Auth(Credentials(sign_as, LOCAL_SECRET_KEY), "execute-api", "eu-west-1").add_auth(signed)
@@ -105,7 +106,7 @@ def test_http_api_routes_get_v2_events_and_their_authorizers(assembly: Path, tmp
         notes = dynamodb.scan(TableName=table)["Items"]
         ledger = sandbox.ledger
     assert status == 201 and first["version"] == "2.0"
-    assert again_status == 201 and again == first and headers.get("Idempotent-Replayed") == "true"
+    assert again_status == 201 and again == first and headers.get(names.REPLAYED_HEADER) == "true"
     assert other_status == 422 and other_headers["Content-Type"] == "application/problem+json"
     assert problem["type"] == "urn:retrysafe:problem:idempotency-key-reused"
     assert (unsigned, unsigned_body, forged) == (403, {"message": "Missing Authentication Token"}, 403)

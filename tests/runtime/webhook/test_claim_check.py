@@ -85,7 +85,7 @@ def test_a_1mb_github_delivery_is_received_published_and_consumed_once(store: An
     assert head["ServerSideEncryption"] == "AES256" and head["ContentLength"] == len(body)
     assert ref["key"].startswith("webhooks/github/-/")
     # GitHub redelivers it: a replay, no second object, no second receipt.
-    assert receiver(store, s3)(github_event(body, delivery="d-2"))["headers"]["Idempotent-Replayed"] == "true"
+    assert receiver(store, s3)(github_event(body, delivery="d-2"))["headers"][names.REPLAYED_HEADER] == "true"
     assert len(objects(s3)) == 1 and len(outbox_payloads(ddb)) == 1
 
     # Stream -> publisher -> EventBridge bus -> rule -> queue, published twice (a stream retry).
