@@ -5,7 +5,7 @@ key, TTL and outbox index attributes, the outbox item's kind and event source, t
 task payload's fields, the HTTP headers, the lease margin and the handler paths the constructs
 deploy. Each is defined here once; the runtime, ``retrysafe_cdk``, the sandbox, the pytest plugin
 and the tests import it. The metrics are in :mod:`retrysafe.metrics`; the Step Functions error names are the
-exception classes' names (:data:`retrysafe.workflow.RETRIABLE_ERRORS`...).
+exception classes' names (:data:`retrysafe.stepfunctions.RETRIABLE_ERRORS`...).
 
 A value here is part of what is deployed: records in a table, functions' environment and
 handlers, state machines' payloads. Renaming one breaks what runs with the old value, so the

@@ -12,7 +12,7 @@ from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk.assertions import Template
 from hypothesis import given
 from hypothesis import strategies as st
-from retrysafe.workflow import TaskInProgress, TaskKeyMismatch, TaskPayloadError
+from retrysafe.errors import TaskInProgress, TaskKeyMismatch, TaskPayloadError
 from retrysafe_cdk import (
     IdempotencyTable,
     Saga,

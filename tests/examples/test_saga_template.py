@@ -13,10 +13,12 @@ from retrysafe.errors import (
     BusinessConditionFailedError,
     FencingError,
     StoreUnavailableError,
+    TaskInProgress,
+    TaskKeyMismatch,
+    TaskPayloadError,
     TransactionRaced,
 )
 from retrysafe.names import HORIZON_ENV, TABLE_ENV
-from retrysafe.workflow import TaskInProgress, TaskKeyMismatch, TaskPayloadError
 
 from tests.helpers import Synthesized
 

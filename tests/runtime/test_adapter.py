@@ -10,7 +10,7 @@ from typing import Any
 
 import boto3
 import pytest
-from retrysafe import DynamoStore, Engine, idempotent_http, idempotent_sqs, idempotent_task
+from retrysafe import DynamoStore, Engine, idempotent_http, idempotent_sqs, idempotent_task, names
 from retrysafe.errors import ConfigurationError
 from retrysafe.http.core import HttpAnswer, StoredResponse
 from retrysafe.http.decorator import to_proxy
@@ -36,7 +36,7 @@ def adapters(store: DynamoStore) -> dict[str, tuple[Callable[[Any, Any], Any], A
     webhook = WebhookReceiver(GenericHmac(), secrets=lambda: [SECRET],
                               store=store, claim_check=None)
     return {
-        "http": (http, api_event("{}", headers={"Idempotency-Key": "k-1"})),
+        "http": (http, api_event("{}", headers={names.IDEMPOTENCY_KEY_HEADER: "k-1"})),
         "sqs": (sqs, {"Records": [sqs_record({"event_id": "e-1"})]}),
         "task": (task, task_payload({"n": 1}, execution="exec-1")),
         "webhook": (webhook, signed_delivery()),
@@ -82,7 +82,7 @@ def test_the_webhook_answers_with_the_http_answer_builder(store: DynamoStore, ca
     stored = StoredResponse(202, {"Content-Type": "application/json"}, first["body"])
     assert first == to_proxy(HttpAnswer(stored))
     assert replay == to_proxy(HttpAnswer(stored, replayed=True))
-    assert replay["headers"]["Idempotent-Replayed"] == "true"
+    assert replay["headers"][names.REPLAYED_HEADER] == "true"
     assert json.loads(first["body"])["status"] == "accepted"
 
 
