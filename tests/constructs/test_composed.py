@@ -96,8 +96,8 @@ def test_the_runtime_handlers_deployed_are_the_outbox_package_paths(raw: dict[st
 
     handlers = {r["Properties"]["Handler"] for r in raw["Resources"].values()
                 if r["Type"] == "AWS::Lambda::Function" and r["Properties"].get("Handler", "").startswith("retrysafe.")}
-    assert {"retrysafe.outbox.publisher.handler", "retrysafe.outbox.sweeper.handler",
-            "retrysafe.outbox.pipe.handler"} <= handlers
+    assert {names.OUTBOX_PUBLISHER_HANDLER, names.OUTBOX_SWEEPER_HANDLER,
+            names.OUTBOX_PIPE_HANDLER} <= handlers
     assert not any(h.startswith("retrysafe.outbox_") for h in handlers)
     for handler in handlers:
         module, name = handler.rsplit(".", 1)

@@ -6,6 +6,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import pytest
+from retrysafe import names
 from retrysafe.config import Retention, env_float, env_int
 from retrysafe.errors import ConfigurationError
 from retrysafe.outbox.sweeper import sweep_after_seconds
@@ -37,10 +38,10 @@ def test_a_bad_value_is_a_configuration_error_naming_the_variable(read: Callable
 
 #: Every reader of a numeric setting, with a value that is not a number.
 READERS: list[tuple[str, Callable[[Mapping[str, str]], object]]] = [
-    ("RETRYSAFE_RETRY_HORIZON_SECONDS", lambda env: Retention.from_env(env)),
-    ("RETRYSAFE_LEASE_SECONDS", lambda env: Retention.from_env(env)),
-    ("RETRYSAFE_SWEEP_AFTER_SECONDS", sweep_after_seconds),
-    ("RETRYSAFE_OUTBOX_MAX_MESSAGE_BYTES", max_message_bytes),
+    (names.HORIZON_ENV, lambda env: Retention.from_env(env)),
+    (names.LEASE_ENV, lambda env: Retention.from_env(env)),
+    (names.SWEEP_AFTER_ENV, sweep_after_seconds),
+    (names.OUTBOX_MAX_MESSAGE_ENV, max_message_bytes),
 ]
 
 
@@ -52,8 +53,8 @@ def test_each_setting_refuses_a_non_number_the_same_way(name: str, read: Callabl
 
 def test_range_checks_stay_with_each_setting() -> None:
     with pytest.raises(ConfigurationError, match="must not be negative"):
-        sweep_after_seconds({"RETRYSAFE_SWEEP_AFTER_SECONDS": "-1"})
+        sweep_after_seconds({names.SWEEP_AFTER_ENV: "-1"})
     with pytest.raises(ConfigurationError, match="must be 1024"):
-        max_message_bytes({"RETRYSAFE_OUTBOX_MAX_MESSAGE_BYTES": "10"})
+        max_message_bytes({names.OUTBOX_MAX_MESSAGE_ENV: "10"})
     assert max_message_bytes({}) == 256 * 1024
     assert sweep_after_seconds({}) == 900

@@ -54,7 +54,10 @@ HEADERS = {names.IDEMPOTENCY_KEY_HEADER, names.REPLAYED_HEADER}
 ALLOWED = {
     "runtime/retrysafe/names.py": ("every name", None),
     "runtime/retrysafe/metrics.py": ("the metric names' definition", set(metrics.METRIC_NAMES)),
-    "runtime/retrysafe/__init__.py": ("export lists name the exception classes", ERROR_NAMES),
+    "runtime/retrysafe/__init__.py": (("export maps name the exception classes, and the module retrysafe.outbox "
+                                       "(also the default event source)"), ERROR_NAMES | {names.DEFAULT_EVENT_SOURCE}),
+    "tests/messaging/test_outbox_paths.py": ("names the module retrysafe.outbox (also the default event source)",
+                                             {names.DEFAULT_EVENT_SOURCE}),
     "tests/runtime/test_errors.py": ("tests of the old import paths name the classes as attributes", ERROR_NAMES),
     "tests/workflow/test_stepfunctions_alias.py": ("tests of the alias name the classes as attributes", ERROR_NAMES),
 }
@@ -73,7 +76,7 @@ def scanned_values() -> dict[str, str]:
     """value -> where it is defined, for every value the scan looks for."""
     values: dict[str, str] = {}
     for name, value in defined_names().items():
-        for item in value if isinstance(value, tuple) else (value,):
+        for item in value if isinstance(value, (tuple, dict)) else (value,):
             if isinstance(item, str) and item not in GENERIC:
                 values.setdefault(item, f"retrysafe.names.{name}")
     values.update({value: "retrysafe.metrics" for value in metrics.METRIC_NAMES})
@@ -125,11 +128,17 @@ def test_the_scan_finds_a_copy(tmp_path: Path) -> None:
     assert sorted(hits) == [1, 2]
 
 
+def resolve(path: str) -> object:
+    module, attribute = path.rsplit(".", 1)
+    return getattr(importlib.import_module(module), attribute)
+
+
 def test_every_handler_path_resolves_to_a_callable() -> None:
     assert set(names.HANDLERS) == {value for name, value in defined_names().items() if name.endswith("_HANDLER")}
     for path in names.HANDLERS:
-        module, attribute = path.rsplit(".", 1)
-        assert callable(getattr(importlib.import_module(module), attribute)), path
+        assert callable(resolve(path)), path
+    for old, current in names.LEGACY_HANDLERS.items():  # earlier releases' paths: the same function
+        assert current in names.HANDLERS and resolve(old) is resolve(current), old
 
 
 def test_webhook_providers_are_the_runtime_signature_schemes() -> None:
@@ -152,12 +161,12 @@ def test_the_names_module_and_the_constructs_import_no_sdk() -> None:
 
 
 def _render(value: object) -> str:
-    return ", ".join(str(item) for item in value) if isinstance(value, tuple) else str(value)
+    return ", ".join(str(item) for item in value) if isinstance(value, (tuple, dict)) else str(value)
 
 
 def documented_names() -> dict[str, str]:
     """The names the documentation lists: all but the tuples that only collect other names."""
-    scalars = {value for value in defined_names().values() if not isinstance(value, tuple)}
+    scalars = {value for value in defined_names().values() if not isinstance(value, (tuple, dict))}
     return {name: _render(value) for name, value in defined_names().items()
             if not (isinstance(value, tuple) and set(value) <= scalars)}
 

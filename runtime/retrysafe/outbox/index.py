@@ -12,10 +12,11 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from ..codec import deserialize_item
+from ..names import OCCURRED_AT_ATTRIBUTE, OUTBOX_INDEX
 from ..store import DynamoStore
 from .events import UNPUBLISHED_ATTRIBUTE
 
-INDEX_NAME = "outbox-unpublished"
+INDEX_NAME = OUTBOX_INDEX
 
 
 def pages(store: DynamoStore, partition: str, *, before: str | None = None, limit: int | None = None,
@@ -31,7 +32,7 @@ def pages(store: DynamoStore, partition: str, *, before: str | None = None, limi
     values: dict[str, Any] = {":q": {"S": partition}}
     if before is not None:
         condition += " AND #at < :before"
-        names["#at"] = "at"
+        names["#at"] = OCCURRED_AT_ATTRIBUTE
         values[":before"] = {"S": before}
     request: dict[str, Any] = {"TableName": store.table_name, "IndexName": INDEX_NAME,
                                "KeyConditionExpression": condition, "ExpressionAttributeNames": names,

@@ -38,6 +38,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ..metrics import OUTBOX_EVENT_PARKED
+from ..names import PARTITION_KEY
 from ..observability import telemetry
 from ..store import DynamoStore
 from .events import OUTBOX_PREFIX, PARKED, UNPUBLISHED_ATTRIBUTE, OutboxMessage
@@ -129,7 +130,7 @@ class Publisher:
 
         try:
             self.store.client.update_item(
-                TableName=self.store.table_name, Key={"pk": {"S": OUTBOX_PREFIX + event_id}},
+                TableName=self.store.table_name, Key={PARTITION_KEY: {"S": OUTBOX_PREFIX + event_id}},
                 UpdateExpression="REMOVE #obq, #pr SET #pa = :now", ConditionExpression="attribute_exists(pk)",
                 ExpressionAttributeNames={"#obq": UNPUBLISHED_ATTRIBUTE, "#pa": "published_at", "#pr": "park_reason"},
                 ExpressionAttributeValues={":now": {"S": _now()}},
@@ -147,7 +148,7 @@ class Publisher:
 
         try:
             self.store.client.update_item(
-                TableName=self.store.table_name, Key={"pk": {"S": OUTBOX_PREFIX + message.event_id}},
+                TableName=self.store.table_name, Key={PARTITION_KEY: {"S": OUTBOX_PREFIX + message.event_id}},
                 UpdateExpression="SET #obq = :parked, #at = :now, #why = :why",
                 ConditionExpression="attribute_exists(pk)",
                 ExpressionAttributeNames={"#obq": UNPUBLISHED_ATTRIBUTE, "#at": "parked_at", "#why": "park_reason"},

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from ..names import KIND_ATTRIBUTE
 from ..observability import telemetry
 from .events import OUTBOX_KIND, OutboxMessage
 
@@ -34,7 +35,7 @@ def outbox_inserts(records: Iterable[Any]) -> list[tuple[str, OutboxMessage | No
         stream: Any = None
         try:
             stream = DynamoDBRecord(record).dynamodb
-            if stream is None or stream.new_image.get("kind") != OUTBOX_KIND:
+            if stream is None or stream.new_image.get(KIND_ATTRIBUTE) != OUTBOX_KIND:
                 continue
             message = OutboxMessage.from_item(stream.new_image)
             message.body().encode("utf-8")  # a lone surrogate would fail the whole batch in the target's call

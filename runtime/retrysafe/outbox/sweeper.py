@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from .. import names
 from ..config import env_int
 from ..errors import ConfigurationError, SweepIncompleteError
 from ..observability import telemetry
@@ -26,7 +27,7 @@ from .events import UNPUBLISHED_SHARDS, OutboxMessage
 from .index import pages
 from .publisher import BATCH_SIZE, Publisher, default_publisher
 
-SWEEP_AFTER_ENV = "RETRYSAFE_SWEEP_AFTER_SECONDS"
+SWEEP_AFTER_ENV = names.SWEEP_AFTER_ENV
 DEFAULT_SWEEP_AFTER_SECONDS = 900
 #: Stop starting new pages when the invocation has less than this left (milliseconds).
 TIME_RESERVE_MS = 10_000

@@ -8,6 +8,7 @@ import sys
 from types import ModuleType
 
 import pytest
+from retrysafe.names import OUTBOX_INDEX
 
 #: Old module -> the module it is an alias of, and the entry point deployed functions and runbooks name.
 ALIASES = {
@@ -60,7 +61,7 @@ def test_an_old_name_is_the_same_object_as_the_new_one() -> None:
     assert outbox_publisher.SqsTarget is targets.SqsTarget
     assert outbox_publisher.outbox_inserts is stream.outbox_inserts
     assert outbox_sweeper.sweep is sweeper.sweep
-    assert outbox_sweeper.INDEX_NAME == index.INDEX_NAME == "outbox-unpublished"
+    assert outbox_sweeper.INDEX_NAME == index.INDEX_NAME == OUTBOX_INDEX
 
 
 @pytest.mark.parametrize("module", ["retrysafe.outbox_parked", "retrysafe.outbox.parked"])
