@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from hypothesis import settings
+from retrysafe import names
 from retrysafe.testing import Clock
 
 from tests.helpers import (
@@ -31,7 +32,7 @@ os.environ.setdefault("AWS_REGION", "eu-west-1")
 os.environ["AWS_ACCESS_KEY_ID"] = "testing"
 os.environ["AWS_SECRET_ACCESS_KEY"] = "testing"
 os.environ.pop("AWS_PROFILE", None)
-os.environ["RETRYSAFE_TABLE"] = "idempotency"
+os.environ[names.TABLE_ENV] = "idempotency"
 os.environ["JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION"] = "20"
 os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "retrysafe-tests")
 

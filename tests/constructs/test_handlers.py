@@ -6,7 +6,7 @@ from typing import Any
 
 from retrysafe import names
 
-from .conftest import Synthesized
+from tests.helpers import Synthesized
 
 #: Handlers in the runtime layer are ``retrysafe.<module>.<function>``; the examples' own are not.
 RUNTIME_PACKAGE = "retrysafe."

@@ -11,6 +11,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+from retrysafe import names
 from retrysafe.testing.events import DrillContext, rest_event
 
 from tests.helpers import ROOT
@@ -58,7 +59,7 @@ def test_create_order_runs_once_and_replays(ddb: Any, modules: dict[str, ModuleT
     again = modules["orders"].handler(rest_event(body, key="order-1"), DrillContext())
     assert first["statusCode"] == again["statusCode"] == 201
     assert json.loads(again["body"]) == json.loads(first["body"])
-    assert again["headers"]["Idempotent-Replayed"] == "true"
+    assert again["headers"][names.REPLAYED_HEADER] == "true"
     order_id = json.loads(first["body"])["id"]
     assert _order(ddb, order_id)["status"]["S"] == "PLACED"
     assert [e["etype"]["S"] for e in _outbox(ddb)] == ["OrderPlaced"]
@@ -80,7 +81,7 @@ def test_payment_charges_the_provider_once(ddb: Any, modules: dict[str, ModuleTy
 
     first, again = pay(), pay()
     assert first["statusCode"] == again["statusCode"] == 200
-    assert again["headers"]["Idempotent-Replayed"] == "true"
+    assert again["headers"][names.REPLAYED_HEADER] == "true"
     provider = modules["payments"].provider
     assert len(provider.charges) == 1
     assert _order(ddb, order_id)["status"]["S"] == "PAID"

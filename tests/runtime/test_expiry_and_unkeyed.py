@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 import pytest
-from retrysafe import Engine, Mode, Transaction, idempotent_http
+from retrysafe import Engine, Mode, Transaction, idempotent_http, names
 from retrysafe.testing.events import DrillContext, http_event, rest_event
 
 from tests.helpers import ORDERS, outbox_items
@@ -115,4 +115,4 @@ def test_unkeyed_requests_each_get_their_own_scope_and_run_every_time(ddb, store
     a, b = json.loads(first["body"]), json.loads(second["body"])
     assert a["id"] != b["id"] and a["event"] != b["event"]
     assert len(ddb.scan(TableName=ORDERS)["Items"]) == 2 and len(outbox_items(ddb)) == 2
-    assert "Idempotent-Replayed" not in second.get("headers", {})
+    assert names.REPLAYED_HEADER not in second.get("headers", {})

@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 import pytest
-from retrysafe import Engine, Mode, Transaction, idempotent_http
+from retrysafe import Engine, Mode, Transaction, idempotent_http, metrics, names
 from retrysafe.config import Retention
 from retrysafe.engine import Completion, Intent
 from retrysafe.errors import (
@@ -141,7 +141,7 @@ def test_large_responses_are_compressed_and_fit_small_items(ddb, store):
     assert len(body) > 8000
     handler = idempotent_http(lambda e, c, t: {"statusCode": 200, "body": body}, engine=Engine(store))
     handler(rest_event({"a": 1}), DrillContext())
-    [item] = [i for i in ddb.scan(TableName=TABLE)["Items"] if i["pk"]["S"].startswith("idem#")]
+    [item] = [i for i in ddb.scan(TableName=TABLE)["Items"] if i["pk"]["S"].startswith(names.RECORD_PREFIX)]
     assert "rz" in item and item_size(item) < len(body) / 4
     assert handler(rest_event({"a": 1}), DrillContext())["body"] == body
 
@@ -153,7 +153,7 @@ def test_4kib_json_response_record_fits_one_write_unit(ddb, store):
     handler = idempotent_http(lambda e, c, t: {"statusCode": 201, "headers": {"Content-Type": "application/json"},
                                                "body": body}, engine=Engine(store))
     handler(rest_event({"a": 1}), DrillContext())
-    [item] = [i for i in ddb.scan(TableName=TABLE)["Items"] if i["pk"]["S"].startswith("idem#")]
+    [item] = [i for i in ddb.scan(TableName=TABLE)["Items"] if i["pk"]["S"].startswith(names.RECORD_PREFIX)]
     assert item_size(item) <= 1024
 
 
@@ -226,14 +226,14 @@ def test_missing_table_is_a_configuration_error(aws):
 
 
 def test_missing_table_env_fails_at_decoration_time(monkeypatch):
-    monkeypatch.delenv("RETRYSAFE_TABLE")
-    with pytest.raises(ConfigurationError, match="RETRYSAFE_TABLE"):
+    monkeypatch.delenv(names.TABLE_ENV)
+    with pytest.raises(ConfigurationError, match=names.TABLE_ENV):
         idempotent_http(lambda e, c, t: None)
 
 
 @pytest.mark.parametrize("horizon", ["3600", "soon"])
 def test_bad_horizon_fails_at_decoration_time(monkeypatch, horizon):
-    monkeypatch.setenv("RETRYSAFE_RETRY_HORIZON_SECONDS", horizon)
+    monkeypatch.setenv(names.HORIZON_ENV, horizon)
     with pytest.raises(ConfigurationError, match="RETRY_HORIZON"):
         idempotent_http(lambda e, c, t: None)
 
@@ -258,7 +258,7 @@ def test_raw_keys_are_never_logged(ddb, store, capsys, caplog):
         handler(rest_event({"a": 1}, key=secret_key), DrillContext())
         handler(rest_event({"a": 2}, key=secret_key), DrillContext())
     output = capsys.readouterr()
-    assert "KeyMismatch" in output.out + output.err + caplog.text
+    assert metrics.KEY_MISMATCH in output.out + output.err + caplog.text
     assert secret_key not in output.out + output.err + caplog.text
     assert secret_key not in json.dumps(ddb.scan(TableName=TABLE)["Items"], default=str)
 
@@ -278,20 +278,20 @@ def test_table_verification_at_cold_start_is_opt_in(aws, monkeypatch):
     from retrysafe import store as store_module
 
     monkeypatch.setattr(store_module, "_SHARED", {})
-    monkeypatch.setenv("RETRYSAFE_TABLE", "missing-table")
+    monkeypatch.setenv(names.TABLE_ENV, "missing-table")
     idempotent_http(lambda e, c, t: None)  # off by default: no DynamoDB call at decoration
     monkeypatch.setattr(store_module, "_SHARED", {})
-    monkeypatch.setenv("RETRYSAFE_VERIFY_TABLE", "true")
+    monkeypatch.setenv(names.VERIFY_ENV, "true")
     with pytest.raises(ConfigurationError, match="missing-table"):
         idempotent_http(lambda e, c, t: None)
     client = boto3.client("dynamodb", region_name="eu-west-1")
     client.create_table(TableName="wrong-keys", AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
                         KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}], BillingMode="PAY_PER_REQUEST")
-    monkeypatch.setenv("RETRYSAFE_TABLE", "wrong-keys")
+    monkeypatch.setenv(names.TABLE_ENV, "wrong-keys")
     with pytest.raises(ConfigurationError, match="'pk'"):
         idempotent_http(lambda e, c, t: None)
     from tests.helpers import create_idempotency_table
 
     create_idempotency_table(client, "good-table")
-    monkeypatch.setenv("RETRYSAFE_TABLE", "good-table")
+    monkeypatch.setenv(names.TABLE_ENV, "good-table")
     assert idempotent_http(lambda e, c, t: None).idempotency.engine.store.table_name == "good-table"

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from retrysafe import names
 from retrysafe.errors import InvalidKeyError
 from retrysafe.keys import MAX_KEY_LENGTH, Scope, parse_key
 
@@ -47,7 +48,7 @@ def test_a_missing_key_is_refused_only_where_required() -> None:
 def test_the_record_id_is_pinned_and_hides_the_key() -> None:
     scope = Scope("tenant-a", "CreateOrder", "order-1")
     assert scope.record_id == "idem#SRDliLs68u7wKprqZ5bHu1EWFd_dx5frEDyfcFHN5gk"
-    assert "order-1" not in scope.record_id and URL_SAFE_43.match(scope.record_id.removeprefix("idem#"))
+    assert "order-1" not in scope.record_id and URL_SAFE_43.match(scope.record_id.removeprefix(names.RECORD_PREFIX))
 
 
 def test_every_part_of_the_scope_counts_and_parts_cannot_pose_as_each_other() -> None:
@@ -67,4 +68,4 @@ def test_derived_keys_are_pinned_per_purpose_and_accepted_by_providers() -> None
     derived |= {Scope("tenant-b", "CreateOrder", "order-1").derive_key("charge"),
                 Scope("tenant-a", "CreateOrder", "order-2").derive_key("charge")}
     assert len(derived) == 5 and all(URL_SAFE_43.match(k) for k in derived)
-    assert scope.derive_key("charge") != scope.record_id.removeprefix("idem#")
+    assert scope.derive_key("charge") != scope.record_id.removeprefix(names.RECORD_PREFIX)

@@ -13,7 +13,8 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 import pytest
-from retrysafe import Engine, Mode, Transaction, idempotent_http
+from retrysafe import Engine, Mode, Transaction, idempotent_http, metrics
+from retrysafe.names import RECORD_PREFIX, REPLAYED_HEADER
 from retrysafe.observability import FENCING_REJECTED, telemetry
 from retrysafe.testing import ALWAYS, Boundary, DynamoSemantics, instant_retries
 from retrysafe.testing.boundary import completes_record
@@ -47,7 +48,7 @@ def engine(lost: Boundary) -> Engine:
 def record_write(operation: str, params: Mapping[str, Any]) -> bool:
     """A single-item call on an idempotency record (claim, takeover, release)."""
     key = params.get("Key") or params.get("Item") or {}
-    return str(key.get("pk", {}).get("S", "")).startswith("idem#")
+    return str(key.get("pk", {}).get("S", "")).startswith(RECORD_PREFIX)
 
 
 def checkpoints(operation: str, params: Mapping[str, Any]) -> bool:
@@ -100,7 +101,7 @@ def balance(ddb: Any) -> int:
 
 
 def records(ddb: Any) -> list[dict[str, Any]]:
-    return [i for i in ddb.scan(TableName=TABLE)["Items"] if i["pk"]["S"].startswith("idem#")]
+    return [i for i in ddb.scan(TableName=TABLE)["Items"] if i["pk"]["S"].startswith(RECORD_PREFIX)]
 
 
 def test_lost_claim_response_is_the_invocations_own_claim(ddb, lost, engine):
@@ -131,11 +132,11 @@ def test_lost_commit_response_answers_the_handlers_own_response(ddb, lost, engin
     response = handler(rest_event({"amount": 5}), DrillContext())
     assert lost_answers(lost) == ["TransactWriteItems"]
     assert response["statusCode"] == 201
-    assert "Idempotent-Replayed" not in response["headers"]
+    assert REPLAYED_HEADER not in response["headers"]
     assert response["headers"]["X-Run"] == "1" and response["multiValueHeaders"]["Set-Cookie"] == ["a=1", "b=2"]
     assert balance(ddb) == 5 and len(outbox_items(ddb)) == 1
     again = handler(rest_event({"amount": 5}), DrillContext())
-    assert again["headers"]["Idempotent-Replayed"] == "true" and balance(ddb) == 5
+    assert again["headers"][REPLAYED_HEADER] == "true" and balance(ddb) == 5
 
 
 def test_lost_checkpoint_response_does_not_repeat_the_step_or_its_writes(ddb, lost, engine):
@@ -187,7 +188,7 @@ def test_lost_release_response_is_a_release(ddb, lost, engine, counted):
     with pytest.raises(TimeoutError):
         handler(rest_event({"amount": 5}), DrillContext())
     assert lost_answers(lost) == ["DeleteItem"]
-    assert FENCING_REJECTED not in counted and "Released" in counted
+    assert FENCING_REJECTED not in counted and metrics.RELEASED in counted
     assert records(ddb) == []
 
 

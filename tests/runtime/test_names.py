@@ -19,7 +19,8 @@ from pathlib import Path
 from retrysafe import metrics, names, stepfunctions
 from retrysafe.webhook import signatures
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.helpers import ROOT
+
 SCANNED = ("runtime", "constructs", "examples", "benchmarks", "tests", "app.py")
 
 #: Values too generic to scan: they are also ordinary words of other vocabularies, spelled
@@ -56,10 +57,10 @@ ALLOWED = {
     "runtime/retrysafe/metrics.py": ("the metric names' definition", set(metrics.METRIC_NAMES)),
     "runtime/retrysafe/__init__.py": (("export maps name the exception classes, and the module retrysafe.outbox "
                                        "(also the default event source)"), ERROR_NAMES | {names.DEFAULT_EVENT_SOURCE}),
-    "tests/messaging/test_outbox_paths.py": ("names the module retrysafe.outbox (also the default event source)",
+    "tests/runtime/outbox/test_outbox_paths.py": ("names the module retrysafe.outbox (also the default event source)",
                                              {names.DEFAULT_EVENT_SOURCE}),
     "tests/runtime/test_errors.py": ("tests of the old import paths name the classes as attributes", ERROR_NAMES),
-    "tests/workflow/test_stepfunctions_alias.py": ("tests of the alias name the classes as attributes", ERROR_NAMES),
+    "tests/runtime/stepfunctions/test_stepfunctions_alias.py": ("tests of the alias name the classes as attributes", ERROR_NAMES),
 }
 #: Folders whose files may spell the HTTP headers, and why.
 ALLOWED_HEADERS = {

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 from botocore.retries.standard import ExponentialBackoff
-from retrysafe import DynamoStore, Engine, Mode, idempotent_http, snapstart
+from retrysafe import DynamoStore, Engine, Mode, idempotent_http, names, snapstart
 from retrysafe import store as store_module
 from retrysafe.engine import new_token
 from retrysafe.testing.events import DrillContext, api_event
@@ -89,7 +89,7 @@ def test_the_client_is_created_in_init_and_kept_across_the_snapshot(hooks: FakeH
                         lambda self, *a, **k: created.append(a[0]) or original(self, *a, **k))
     hooks.restore(state)
     calls = CallCounter(store.client)
-    response = handler(api_event("{}", headers={"Idempotency-Key": "after-restore"}), DrillContext())
+    response = handler(api_event("{}", headers={names.IDEMPOTENCY_KEY_HEADER: "after-restore"}), DrillContext())
     assert response["statusCode"] == 201
     assert store.client is client and created == [] and calls.total == 2  # claim-first: claim + commit
 
@@ -161,9 +161,9 @@ def test_restores_from_one_snapshot_get_different_tokens_and_retry_jitter(hooks:
         hooks.restore(state)
         jitter = ExponentialBackoff().delay_amount(types.SimpleNamespace(attempt_number=3, http_response=None))
         token = new_token()
-        handler(api_event("{}", headers={"Idempotency-Key": f"restore-{environment}"}), DrillContext())
+        handler(api_event("{}", headers={names.IDEMPOTENCY_KEY_HEADER: f"restore-{environment}"}), DrillContext())
         records = ddb.scan(TableName=TABLE, FilterExpression="begins_with(pk, :p)",
-                           ExpressionAttributeValues={":p": {"S": "idem#"}})["Items"]
+                           ExpressionAttributeValues={":p": {"S": names.RECORD_PREFIX}})["Items"]
         seen.append((jitter, token, {item["ow"]["S"] for item in records}))
     (jitter_a, token_a, owners_a), (jitter_b, token_b, owners_b) = seen
     assert jitter_a != jitter_b and token_a != token_b

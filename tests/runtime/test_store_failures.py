@@ -7,7 +7,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from retrysafe import Engine, Mode, Transaction, idempotent_http, idempotent_task
+from retrysafe import Engine, Mode, Transaction, idempotent_http, idempotent_task, names
+from retrysafe.errors import StoreRejectedError, StoreUnavailableError, TransactionRaced
 from retrysafe.sqs import idempotent_sqs
 from retrysafe.store import DynamoStore
 from retrysafe.testing import ALWAYS, Boundary, DynamoSemantics, instant_retries
@@ -49,7 +50,7 @@ def api(event: dict[str, Any], context: Any, txn: Transaction) -> dict[str, Any]
 
 
 def claims(ddb: Any) -> list[dict[str, Any]]:
-    return [i for i in ddb.scan(TableName=TABLE)["Items"] if i["pk"]["S"].startswith("idem#")]
+    return [i for i in ddb.scan(TableName=TABLE)["Items"] if i["pk"]["S"].startswith(names.RECORD_PREFIX)]
 
 
 @pytest.mark.parametrize("code", ["ThrottlingError", "ProvisionedThroughputExceeded"])
@@ -124,9 +125,9 @@ def test_a_throttled_sqs_record_is_a_batch_item_failure_of_its_own(ddb, faults):
     assert handler({"Records": [record]}, DrillContext()) == {"batchItemFailures": [{"itemIdentifier": "m-1"}]}
 
 
-@pytest.mark.parametrize(("reason", "error"), [("ThrottlingError", "StoreUnavailableError"),
-                                               ("TransactionConflict", "TransactionRaced"),
-                                               ("ValidationError", "StoreRejectedError")])
+@pytest.mark.parametrize(("reason", "error"), [("ThrottlingError", StoreUnavailableError),
+                                               ("TransactionConflict", TransactionRaced),
+                                               ("ValidationError", StoreRejectedError)])
 def test_step_functions_sees_named_errors(ddb, faults, reason, error):
     from retrysafe.stepfunctions import RETRIABLE_ERRORS
 
@@ -134,5 +135,5 @@ def test_step_functions_sees_named_errors(ddb, faults, reason, error):
     handler = idempotent_task(lambda task_input, context, txn: {"ok": True}, engine=engine_of(faults))
     with pytest.raises(Exception) as caught:
         handler(payload("Charge", {"amount": 1}), DrillContext())
-    assert type(caught.value).__name__ == error
-    assert (error in {e.__name__ for e in RETRIABLE_ERRORS}) == (error != "StoreRejectedError")
+    assert type(caught.value) is error  # its __name__ is the Lambda errorType Step Functions matches
+    assert (error in RETRIABLE_ERRORS) == (error is not StoreRejectedError)

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+from retrysafe import names
 from retrysafe_sandbox import Options, Sandbox
 
 from .test_http_api import HANDLERS, post
@@ -48,6 +49,6 @@ def test_snapstart_functions_serve_routes_and_mappings_in_the_sandbox(assembly: 
         [table] = [t for t in dynamodb.list_tables()["TableNames"] if t.startswith("Snapped-")]
         items = dynamodb.scan(TableName=table)["Items"]
         denied = sandbox.ledger.denied
-    assert status == 201 and again == 201 and replayed == first and headers.get("Idempotent-Replayed") == "true"
+    assert status == 201 and again == 201 and replayed == first and headers.get(names.REPLAYED_HEADER) == "true"
     assert [i["text"]["S"] for i in items if i["pk"]["S"].startswith("queued#")] == ["queued"]
     assert not denied

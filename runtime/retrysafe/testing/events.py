@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .. import names
+from ..names import IDEMPOTENCY_KEY_HEADER
 
 REGION = "eu-west-1"
 ACCOUNT = "123456789012"
@@ -55,7 +56,7 @@ def rest_event(body: Any = None, *, key: str | None = "key-1", tenant: str | Non
                method: str = "POST", resource: str = "/orders", path: str | None = None,
                query: Mapping[str, str] | None = None, headers: Mapping[str, str] | None = None,
                raw_body: str | None = None, base64: bool = False, content_type: str | None = JSON,
-               header: str = "Idempotency-Key") -> dict[str, Any]:
+               header: str = IDEMPOTENCY_KEY_HEADER) -> dict[str, Any]:
     """A REST API (v1) proxy event, the tenant in a Cognito user pool authorizer's ``sub`` claim.
 
     ``body`` is sent as JSON (``raw_body``: the body text as it is); ``key`` goes in the ``header``
@@ -80,7 +81,7 @@ def rest_event(body: Any = None, *, key: str | None = "key-1", tenant: str | Non
 def http_event(body: Any = None, *, key: str | None = "key-1", tenant: str | None = "tenant-a",
                method: str = "POST", route: str = "/orders", query: Mapping[str, str] | None = None,
                headers: Mapping[str, str] | None = None, raw_body: str | None = None, base64: bool = False,
-               content_type: str | None = JSON, header: str = "Idempotency-Key") -> dict[str, Any]:
+               content_type: str | None = JSON, header: str = IDEMPOTENCY_KEY_HEADER) -> dict[str, Any]:
     """An HTTP API (v2) event, the tenant in a JWT authorizer's ``sub`` claim; header names in lower case.
 
     The arguments mean what they mean for :func:`rest_event`; ``query`` becomes ``rawQueryString``

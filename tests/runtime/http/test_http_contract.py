@@ -61,7 +61,7 @@ def test_first_request_runs_once_and_commits_writes_record_and_event_atomically(
     handler = build(store, api, mode)
     response = handler(make_event({"amount": 10}), DrillContext())
     assert response["statusCode"] == 201
-    assert "Idempotent-Replayed" not in response["headers"]
+    assert names.REPLAYED_HEADER not in response["headers"]
     assert api.runs == 1
     assert len(orders_in(ddb)) == 1
     outbox = [i for i in ddb.scan(TableName="idempotency")["Items"] if i["pk"]["S"].startswith(names.OUTBOX_PREFIX)]
@@ -84,7 +84,7 @@ def test_replay_returns_stored_response_with_replayed_header_and_no_second_effec
     assert again["body"] == first["body"]
     assert again["headers"]["Location"] == first["headers"]["Location"]
     assert again["headers"]["Content-Type"] == "application/json"
-    assert again["headers"]["Idempotent-Replayed"] == "true"
+    assert again["headers"][names.REPLAYED_HEADER] == "true"
     assert "X-Run" not in again["headers"]  # only the headers that matter are stored
     assert len(orders_in(ddb)) == 1
     assert json.loads(orders_in(ddb)[0]["run"]["N"]) == 1
@@ -94,7 +94,7 @@ def test_replay_ignores_json_formatting_and_key_order(ddb, store, make_event):
     handler = build(store, OrdersApi())
     first = handler(make_event(raw_body='{"amount": 10, "currency": "EUR"}'), DrillContext())
     again = handler(make_event(raw_body='{"currency":"EUR",\n "amount":10}'), DrillContext())
-    assert again["headers"]["Idempotent-Replayed"] == "true" and again["body"] == first["body"]
+    assert again["headers"][names.REPLAYED_HEADER] == "true" and again["body"] == first["body"]
 
 
 def test_same_key_different_payload_is_422_and_nothing_happens(ddb, store, calls, make_event, mode):
@@ -120,7 +120,7 @@ def test_different_query_parameters_are_a_different_request(ddb, store, make_eve
 def test_fingerprint_can_ignore_query_parameters(ddb, store, make_event):
     handler = build(store, OrdersApi(), fingerprint_query=())
     handler(make_event({"amount": 1}, query={"trace": "a"}), DrillContext())
-    assert handler(make_event({"amount": 1}, query={"trace": "b"}), DrillContext())["headers"]["Idempotent-Replayed"] == "true"
+    assert handler(make_event({"amount": 1}, query={"trace": "b"}), DrillContext())["headers"][names.REPLAYED_HEADER] == "true"
 
 
 def test_in_flight_duplicate_is_409_with_retry_after(ddb, store, calls, make_event, clock):
@@ -181,7 +181,7 @@ def test_in_flight_duplicate_can_wait_and_replay(ddb, store, make_event):
     gate.wait(5)
     replay = waiter(make_event({"a": 1}), DrillContext())
     thread.join()
-    assert replay["statusCode"] == 201 and replay["headers"]["Idempotent-Replayed"] == "true"
+    assert replay["statusCode"] == 201 and replay["headers"][names.REPLAYED_HEADER] == "true"
     assert replay["body"] == results[0]["body"]
 
 
@@ -216,7 +216,7 @@ def test_optional_key_absent_runs_without_dedup_but_still_atomically(ddb, store,
 def test_quoted_structured_field_key_equals_bare_key(ddb, store, make_event):
     handler = build(store, OrdersApi())
     handler(make_event({"amount": 1}, key="abc-123"), DrillContext())
-    assert handler(make_event({"amount": 1}, key='"abc-123"'), DrillContext())["headers"]["Idempotent-Replayed"] == "true"
+    assert handler(make_event({"amount": 1}, key='"abc-123"'), DrillContext())["headers"][names.REPLAYED_HEADER] == "true"
 
 
 def test_key_header_name_is_configurable(ddb, store, make_event):
@@ -224,7 +224,7 @@ def test_key_header_name_is_configurable(ddb, store, make_event):
     handler = build(store, api, header="X-Request-Intent")
     event = make_event({"amount": 1}, key=None, headers={"X-Request-Intent": "k"})
     handler(event, DrillContext())
-    assert handler(event, DrillContext())["headers"]["Idempotent-Replayed"] == "true"
+    assert handler(event, DrillContext())["headers"][names.REPLAYED_HEADER] == "true"
     assert len(orders_in(ddb)) == 1
 
 
@@ -235,7 +235,7 @@ def test_2xx_and_4xx_results_are_stored_and_replayed(ddb, store, make_event, mod
     first = handler(make_event({"amount": 1}), DrillContext())
     again = handler(make_event({"amount": 1}), DrillContext())
     assert again["statusCode"] == status and again["body"] == first["body"]
-    assert again["headers"]["Idempotent-Replayed"] == "true" and len(orders_in(ddb)) == 1
+    assert again["headers"][names.REPLAYED_HEADER] == "true" and len(orders_in(ddb)) == 1
 
 
 @pytest.mark.parametrize("status", [500, 502, 503])
@@ -246,7 +246,7 @@ def test_5xx_is_not_cached_and_a_retry_runs_again(ddb, store, calls, make_event,
     assert records_in(ddb) == [] and orders_in(ddb) == []
     api.status = 201
     response = handler(make_event({"amount": 1}), DrillContext())
-    assert response["statusCode"] == 201 and "Idempotent-Replayed" not in response["headers"]
+    assert response["statusCode"] == 201 and names.REPLAYED_HEADER not in response["headers"]
     assert len(orders_in(ddb)) == 1
 
 
@@ -277,7 +277,7 @@ def test_tenants_are_isolated(ddb, store, make_event, mode):
     a = handler(make_event({"amount": 1}, tenant="tenant-a"), DrillContext())
     b = handler(make_event({"amount": 1}, tenant="tenant-b"), DrillContext())
     assert len(orders_in(ddb)) == 2 and a["body"] != b["body"]
-    assert "Idempotent-Replayed" not in b["headers"]
+    assert names.REPLAYED_HEADER not in b["headers"]
     # and a different payload under the same key in another tenant is not a mismatch
     assert handler(make_event({"amount": 7}, tenant="tenant-c"), DrillContext())["statusCode"] == 201
 
@@ -286,14 +286,14 @@ def test_operations_are_isolated(ddb, store, make_event):
     create, refund = OrdersApi(), OrdersApi()
     build(store, create, operation="CreateOrder")(make_event({"amount": 1}), DrillContext())
     response = build(store, refund, operation="RefundOrder")(make_event({"amount": 1}), DrillContext())
-    assert len(orders_in(ddb)) == 2 and "Idempotent-Replayed" not in response["headers"]
+    assert len(orders_in(ddb)) == 2 and names.REPLAYED_HEADER not in response["headers"]
 
 
 def test_default_operation_is_the_route_template_and_the_path_is_part_of_the_fingerprint(ddb, store):
     handler = build(store, OrdersApi())
     handler(rest_event({"a": 1}, resource="/orders/{id}/refund", path="/orders/1/refund"), DrillContext())
     replay = handler(rest_event({"a": 1}, resource="/orders/{id}/refund", path="/orders/1/refund"), DrillContext())
-    assert replay["headers"]["Idempotent-Replayed"] == "true"
+    assert replay["headers"][names.REPLAYED_HEADER] == "true"
     # Same operation (route template), same key, another resource: the key was reused for another request.
     other = handler(rest_event({"a": 1}, resource="/orders/{id}/refund", path="/orders/2/refund"), DrillContext())
     assert other["statusCode"] == 422
@@ -386,7 +386,7 @@ def test_warm_cache_replays_with_zero_round_trips(ddb, store, calls, make_event,
     first = handler(make_event({"amount": 1}), DrillContext())
     calls.reset()
     again = handler(make_event({"amount": 1}), DrillContext())
-    assert calls.total == 0 and again["body"] == first["body"] and again["headers"]["Idempotent-Replayed"] == "true"
+    assert calls.total == 0 and again["body"] == first["body"] and again["headers"][names.REPLAYED_HEADER] == "true"
     mismatch = handler(make_event({"amount": 2}), DrillContext())
     assert mismatch["statusCode"] == 422 and calls.total == 0
 
@@ -396,7 +396,7 @@ def test_v2_plain_return_value_is_a_json_200(ddb, store):
     first = handler(http_event({"a": 1}), DrillContext())
     again = handler(http_event({"a": 1}), DrillContext())
     assert first["statusCode"] == again["statusCode"] == 200
-    assert json.loads(again["body"]) == {"id": "o-1"} and again["headers"]["Idempotent-Replayed"] == "true"
+    assert json.loads(again["body"]) == {"id": "o-1"} and again["headers"][names.REPLAYED_HEADER] == "true"
 
 
 def test_base64_binary_body_is_fingerprinted_as_bytes(ddb, store):

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from retrysafe import names
 from retrysafe.testing.events import DrillContext, http_event, rest_event
 
 from tests.helpers import problem
@@ -59,13 +60,13 @@ def test_v2_raw_query_strings_that_differ_are_different_requests(ddb, store, fir
 def test_v2_query_strings_that_name_the_same_parameters_replay(ddb, store, first, second):
     handler = build(store, OrdersApi())
     handler(v2_query(first), DrillContext())
-    assert handler(v2_query(second), DrillContext())["headers"]["Idempotent-Replayed"] == "true"
+    assert handler(v2_query(second), DrillContext())["headers"][names.REPLAYED_HEADER] == "true"
 
 
 def test_fingerprint_query_selects_raw_parameters_by_their_decoded_name(ddb, store):
     handler = build(store, OrdersApi(), fingerprint_query=("dry run",))
     handler(v2_query("dry%20run=1&trace=a"), DrillContext())
-    assert handler(v2_query("trace=b&dry%20run=1"), DrillContext())["headers"]["Idempotent-Replayed"] == "true"
+    assert handler(v2_query("trace=b&dry%20run=1"), DrillContext())["headers"][names.REPLAYED_HEADER] == "true"
     assert handler(v2_query("dry%20run=2&trace=a"), DrillContext())["statusCode"] == 422
 
 
@@ -85,7 +86,7 @@ def test_json_spelling_does_not_change_the_request(ddb, store, make_event):
     handler = build(store, OrdersApi())
     handler(make_event(raw_body='{"amount": 1.0, "note": "caf\\u00e9", "lines": [1E2]}'), DrillContext())
     again = handler(make_event(raw_body='{"lines":[100],"note":"caf\u00e9","amount":1}'), DrillContext())
-    assert again["headers"]["Idempotent-Replayed"] == "true"
+    assert again["headers"][names.REPLAYED_HEADER] == "true"
 
 
 @pytest.mark.parametrize("make_event", [rest_event, http_event])
@@ -109,4 +110,4 @@ def test_a_body_that_is_not_declared_json_is_hashed_as_bytes(ddb, store):
                 DrillContext())
         again = handler(rest_event(raw_body='{"a":1,"b":2}', key=key, headers={"Content-Type": content_type.upper()}),
                         DrillContext())
-        assert again["headers"]["Idempotent-Replayed"] == "true"
+        assert again["headers"][names.REPLAYED_HEADER] == "true"

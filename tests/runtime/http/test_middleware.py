@@ -12,7 +12,7 @@ from aws_lambda_powertools.event_handler import (
     Response,
     content_types,
 )
-from retrysafe import TRANSACTION_KEY, Engine, IdempotencyMiddleware, Mode
+from retrysafe import TRANSACTION_KEY, Engine, IdempotencyMiddleware, Mode, names
 from retrysafe.testing.events import DrillContext, http_event, rest_event
 
 from tests.helpers import ORDERS
@@ -61,7 +61,7 @@ def test_middleware_runs_once_and_replays(ddb, store, calls, resolver_cls, event
     assert calls.total == 1
     assert again["statusCode"] == 201 and again["body"] == first["body"]
     headers = again.get("headers") or {k: v[0] for k, v in again.get("multiValueHeaders", {}).items()}
-    assert headers["Idempotent-Replayed"] == "true" and headers["Location"].startswith("/orders/")
+    assert headers[names.REPLAYED_HEADER] == "true" and headers["Location"].startswith("/orders/")
     assert headers["Content-Type"] == "application/json"
     assert len(ddb.scan(TableName=ORDERS)["Items"]) == 1
 
@@ -100,7 +100,7 @@ def test_middleware_operation_defaults_to_the_matched_route(ddb, store):
     app, runs = make_app(APIGatewayRestResolver, store, Mode.CLAIM_FIRST)
     app.resolve(rest_event({"amount": 1}, resource="/{proxy+}", path="/orders/c1"), DrillContext())
     replay = app.resolve(rest_event({"amount": 1}, resource="/{proxy+}", path="/orders/c1"), DrillContext())
-    assert replay["multiValueHeaders"]["Idempotent-Replayed"] == ["true"] and runs == [1]
+    assert replay["multiValueHeaders"][names.REPLAYED_HEADER] == ["true"] and runs == [1]
     # Another customer, same matched route and key: the same operation (not "/{proxy+}"), another request.
     other = app.resolve(rest_event({"amount": 1}, resource="/{proxy+}", path="/orders/c2"), DrillContext())
     assert other["statusCode"] == 422 and runs == [1]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from retrysafe import names
 from retrysafe.testing.events import DrillContext, http_event, rest_event
 
 from tests.helpers import problem
@@ -57,10 +58,10 @@ def test_users_of_one_identity_pool_are_different_tenants(ddb, store, pool_user)
     alice = handler(pool_user("eu-west-1:aaaaaaaa-0000-0000-0000-000000000001"), DrillContext())
     bob = handler(pool_user("eu-west-1:bbbbbbbb-0000-0000-0000-000000000002"), DrillContext())
     # Same key, same body: Bob's request is his own intent, not a replay of Alice's stored answer.
-    assert alice["statusCode"] == bob["statusCode"] == 201 and "Idempotent-Replayed" not in bob["headers"]
+    assert alice["statusCode"] == bob["statusCode"] == 201 and names.REPLAYED_HEADER not in bob["headers"]
     assert api.runs == 2 and len(orders_in(ddb)) == 2 and alice["body"] != bob["body"]
     again = handler(pool_user("eu-west-1:aaaaaaaa-0000-0000-0000-000000000001"), DrillContext())
-    assert again["headers"]["Idempotent-Replayed"] == "true" and again["body"] == alice["body"]
+    assert again["headers"][names.REPLAYED_HEADER] == "true" and again["body"] == alice["body"]
 
 
 @pytest.mark.parametrize("event", [
@@ -75,7 +76,7 @@ def test_other_iam_callers_are_told_apart_by_their_full_arn(ddb, store, event):
     handler(event(f"arn:aws:sts::{ACCOUNT}:assumed-role/Deployer/bob"), DrillContext())
     assert api.runs == 3
     replay = handler(event(f"arn:aws:iam::{ACCOUNT}:user/alice"), DrillContext())
-    assert replay["headers"]["Idempotent-Replayed"] == "true"
+    assert replay["headers"][names.REPLAYED_HEADER] == "true"
 
 
 def test_a_caller_without_an_arn_is_its_caller_id_in_its_account(ddb, store, calls):

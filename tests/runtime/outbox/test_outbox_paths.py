@@ -8,7 +8,7 @@ import sys
 from types import ModuleType
 
 import pytest
-from retrysafe.names import OUTBOX_INDEX
+from retrysafe.names import DEFAULT_EVENT_SOURCE, OUTBOX_INDEX
 
 #: Old module -> the module it is an alias of, and the entry point deployed functions and runbooks name.
 ALIASES = {
@@ -20,7 +20,7 @@ ALIASES = {
 
 #: The public names each old module had before the outbox became a package.
 OLD_NAMES = {
-    "retrysafe.outbox": ["OUTBOX_KIND", "OUTBOX_PREFIX", "PARKED", "UNPUBLISHED_ATTRIBUTE", "UNPUBLISHED_SHARDS",
+    DEFAULT_EVENT_SOURCE: ["OUTBOX_KIND", "OUTBOX_PREFIX", "PARKED", "UNPUBLISHED_ATTRIBUTE", "UNPUBLISHED_SHARDS",
                          "OutboxEvent", "OutboxMessage", "event_id"],
     "retrysafe.outbox_publisher": ["BATCH_SIZE", "BUS_ENV", "DEFAULT_SOURCE", "KEY_ATTRIBUTE", "PARKED_METRIC",
                                    "QUEUE_ENV", "SOURCE_ENV", "TOPIC_ENV", "EventBridgeTarget", "OutboxMessage",

@@ -10,6 +10,7 @@ from typing import Any
 import boto3
 import pytest
 from botocore.exceptions import ClientError
+from retrysafe import names
 from retrysafe.engine import Completion, Engine, Intent
 from retrysafe.errors import ConfigurationError
 from retrysafe.keys import Scope
@@ -42,7 +43,7 @@ def commit_events(store: Any, count: int, key: str = "k") -> list[str]:
 
 
 def outbox_item(store: Any, event_id: str) -> dict[str, Any]:
-    return dict(store.client.get_item(TableName=TABLE, Key={"pk": {"S": f"outbox#{event_id}"}})["Item"])
+    return dict(store.client.get_item(TableName=TABLE, Key={"pk": {"S": names.OUTBOX_PREFIX + event_id}})["Item"])
 
 
 def stream_record(seq: str, name: str, image: dict[str, Any] | None, identity: dict[str, str] | None = None
@@ -79,7 +80,7 @@ def test_only_outbox_inserts_are_published(store: Any) -> None:
     assert handler({"Records": records}, publisher=Publisher(target, store)) == {"batchItemFailures": []}
     assert target.calls == [[eid]]
     assert [seq for seq, _ in outbox_inserts(records)] == ["2"]
-    assert "obq" not in outbox_item(store, eid)
+    assert names.UNPUBLISHED_ATTRIBUTE not in outbox_item(store, eid)
 
 
 def test_the_first_failed_record_is_reported_and_only_accepted_items_are_marked(store: Any) -> None:
@@ -88,7 +89,7 @@ def test_the_first_failed_record_is_reported_and_only_accepted_items_are_marked(
     target = FakeTarget(reject={ids[1], ids[3]})
     assert handler({"Records": records}, publisher=Publisher(target, store)) == {
         "batchItemFailures": [{"itemIdentifier": "11"}]}
-    assert ["obq" in outbox_item(store, eid) for eid in ids] == [False, True, False, True]
+    assert [names.UNPUBLISHED_ATTRIBUTE in outbox_item(store, eid) for eid in ids] == [False, True, False, True]
 
 
 class FakeEvents:
@@ -130,7 +131,7 @@ def test_sqs_fifo_target_carries_key_group_and_dedup_id(store: Any) -> None:
     publisher = Publisher(SqsTarget(url, client=sqs), store)
     assert handler({"Records": records}, publisher=publisher) == {"batchItemFailures": []}
     messages = receive_all(sqs, url, expected=2)
-    assert [m["MessageAttributes"]["idempotency-key"]["StringValue"] for m in messages] == ids
+    assert [m["MessageAttributes"][names.KEY_MESSAGE_ATTRIBUTE]["StringValue"] for m in messages] == ids
     assert {m["Attributes"]["MessageGroupId"] for m in messages} == {"Cart#c1"}
     assert [m["Attributes"]["MessageDeduplicationId"] for m in messages] == ids
 
@@ -167,9 +168,9 @@ def test_sweeper_republishes_what_the_stream_never_delivered(store: Any) -> None
     assert sweep(publisher, 900) == {"republished": 0, "failed": 0}  # too young to sweep
     later = datetime.now(UTC) + timedelta(hours=1)
     assert sweep(publisher, 900, now=later) == {"republished": 3, "failed": 0}
-    assert sorted(m["MessageAttributes"]["idempotency-key"]["StringValue"] for m in receive_all(sqs, url, 3)) \
+    assert sorted(m["MessageAttributes"][names.KEY_MESSAGE_ATTRIBUTE]["StringValue"] for m in receive_all(sqs, url, 3)) \
         == sorted(ids)
-    assert all("obq" not in outbox_item(store, eid) for eid in ids)
+    assert all(names.UNPUBLISHED_ATTRIBUTE not in outbox_item(store, eid) for eid in ids)
     assert sweep(publisher, 900, now=later) == {"republished": 0, "failed": 0}
 
 
@@ -179,7 +180,7 @@ def test_sweeper_reports_what_it_could_not_publish(store: Any) -> None:
     later = datetime.now(UTC) + timedelta(hours=1)
     with pytest.raises(SweepIncompleteError):
         sweep(Publisher(target, store), 60, now=later)
-    assert "obq" in outbox_item(store, ids[0]) and "obq" not in outbox_item(store, ids[1])
+    assert names.UNPUBLISHED_ATTRIBUTE in outbox_item(store, ids[0]) and names.UNPUBLISHED_ATTRIBUTE not in outbox_item(store, ids[1])
     target.reject.clear()
     assert sweep(Publisher(target, store), 60, now=later) == {"republished": 1, "failed": 0}
 
@@ -189,13 +190,13 @@ def test_entry_points_read_their_target_from_the_environment(store: Any, monkeyp
     url = sqs.create_queue(QueueName="events")["QueueUrl"]
     commit_events(store, 1)
     monkeypatch.setattr(outbox_publisher, "_publisher", None)
-    monkeypatch.setenv("RETRYSAFE_QUEUE_URL", url)
-    monkeypatch.setenv("RETRYSAFE_SWEEP_AFTER_SECONDS", "0")
+    monkeypatch.setenv(names.QUEUE_ENV, url)
+    monkeypatch.setenv(names.SWEEP_AFTER_ENV, "0")
     assert outbox_sweeper.handler({}, DrillContext(remaining_ms=60_000)) == {"republished": 1, "failed": 0}
-    monkeypatch.setenv("RETRYSAFE_TOPIC_ARN", "arn:aws:sns:eu-west-1:123456789012:t")
+    monkeypatch.setenv(names.TOPIC_ENV, "arn:aws:sns:eu-west-1:123456789012:t")
     with pytest.raises(ConfigurationError, match="exactly one"):
         Publisher.from_env()
-    monkeypatch.setenv("RETRYSAFE_SWEEP_AFTER_SECONDS", "later")
+    monkeypatch.setenv(names.SWEEP_AFTER_ENV, "later")
     with pytest.raises(ConfigurationError):
         outbox_sweeper.sweep_after_seconds()
 

@@ -7,6 +7,7 @@ from typing import Any
 
 import boto3
 import pytest
+from retrysafe import names
 from retrysafe.errors import ConfigurationError
 from retrysafe.sqs import Message, idempotent_sqs
 from retrysafe.testing.events import DrillContext, sqs_event, sqs_record
@@ -99,12 +100,12 @@ def test_fifo_failure_fails_the_rest_of_its_group_and_order_survives(store: Any,
 
 @pytest.mark.parametrize("body,attributes", [
     ({"counter": "k", "event_id": "evt-1"}, {}),
-    ({"counter": "k"}, {"idempotency-key": "evt-1"}),
+    ({"counter": "k"}, {names.KEY_MESSAGE_ATTRIBUTE: "evt-1"}),
     ({"version": "0", "id": "eb-assigned", "detail-type": "OrderPlaced", "source": "shop",
       "detail": {"counter": "k", "event_id": "evt-1"}}, {}),
     ({"Type": "Notification", "MessageId": "sns-assigned", "TopicArn": "arn:aws:sns:eu-west-1:1:t",
       "Message": json.dumps({"counter": "k"}),
-      "MessageAttributes": {"idempotency-key": {"Type": "String", "Value": "evt-1"}}}, {}),
+      "MessageAttributes": {names.KEY_MESSAGE_ATTRIBUTE: {"Type": "String", "Value": "evt-1"}}}, {}),
 ])
 def test_propagated_key_wins_over_the_transport_ids(store: Any, ddb: Any, body: Any,
                                                     attributes: dict[str, str]) -> None:
@@ -136,8 +137,8 @@ def test_message_id_is_the_fallback_and_subscribers_are_independent(store: Any, 
 
 def test_same_key_with_another_body_is_refused_and_has_no_effect(store: Any, ddb: Any) -> None:
     handler = idempotent_sqs(count_effect, subscriber="billing", store=store)
-    first = sqs_record({"counter": "x"}, attributes={"idempotency-key": "k1"})
-    other = sqs_record({"counter": "y"}, attributes={"idempotency-key": "k1"})
+    first = sqs_record({"counter": "x"}, attributes={names.KEY_MESSAGE_ATTRIBUTE: "k1"})
+    other = sqs_record({"counter": "y"}, attributes={names.KEY_MESSAGE_ATTRIBUTE: "k1"})
     assert handler({"Records": [first]}, DrillContext()) == {"batchItemFailures": []}
     assert handler({"Records": [other]}, DrillContext()) == {
         "batchItemFailures": [{"itemIdentifier": other["messageId"]}]}
@@ -146,7 +147,7 @@ def test_same_key_with_another_body_is_refused_and_has_no_effect(store: Any, ddb
 
 def test_claim_first_leases_for_the_visibility_timeout_and_derives_downstream_keys(
         store: Any, ddb: Any, calls: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("RETRYSAFE_VISIBILITY_TIMEOUT_SECONDS", "90")
+    monkeypatch.setenv(names.VISIBILITY_TIMEOUT_ENV, "90")
     seen: list[tuple[float, str]] = []
 
     def charge(message: Message, txn: Transaction) -> str:
@@ -186,6 +187,6 @@ def test_configuration_errors_are_raised_at_decoration(store: Any, monkeypatch: 
         idempotent_sqs(count_effect, subscriber="", store=store)
     with pytest.raises(ConfigurationError):
         idempotent_sqs(count_effect, subscriber="s", mode="sometimes", store=store)
-    monkeypatch.setenv("RETRYSAFE_VISIBILITY_TIMEOUT_SECONDS", "soon")
+    monkeypatch.setenv(names.VISIBILITY_TIMEOUT_ENV, "soon")
     with pytest.raises(ConfigurationError):
         idempotent_sqs(count_effect, subscriber="s", store=store)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from retrysafe import Engine, Mode, Transaction, idempotent_task
+from retrysafe import Engine, Mode, Transaction, idempotent_task, names
 from retrysafe.engine import Completion, Intent
 from retrysafe.errors import ConfigurationError, TaskInProgress, TaskKeyMismatch, TaskPayloadError
 from retrysafe.keys import Scope
@@ -78,7 +78,7 @@ def test_same_execution_and_state_with_another_input_fails_without_running(ddb: 
     with pytest.raises(TaskKeyMismatch) as refused:
         handler(payload("Charge", {"amount": 2}), None)
 
-    assert type(refused.value).__name__ == "TaskKeyMismatch"  # the Lambda errorType Step Functions matches
+    assert type(refused.value) is TaskKeyMismatch  # its __name__ is the Lambda errorType Step Functions matches
     assert body.runs == 1
     assert len(items(ddb)) == 1
 
@@ -96,7 +96,7 @@ def test_an_in_flight_duplicate_raises_a_retryable_named_error(ddb: Any, engine:
     handler = idempotent_task(body, engine=engine)
 
     assert handler(payload("Charge", {}), DrillContext(remaining_ms=30_000)) == "done"
-    assert type(seen[0]).__name__ == "TaskInProgress"
+    assert type(seen[0]) is TaskInProgress
     assert 30 <= seen[0].retry_after_seconds <= 33  # the lease: the Lambda's remaining time plus a margin
 
 
@@ -171,7 +171,7 @@ def test_a_failure_between_steps_resumes_after_the_last_checkpoint(ddb: Any, sto
     scope = Scope(STATE_MACHINE, "Charge", EXECUTION)
     assert result == {"first": [scope.derive_key("first"), 1], "second": scope.derive_key("second")}
     assert sorted(i["pk"]["S"] for i in items(ddb)) == ["first", "second"]
-    outbox = sorted(i["etype"]["S"] for i in items(ddb, TABLE) if i["pk"]["S"].startswith("outbox#"))
+    outbox = sorted(i["etype"]["S"] for i in items(ddb, TABLE) if i["pk"]["S"].startswith(names.OUTBOX_PREFIX))
     assert outbox == ["Done", "FirstDone"]  # the first step's event committed once, with its step
 
 

@@ -8,6 +8,7 @@ from aws_lambda_powertools.utilities.data_classes import (
     APIGatewayProxyEventV2,
     SQSEvent,
 )
+from retrysafe import names
 from retrysafe.testing.events import (
     DrillContext,
     api_event,
@@ -24,7 +25,7 @@ def test_http_event_is_an_http_api_v2_event_with_key_json_body_query_and_tenant(
     event = APIGatewayProxyEventV2(http_event({"amount": 1}, key="k-1", tenant="acme", route="/orders/7",
                                               query={"dry_run": "true"}))
     assert event.request_context.http.method == "POST" and event.raw_path == "/orders/7"
-    assert event.headers == {"content-type": "application/json", "idempotency-key": "k-1"}
+    assert event.headers == {"content-type": "application/json", names.KEY_MESSAGE_ATTRIBUTE: "k-1"}
     assert event.json_body == {"amount": 1} and event.raw_query_string == "dry_run=true"
     assert event.query_string_parameters == {"dry_run": "true"}
     assert event.request_context.authorizer.jwt_claim == {"sub": "acme"}
@@ -34,7 +35,7 @@ def test_rest_event_is_a_rest_v1_event_with_resource_path_and_multi_value_query(
     event = APIGatewayProxyEvent(rest_event({"amount": 1}, resource="/orders/{id}", path="/orders/7",
                                             query={"a": "1"}, headers={"X-Trace": "t"}))
     assert event.resource == "/orders/{id}" and event.path == "/orders/7" and event.http_method == "POST"
-    assert event.headers == {"Content-Type": "application/json", "X-Trace": "t", "Idempotency-Key": "key-1"}
+    assert event.headers == {"Content-Type": "application/json", "X-Trace": "t", names.IDEMPOTENCY_KEY_HEADER: "key-1"}
     assert event.multi_value_query_string_parameters == {"a": ["1"]}
     assert event["requestContext"]["authorizer"] == {"claims": {"sub": "tenant-a"}}
 
@@ -55,19 +56,19 @@ def test_api_event_sends_exactly_the_given_headers_and_text(version: str) -> Non
 
 
 def test_sqs_record_and_sqs_event_are_what_an_event_source_mapping_delivers() -> None:
-    record = sqs_record({"n": 1}, message_id="m-1", attributes={"idempotency-key": "e-1"}, group="g",
+    record = sqs_record({"n": 1}, message_id="m-1", attributes={names.KEY_MESSAGE_ATTRIBUTE: "e-1"}, group="g",
                         queue="work.fifo", receive_count=2)
     parsed = next(iter(SQSEvent({"Records": [record]}).records))
     assert parsed.message_id == "m-1" and parsed.json_body == {"n": 1}
-    assert parsed.message_attributes["idempotency-key"].string_value == "e-1"
+    assert parsed.message_attributes[names.KEY_MESSAGE_ATTRIBUTE].string_value == "e-1"
     assert parsed.attributes.message_group_id == "g" and parsed.attributes.approximate_receive_count == "2"
     assert parsed.event_source_arn == queue_arn("work.fifo")
     received = {"MessageId": "m-2", "ReceiptHandle": "r", "Body": "{}", "MD5OfBody": "-",
                 "Attributes": {"ApproximateReceiveCount": "3"},
-                "MessageAttributes": {"event-type": {"StringValue": "OrderPlaced", "DataType": "String"}}}
+                "MessageAttributes": {names.EVENT_TYPE_MESSAGE_ATTRIBUTE: {"StringValue": "OrderPlaced", "DataType": "String"}}}
     delivered = next(iter(SQSEvent(sqs_event([received], "inbox")).records))
     assert delivered.message_id == "m-2" and delivered.attributes.approximate_receive_count == "3"
-    assert delivered.message_attributes["event-type"].string_value == "OrderPlaced"
+    assert delivered.message_attributes[names.EVENT_TYPE_MESSAGE_ATTRIBUTE].string_value == "OrderPlaced"
 
 
 def test_task_payload_and_context() -> None:

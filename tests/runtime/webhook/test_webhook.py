@@ -14,6 +14,7 @@ import boto3
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from retrysafe import names
 from retrysafe.errors import ConfigurationError
 from retrysafe.outbox.publisher import Publisher
 from retrysafe.outbox.sweeper import sweep
@@ -71,10 +72,10 @@ def test_github_delivery_is_received_once_and_replayed(store: Any, ddb: Any, cal
     (item,) = outbox_items(ddb)
     payload = json.loads(item["payload"]["S"])
     assert payload["body"] == BODY and payload["event"] == "pull_request" and payload["hook"] == "h-1"
-    assert item["etype"]["S"] == "WebhookReceived" and item["aggt"]["S"] == "webhook:github"
+    assert item["etype"]["S"] == names.WEBHOOK_RECEIPT_EVENT and item["aggt"]["S"] == "webhook:github"
     calls.reset()
     again = receiver(github_event(), DrillContext())  # GitHub's redelivery reuses the delivery id
-    assert again["statusCode"] == 202 and again["headers"]["Idempotent-Replayed"] == "true"
+    assert again["statusCode"] == 202 and again["headers"][names.REPLAYED_HEADER] == "true"
     assert again["body"] == first["body"] and calls.calls == {"TransactWriteItems": 1}
     assert len(outbox_items(ddb)) == 1
 
@@ -84,10 +85,10 @@ def test_hook_ids_are_unsigned_so_hooks_are_kept_apart_by_source(store: Any, ddb
     that must stay separate are two sources (two endpoints with their own secrets)."""
     receiver = github(store)
     assert receiver(github_event(hook="h-1"))["statusCode"] == 202
-    assert receiver(github_event(hook="h-2"))["headers"].get("Idempotent-Replayed") == "true"
+    assert receiver(github_event(hook="h-2"))["headers"].get(names.REPLAYED_HEADER) == "true"
     assert len(outbox_items(ddb)) == 1
     org_hook = WebhookReceiver(GitHub(), source="github-org", secrets=lambda: [SECRET], store=store)
-    assert "Idempotent-Replayed" not in org_hook(github_event(hook="h-2"))["headers"]
+    assert names.REPLAYED_HEADER not in org_hook(github_event(hook="h-2"))["headers"]
     assert len(outbox_items(ddb)) == 2
 
 
@@ -137,7 +138,7 @@ def test_stripe_style_rotation_tolerance_and_body_delivery_id(store: Any, ddb: A
     assert receiver(stripe_event(body, int(now), [b"whsec_unknown", b"whsec_old"]))["statusCode"] == 202
     assert receiver(stripe_event(body, int(now) - 301, [b"whsec_new"]))["statusCode"] == 401  # stale
     assert receiver(stripe_event(body, int(now), [b"whsec_unknown"]))["statusCode"] == 401
-    assert receiver(stripe_event(body, int(now) - 10, [b"whsec_new"]))["headers"]["Idempotent-Replayed"] == "true"
+    assert receiver(stripe_event(body, int(now) - 10, [b"whsec_new"]))["headers"][names.REPLAYED_HEADER] == "true"
     (item,) = outbox_items(ddb)
     assert json.loads(item["payload"]["S"])["event"] == "invoice.paid" and item["aggid"]["S"] == "evt_1"
 
@@ -149,7 +150,7 @@ def test_generic_hmac_identity_is_the_signed_body(store: Any, ddb: Any) -> None:
     assert receiver(ok)["statusCode"] == 202
     # The delivery header is unsigned metadata: without it (or with another) the same signed body is a replay.
     missing = http_event(raw_body="ping", key=None, tenant=None, headers={"X-Signature": f"sha256={sig}"})
-    assert receiver(missing)["headers"]["Idempotent-Replayed"] == "true"
+    assert receiver(missing)["headers"][names.REPLAYED_HEADER] == "true"
     too_big = WebhookReceiver(GenericHmac(), secrets=lambda: [SECRET], store=store, max_body_bytes=3)
     assert too_big(ok)["statusCode"] == 413
     assert len(outbox_items(ddb)) == 1
@@ -160,23 +161,23 @@ def test_entry_point_reads_secrets_from_secrets_manager_or_ssm(store: Any, ddb: 
     arn = boto3.client("secretsmanager", region_name="eu-west-1").create_secret(
         Name="hook", SecretString=json.dumps([SECRET.decode(), "older"]))["ARN"]
     monkeypatch.setattr(receiver_module, "_default", None)
-    monkeypatch.setenv("RETRYSAFE_WEBHOOK_SECRET_ARN", arn)
+    monkeypatch.setenv(names.WEBHOOK_SECRET_ARN_ENV, arn)
     assert handler(github_event(delivery="sm"), DrillContext())["statusCode"] == 202
 
     boto3.client("ssm", region_name="eu-west-1").put_parameter(Name="/hooks/github", Value=SECRET.decode(),
                                                                Type="SecureString")
-    monkeypatch.delenv("RETRYSAFE_WEBHOOK_SECRET_ARN")
-    monkeypatch.setenv("RETRYSAFE_WEBHOOK_SECRET_PARAMETER", "/hooks/github")
+    monkeypatch.delenv(names.WEBHOOK_SECRET_ARN_ENV)
+    monkeypatch.setenv(names.WEBHOOK_SECRET_PARAMETER_ENV, "/hooks/github")
     monkeypatch.setattr(receiver_module, "_default", None)
     assert handler(github_event(delivery="ssm"), DrillContext())["statusCode"] == 202
     assert handler(github_event(delivery="x", secret=b"older"))["statusCode"] == 401  # "older" only in SM
 
-    monkeypatch.delenv("RETRYSAFE_WEBHOOK_SECRET_PARAMETER")
+    monkeypatch.delenv(names.WEBHOOK_SECRET_PARAMETER_ENV)
     monkeypatch.setattr(receiver_module, "_default", None)
     with pytest.raises(ConfigurationError):
         handler(github_event())
-    monkeypatch.setenv("RETRYSAFE_WEBHOOK_SECRET_PARAMETER", "/hooks/github")
-    monkeypatch.setenv("RETRYSAFE_WEBHOOK_PROVIDER", "gitlab")
+    monkeypatch.setenv(names.WEBHOOK_SECRET_PARAMETER_ENV, "/hooks/github")
+    monkeypatch.setenv(names.WEBHOOK_PROVIDER_ENV, "gitlab")
     with pytest.raises(ConfigurationError):
         handler(github_event())
     assert parse_secrets('["a","b"]') == [b"a", b"b"] and parse_secrets("plain") == [b"plain"]

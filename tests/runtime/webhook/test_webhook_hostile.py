@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from retrysafe import names
 from retrysafe.http.request import HttpRequest, parse_event
 from retrysafe.testing.events import DrillContext, http_event, rest_event
 from retrysafe.webhook import (
@@ -187,7 +188,7 @@ def test_captured_github_delivery_replayed_with_new_ids_creates_no_receipt(store
     for i in range(5):  # the attacker resends the captured body with fresh X-GitHub-* ids
         calls.reset()
         replay = receiver(github_event(delivery=f"forged-{i}", hook=f"hook-{i}", event="delete"), DrillContext())
-        assert replay["statusCode"] == 202 and replay["headers"]["Idempotent-Replayed"] == "true"
+        assert replay["statusCode"] == 202 and replay["headers"][names.REPLAYED_HEADER] == "true"
         assert replay["body"] == first["body"] and calls.calls == {"TransactWriteItems": 1}
     (item,) = outbox_items(ddb)
     payload = json.loads(item["payload"]["S"])
@@ -256,7 +257,7 @@ def test_standard_webhooks_receiver_dedupes_on_the_signed_id_and_refuses_stale(s
 
     body = json.dumps({"type": "invoice.paid", "data": {"id": 1}})
     assert receiver(signed("msg_1", int(now), body))["statusCode"] == 202
-    assert receiver(signed("msg_1", int(now) + 5, body))["headers"]["Idempotent-Replayed"] == "true"
+    assert receiver(signed("msg_1", int(now) + 5, body))["headers"][names.REPLAYED_HEADER] == "true"
     calls.reset()
     assert_refused(receiver(signed("msg_2", int(now) - 301, body)), 401)  # stale: a captured request
     assert calls.total == 0
