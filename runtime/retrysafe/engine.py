@@ -57,6 +57,8 @@ from .transaction import Transaction
 if TYPE_CHECKING:
     from .cache import RecordCache
 
+#: ``Engine(cache=...)``'s default: the store's own cache (:attr:`DynamoStore.cache`).
+STORE_CACHE: Any = object()
 #: How often a raced atomic transaction is retried before answering "in flight".
 RACE_RETRIES = 3
 #: Poll interval while waiting for an in-flight duplicate to complete.
@@ -133,12 +135,16 @@ def new_token() -> str:
 
 
 class Engine:
-    """Executes intents against a :class:`DynamoStore`, optionally with a warm-container cache."""
+    """Executes intents against a :class:`DynamoStore`, optionally with a warm-container cache.
 
-    def __init__(self, store: DynamoStore, *, cache: RecordCache | None = None,
+    ``cache``: by default the store's (the store from :meth:`DynamoStore.from_env` has one); pass a
+    :class:`~retrysafe.cache.RecordCache` of its own, or ``None`` for none.
+    """
+
+    def __init__(self, store: DynamoStore, *, cache: RecordCache | None = STORE_CACHE,
                  clock: Callable[[], float] = time.time) -> None:
         self.store = store
-        self.cache = cache
+        self.cache: RecordCache | None = store.cache if cache is STORE_CACHE else cache
         self.clock = clock
 
     def execute(self, intent: Intent, work: Work, remaining_ms: Callable[[], int] | None = None) -> Outcome:

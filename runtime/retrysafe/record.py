@@ -52,6 +52,7 @@ class Record(Value):
     """A decoded idempotency record."""
 
     __slots__ = (
+        "_text",
         "checkpoints",
         "created_at_ms",
         "expires_at",
@@ -78,6 +79,7 @@ class Record(Value):
     resource: str | None
     result: Any
     state: str
+    _text: str | None
 
     def __init__(self, record_id: str, state: str, fingerprint: str, expires_at: int, created_at_ms: int = 0,
                  operation: str = "", owner: str | None = None, lease_until_ms: int | None = None,
@@ -95,6 +97,16 @@ class Record(Value):
         set_field(self, "resource", resource)
         set_field(self, "checkpoints", checkpoints if checkpoints is not None else {})
         set_field(self, "instance", instance)
+        set_field(self, "_text", None)
+
+    @property
+    def result_text(self) -> str:
+        """``result`` as the compact JSON text that is stored (encoded once per record)."""
+        text = self._text
+        if text is None:
+            text = _encode_json(self.result)
+            set_field(self, "_text", text)
+        return text
 
     def is_expired(self, now: float) -> bool:
         """True once the horizon has passed, whether or not TTL has deleted the item yet."""
@@ -109,7 +121,10 @@ class Record(Value):
 
 def encode_result(result: Any) -> tuple[str, dict[str, Any]]:
     """The attribute (name, value) that stores ``result``; compressed when that pays."""
-    text = _encode_json(result)
+    return _encode_text(_encode_json(result))
+
+
+def _encode_text(text: str) -> tuple[str, dict[str, Any]]:
     raw = text.encode("utf-8")
     if len(raw) > COMPRESS_THRESHOLD:
         packed = _compress(raw)
@@ -154,7 +169,7 @@ def to_item(record: Record) -> AttributeMap:
     if record.lease_until_ms is not None:
         item["le"] = {"N": str(record.lease_until_ms)}
     if record.state == COMPLETED:
-        name, value = encode_result(record.result)
+        name, value = _encode_text(record.result_text)
         item[name] = value
     if record.resource is not None:
         item["rs"] = {"S": record.resource}
@@ -173,12 +188,15 @@ def encode_checkpoints(checkpoints: dict[str, Any]) -> dict[str, Any]:
 def from_item(item: AttributeMap) -> Record:
     """Decode a DynamoDB attribute map into a :class:`Record`."""
     result: Any = None
+    text: str | None = None
     if "rz" in item:
-        result = json.loads(zlib.decompress(bytes(item["rz"]["B"])))
+        text = zlib.decompress(bytes(item["rz"]["B"])).decode("utf-8")
     elif "r" in item:
-        result = json.loads(item["r"]["S"])
+        text = item["r"]["S"]
+    if text is not None:
+        result = json.loads(text)
     checkpoints = {k: json.loads(v["S"]) for k, v in item.get("cp", {}).get("M", {}).items()}
-    return Record(
+    record = Record(
         record_id=item[names.PARTITION_KEY]["S"],
         state=item.get("st", {}).get("S", PENDING),
         fingerprint=item.get("fp", {}).get("S", ""),
@@ -192,6 +210,8 @@ def from_item(item: AttributeMap) -> Record:
         checkpoints=checkpoints,
         instance=item.get("ii", {}).get("S"),
     )
+    set_field(record, "_text", text)  # the text it was decoded from: a replay's record is not encoded again
+    return record
 
 
 def item_size(item: AttributeMap) -> int:

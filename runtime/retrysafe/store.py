@@ -18,6 +18,7 @@ import os
 from typing import Any
 
 from ._value import Value, set_field
+from .cache import RecordCache
 from .codec import check_limits
 from .config import table_name_from_env
 from .errors import (
@@ -80,13 +81,18 @@ class DynamoStore:
     """The idempotency table. One instance per table, shared by every operation using it.
 
     The boto3 client is created on first use (not at import) with botocore's
-    standard retry mode; pass ``client`` to bring your own.
+    standard retry mode; pass ``client`` to bring your own. ``cache`` keeps this
+    container's completed records for replays with zero DynamoDB calls (engines
+    built on this store use it unless given their own); the store :meth:`from_env`
+    returns has one, a store constructed directly has none unless passed.
     """
 
-    def __init__(self, table_name: str, *, client: Any = None, region_name: str | None = None) -> None:
+    def __init__(self, table_name: str, *, client: Any = None, region_name: str | None = None,
+                 cache: RecordCache | None = None) -> None:
         if not table_name:
             raise ConfigurationError("DynamoStore needs a table name")
         self.table_name = table_name
+        self.cache = cache
         self._client = client
         self._region = region_name
 
@@ -95,12 +101,14 @@ class DynamoStore:
         """The store named by ``RETRYSAFE_TABLE``, shared by every operation of this container.
 
         In Lambda's init phase its client is created at once and it is registered for SnapStart's
-        runtime hooks (:mod:`retrysafe.snapstart`).
+        runtime hooks (:mod:`retrysafe.snapstart`). It keeps a :class:`~retrysafe.cache.RecordCache`
+        (1024 records, 4 MiB of results) of the records this container completed or replayed: a replay
+        that lands on the same warm container is answered from memory.
         """
         name = table_name_from_env()
         store = _SHARED.get(name)
         if store is None:
-            store = cls(name)
+            store = cls(name, cache=RecordCache())
             if os.environ.get(VERIFY_ENV, "").lower() in ("1", "true", "yes"):
                 store.verify()
             if INIT_PHASE_ENV in os.environ:  # Lambda's init phase: the client exists before the first request
