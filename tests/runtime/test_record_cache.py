@@ -1,0 +1,140 @@
+"""The warm-container RecordCache: on by default for the store from the environment, and never answering
+what DynamoDB would not (expired records, pending claims, another table's records), within a byte budget."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from retrysafe import DynamoStore, Engine, Mode, RecordCache, idempotent_http
+from retrysafe.cache import ENTRY_OVERHEAD
+from retrysafe.config import DEFAULT_HORIZON_SECONDS
+from retrysafe.record import COMPLETED, PENDING, Record
+from retrysafe.store import _SHARED
+from retrysafe.testing import DynamoSemantics
+
+from tests.conftest import TABLE, CallCounter, Clock
+from tests.events import LambdaContext, http_event
+from tests.runtime.test_http_contract import OrdersApi, orders_in
+
+
+def _record(record_id: str = "idem#a", result: Any = None, state: str = COMPLETED, expires_at: int = 2_000_000_000,
+            fingerprint: str = "fp") -> Record:
+    return Record(record_id=record_id, state=state, fingerprint=fingerprint, expires_at=expires_at,
+                  result={"s": 201, "b": "x"} if result is None else result)
+
+
+@pytest.fixture(params=[Mode.ATOMIC, Mode.CLAIM_FIRST])
+def mode(request: pytest.FixtureRequest) -> Mode:
+    return request.param
+
+
+@pytest.fixture
+def env_store(ddb: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The store the adapters take from the environment (a fresh container's), on moto."""
+    monkeypatch.setitem(_SHARED, TABLE, None)  # restored after the test
+    del _SHARED[TABLE]
+    store = DynamoStore.from_env()
+    DynamoSemantics().install(store.client)
+    return store
+
+
+def _container(store_name: str = TABLE) -> DynamoStore:
+    """Another container's store on the same table: its own client and its own (empty) cache."""
+    store = DynamoStore(store_name, cache=RecordCache())
+    DynamoSemantics().install(store.client)
+    return store
+
+
+def test_the_store_from_the_environment_caches_by_default_and_replays_with_zero_calls(env_store, ddb, mode):
+    assert isinstance(env_store.cache, RecordCache) and Engine(env_store).cache is env_store.cache
+    calls = CallCounter(env_store.client)
+    api = OrdersApi()
+    handler = idempotent_http(api, mode=mode)  # no store, no engine: the deployed default
+    first = handler(http_event({"amount": 1}), LambdaContext())
+    calls.reset()
+    again = handler(http_event({"amount": 1}), LambdaContext())
+    assert calls.total == 0 and api.runs == 1
+    assert again["body"] == first["body"] and again["headers"]["Idempotent-Replayed"] == "true"
+    mismatch = handler(http_event({"amount": 2}), LambdaContext())
+    assert mismatch["statusCode"] == 422 and calls.total == 0
+
+
+def test_a_replay_in_another_container_goes_to_dynamodb_once_and_fills_that_containers_cache(env_store, ddb, mode):
+    first = idempotent_http(OrdersApi(), mode=mode)(http_event({"amount": 1}), LambdaContext())
+    other = _container()
+    calls = CallCounter(other.client)
+    api = OrdersApi()
+    handler = idempotent_http(api, mode=mode, store=other)
+    again = handler(http_event({"amount": 1}), LambdaContext())
+    assert calls.total == 1 and again["body"] == first["body"] and again["headers"]["Idempotent-Replayed"] == "true"
+    calls.reset()
+    handler(http_event({"amount": 1}), LambdaContext())
+    assert calls.total == 0 and len(orders_in(ddb)) == 1
+    assert api.runs == (1 if mode is Mode.ATOMIC else 0)  # atomic: the handler ran once, its transaction cancelled
+
+
+def test_a_cached_record_is_not_answered_once_expired_the_key_executes_anew(ddb, mode):
+    clock = Clock(1_800_000_000.0)
+    store = _container()
+    api = OrdersApi()
+    handler = idempotent_http(api, mode=mode, engine=Engine(store, clock=clock))
+    handler(http_event({"amount": 1}), LambdaContext())
+    clock.advance(DEFAULT_HORIZON_SECONDS - 1)
+    assert handler(http_event({"amount": 2}), LambdaContext())["statusCode"] == 422  # still live: mismatch
+    clock.advance(2)  # past the record's expiry
+    calls = CallCounter(store.client)
+    fresh = handler(http_event({"amount": 2}), LambdaContext())
+    assert fresh["statusCode"] == 201 and "Idempotent-Replayed" not in fresh["headers"]
+    assert api.runs == 2 and calls.total >= 1  # went to DynamoDB, which let the new intent replace the record
+    assert json.loads(fresh["body"])["amount"] == 2
+
+
+def test_pending_records_are_never_cached_and_expired_ones_are_dropped():
+    cache = RecordCache()
+    cache.put(_record(state=PENDING))
+    assert len(cache) == 0
+    cache.put(_record(expires_at=100))
+    assert cache.get("idem#a", 99.0) is not None
+    assert cache.get("idem#a", 101.0) is None and len(cache) == 0 and cache.size_bytes == 0
+
+
+def test_a_hit_is_a_copy_a_caller_mutating_its_answer_does_not_change_the_next_replay():
+    cache = RecordCache()
+    cache.put(_record(result={"s": 201, "h": {"Location": "/o/1"}, "b": "x"}))
+    hit = cache.get("idem#a", 0.0)
+    assert hit is not None
+    hit.result["h"]["Location"] = "/changed"
+    again = cache.get("idem#a", 0.0)
+    assert again is not None and again.result == {"s": 201, "h": {"Location": "/o/1"}, "b": "x"}
+
+
+def test_the_byte_budget_evicts_least_recently_used_and_skips_oversized_results():
+    text = json.dumps({"b": "y" * 1000}, separators=(",", ":"))
+    entry = len(text) + len("idem#0") + ENTRY_OVERHEAD
+    cache = RecordCache(max_bytes=4 * entry + 10)
+    for index in range(3):
+        cache.put(_record(f"idem#{index}", result={"b": "y" * 1000}))
+    assert cache.get("idem#0", 0.0) is not None  # now the most recently used
+    cache.put(_record("idem#3", result={"b": "y" * 1000}))
+    cache.put(_record("idem#4", result={"b": "y" * 1000}))
+    assert cache.size_bytes <= cache.max_bytes and len(cache) == 4
+    assert cache.get("idem#1", 0.0) is None and cache.get("idem#0", 0.0) is not None
+    cache.put(_record("idem#big", result={"b": "z" * (2 * entry)}))  # over a quarter of the budget
+    assert cache.get("idem#big", 0.0) is None and len(cache) == 4
+    cache.put(_record("idem#0", result={"b": "y" * 1000}))  # replacing an entry counts it once
+    assert cache.size_bytes <= cache.max_bytes and len(cache) == 4
+
+
+def test_each_store_has_its_own_cache(ddb):
+    one, two = _container(TABLE), _container("other-table")
+    one.cache.put(_record())
+    assert Engine(two).cache is two.cache and two.cache.get("idem#a", 0.0) is None
+    assert Engine(one, cache=None).cache is None  # opting out
+
+
+def test_a_constructed_store_has_no_cache_unless_given_one():
+    assert DynamoStore("t").cache is None and Engine(DynamoStore("t")).cache is None
+    with pytest.raises(ValueError, match="max_bytes"):
+        RecordCache(max_bytes=0)
