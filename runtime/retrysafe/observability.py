@@ -144,18 +144,34 @@ class Telemetry:
 
 
 def emf_line(counts: dict[str, int], namespace: str, dimensions: Mapping[str, str]) -> str:
-    """One CloudWatch EMF document for ``counts`` (outcome name -> occurrences), unit ``Count``."""
-    document: dict[str, Any] = {
-        "_aws": {"Timestamp": int(time.time() * 1000), "CloudWatchMetrics": [{
-            "Namespace": namespace,
-            "Dimensions": [list(dimensions)],
-            "Metrics": [{"Name": name, "Unit": metrics.UNIT} for name in counts],
-        }]},
-        **dimensions,
-    }
-    for name, occurrences in counts.items():
-        document[name] = [1.0] * occurrences
-    return _encode_compact(document)
+    """One CloudWatch EMF document for ``counts`` (outcome name -> occurrences), unit ``Count``.
+
+    The document is encoded once per distinct ``counts``/namespace/dimensions (a replay writes the
+    same one every time); each line only puts the current timestamp in front of the rest.
+    """
+    key = (tuple(counts.items()), namespace, tuple(dimensions.items()))
+    rest = _EMF_TEMPLATES.get(key)
+    if rest is None:
+        document: dict[str, Any] = {
+            "_aws": {"Timestamp": 0, "CloudWatchMetrics": [{
+                "Namespace": namespace,
+                "Dimensions": [list(dimensions)],
+                "Metrics": [{"Name": name, "Unit": metrics.UNIT} for name in counts],
+            }]},
+            **dimensions,
+        }
+        for name, occurrences in counts.items():
+            document[name] = [1.0] * occurrences
+        rest = _encode_compact(document)[len(_EMF_HEAD) + 1:]  # everything after the timestamp's "0"
+        if len(_EMF_TEMPLATES) >= _EMF_TEMPLATE_LIMIT:
+            _EMF_TEMPLATES.clear()
+        _EMF_TEMPLATES[key] = rest
+    return f"{_EMF_HEAD}{int(time.time() * 1000)}{rest}"
+
+
+_EMF_HEAD = '{"_aws":{"Timestamp":'
+_EMF_TEMPLATES: dict[tuple[Any, ...], str] = {}
+_EMF_TEMPLATE_LIMIT = 64
 
 
 telemetry = Telemetry()
