@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from botocore.config import Config
+from retrysafe import RecordCache
 from retrysafe.testing import ALWAYS, Boundary, DynamoSemantics, SimulatedCrash, instant_retries
 from retrysafe.testing.adapters import Answer
 from retrysafe.testing.boundary import CRASH_AFTER, CRASH_BEFORE, ERROR, LOST_RESPONSE, Fault, Transport
@@ -92,6 +93,8 @@ class Slot:
         self.gate = Gate()
         Transport.of(self.client).interceptors.append(self.gate)
         self.boundary = Boundary(self.client)  # after the gate: a fault armed at the gate fires at once
+        #: The process's warm-container record cache (as the store from the environment keeps one).
+        self.cache = RecordCache()
 
 
 @dataclass

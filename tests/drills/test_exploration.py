@@ -65,3 +65,22 @@ def test_a_replay_command_reruns_the_same_schedule(explorer: World) -> None:
     first: Any = run_one(explorer, scope, [1])
     again: Any = run_one(explorer, scope, first.chooser.taken)
     assert again.trace == first.trace and again.chooser.taken == first.chooser.taken
+
+
+def test_the_exploration_replays_from_warm_record_caches(explorer: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each schedule ends by replaying every answered intent in every process, so warm caches answer too."""
+    from retrysafe.cache import RecordCache
+
+    hits: list[str] = []
+    original = RecordCache.get
+
+    def counting(cache: RecordCache, record_id: str, now: float) -> Any:
+        found = original(cache, record_id, now)
+        if found is not None:
+            hits.append(record_id)
+        return found
+
+    monkeypatch.setattr(RecordCache, "get", counting)
+    scope = next(s for s in BOUNDED if s.path == "http-atomic" and s.intents == ("A",) and not s.env)
+    result = explore(explorer, scope)
+    assert not result.violations and hits
