@@ -44,9 +44,9 @@ class _Entry(Value):
 class RecordCache:
     """Least-recently-used cache of completed records, bounded by ``max_items`` and ``max_bytes``.
 
-    ``max_bytes`` counts each entry's stored result text (UTF-8 length is at most
-    four times this) plus its record id and :data:`ENTRY_OVERHEAD`; a result larger
-    than a quarter of the budget is not cached (a replay of it goes to DynamoDB).
+    ``max_bytes`` counts each entry's stored result text and record id (in characters)
+    plus :data:`ENTRY_OVERHEAD`; a result larger than a quarter of the budget is not
+    cached (a replay of it goes to DynamoDB).
     """
 
     def __init__(self, max_items: int = 1024, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
