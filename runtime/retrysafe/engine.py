@@ -11,6 +11,10 @@ Claim first
     uncacheable run releases the claim, also conditioned on the owner token;
     a claim that holds (or may hold) a committed checkpoint only ends its lease.
 
+Warm containers: with a :class:`~retrysafe.cache.RecordCache` (the store from the environment has
+one) a key this container completed or replayed is answered from memory before any of the above:
+a replay or a mismatch, zero round trips, the work not run.
+
 Lost responses: every write carries this invocation's token and is refused when
 repeated, so a retried call that meets its own write (a claim, a checkpoint, the
 completed record) goes on as if the first answer had arrived.
