@@ -97,6 +97,12 @@ class RecordCache:
                 _, oldest = self._items.popitem(last=False)
                 self._bytes -= oldest.size
 
+    def clear(self) -> None:
+        """Forget every record (a test starting on an empty table, say)."""
+        with self._lock:
+            self._items.clear()
+            self._bytes = 0
+
     def _drop(self, record_id: str) -> None:
         self._bytes -= self._items.pop(record_id).size
 

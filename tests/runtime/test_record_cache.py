@@ -138,3 +138,11 @@ def test_a_constructed_store_has_no_cache_unless_given_one():
     assert DynamoStore("t").cache is None and Engine(DynamoStore("t")).cache is None
     with pytest.raises(ValueError, match="max_bytes"):
         RecordCache(max_bytes=0)
+
+
+@pytest.mark.parametrize("run", [1, 2])
+def test_the_pytest_plugins_table_starts_with_an_empty_cache(retrysafe_table: DynamoStore, run: int) -> None:
+    """The store from the environment outlives a test; a record cached by one test must not answer in the next
+    (its table is new and empty): whichever of these runs second fails without the plugin's clearing."""
+    assert retrysafe_table.cache is not None and len(retrysafe_table.cache) == 0
+    retrysafe_table.cache.put(_record())

@@ -69,7 +69,10 @@ def adapter_for(handler: Any, payload: Callable[[int], Any], **options: Any) -> 
 
 @pytest.fixture
 def retrysafe_table(monkeypatch: pytest.MonkeyPatch, retrysafe_clock: Clock) -> Iterator[DynamoStore]:
-    """In-process moto with the idempotency table; ``RETRYSAFE_TABLE`` names it; DynamoDB's semantics on its client."""
+    """In-process moto with the idempotency table; ``RETRYSAFE_TABLE`` names it; DynamoDB's semantics on its client.
+
+    The store is the one the adapters take from the environment; its record cache starts empty.
+    """
     import boto3
     from moto import mock_aws
 
@@ -82,11 +85,15 @@ def retrysafe_table(monkeypatch: pytest.MonkeyPatch, retrysafe_clock: Clock) -> 
         client = boto3.client("dynamodb")
         create_table(client, name)
         store = DynamoStore.from_env()
+        if store.cache is not None:  # the container's store outlives a test: its table starts empty
+            store.cache.clear()
         semantics = DynamoSemantics(retrysafe_clock).install(store.client)
         try:
             yield store
         finally:
             semantics.uninstall(store.client)
+            if store.cache is not None:
+                store.cache.clear()
 
 
 @pytest.fixture
