@@ -55,7 +55,7 @@ def chart(r: dict[str, Any], path: Path) -> str | None:
     panels = [
         ("CPU per first request (µs, median)", labels, [cpu[s]["first_median"] for s in COLUMNS], colors),
         ("CPU per replay (µs, median)", replay_labels, replays, [colors[0], colors[0], colors[1], colors[2]]),
-        ("Requests/s, latency model, 5% replays", labels, [tput[s]["rps_5"] for s in COLUMNS], colors),
+        ("Requests/s, latency model, 5% replays\n(same container)", labels, [tput[s]["rps_5"] for s in COLUMNS], colors),
         ("Write units, first request", labels, [units[s]["first"]["wcu"] for s in COLUMNS], colors),
     ]
     for ax, (title, names, values, palette) in zip(axes, panels, strict=True):
