@@ -81,6 +81,11 @@ class RecordCache:
         """Remember a completed record (pending records and oversized results are ignored)."""
         if record.state != COMPLETED:
             return
+        with self._lock:
+            known = self._items.get(record.record_id)
+            if known is not None and (known.record.owner, known.record.expires_at) == (record.owner, record.expires_at):
+                self._items.move_to_end(record.record_id)  # the same write again (a replay of a cached record)
+                return
         text = record.result_text
         size = len(text) + len(record.record_id) + ENTRY_OVERHEAD
         if size > self.max_bytes // 4:

@@ -146,3 +146,18 @@ def test_the_pytest_plugins_table_starts_with_an_empty_cache(retrysafe_table: Dy
     (its table is new and empty): whichever of these runs second fails without the plugin's clearing."""
     assert retrysafe_table.cache is not None and len(retrysafe_table.cache) == 0
     retrysafe_table.cache.put(_record())
+
+
+def test_a_new_write_for_a_key_replaces_the_cached_one_and_the_same_write_is_kept_once():
+    cache = RecordCache()
+    old = Record(record_id="idem#a", state=COMPLETED, fingerprint="fp-1", expires_at=100, owner="w1", result={"v": 1})
+    cache.put(old)
+    size = cache.size_bytes
+    cache.put(old)  # a replay of the cached record puts it again
+    assert len(cache) == 1 and cache.size_bytes == size
+    new = Record(record_id="idem#a", state=COMPLETED, fingerprint="fp-2", expires_at=900, owner="w2",
+                 result={"v": 22})
+    cache.put(new)  # the next intent after expiry (another writer)
+    hit = cache.get("idem#a", 500.0)
+    assert hit is not None and (hit.fingerprint, hit.result) == ("fp-2", {"v": 22}) and len(cache) == 1
+    assert cache.size_bytes == size + 1
