@@ -262,8 +262,8 @@ def _powertools_wins(r: dict[str, Any]) -> str:
             why = ("transactional writes cost double and the outbox index costs one more write per event"
                    if kind == "first" else
                    "the cancelled transaction is counted at its upper bound (every item, doubled; "
-                   f"{trips['retrysafe_atomic'][kind]['wcu_lower_bound']:g} if only the items whose condition failed "
-                   "are charged: the record, and the event, whose id repeats)")
+                   f"{trips['retrysafe_atomic'][kind]['wcu_lower_bound']:g} if only the item whose condition failed "
+                   "is charged: the record; the replay's event has an id of its own, so its condition holds)")
             wins.append(f"- **Write units for {label}**: {ours:g} against {theirs:g}: {why}. That is the price of "
                         "the record, the order and the event committing or failing together.")
     if moto["ratio"] < 1:
