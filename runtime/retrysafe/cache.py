@@ -19,7 +19,7 @@ import json
 from collections import OrderedDict
 from threading import Lock
 
-from ._value import Value, set_field
+from ._value import set_field
 from .record import COMPLETED, Record
 
 #: The default byte budget: stored result text plus a fixed overhead per entry.
@@ -28,17 +28,15 @@ DEFAULT_MAX_BYTES = 4 * 1024 * 1024
 ENTRY_OVERHEAD = 400
 
 
-class _Entry(Value):
+class _Entry:
+    """One cached record: the record without its result, the result's stored text, and its counted size."""
+
     __slots__ = ("record", "size", "text")
 
-    record: Record
-    size: int
-    text: str
-
     def __init__(self, record: Record, text: str, size: int) -> None:
-        set_field(self, "record", record)
-        set_field(self, "text", text)
-        set_field(self, "size", size)
+        self.record = record
+        self.text = text
+        self.size = size
 
 
 class RecordCache:
