@@ -96,7 +96,7 @@ class Side:
         self.replays += 1
         response = self.run(self.completed[(self.replays * 7919) % len(self.completed)],
                             self.other if other else None)
-        if response[2].get("headers", {}).get("Idempotent-Replayed") != "true" and self.side != "powertools":
+        if response[2].get("headers", {}).get(names.REPLAYED_HEADER) != "true" and self.side != "powertools":
             raise RuntimeError(f"{self.side}: a replay was not answered as one: {response[2]}")
         return response
 

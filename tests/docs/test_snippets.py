@@ -64,7 +64,7 @@ def test_atomic_handler_commits_once_and_replays_in_one_round_trip(tables: Dynam
     assert first["statusCode"] == 201 and calls.calls == {"TransactWriteItems": 1}
     calls.reset()
     warm = snippet.handler(order_request("order-1"), DrillContext())  # this container's record cache answers
-    assert calls.total == 0 and warm["body"] == first["body"] and warm["headers"]["Idempotent-Replayed"] == "true"
+    assert calls.total == 0 and warm["body"] == first["body"] and warm["headers"][names.REPLAYED_HEADER] == "true"
     engine_of(snippet.handler).cache.clear()                           # a container that has not seen the key
     replay = snippet.handler(order_request("order-1"), DrillContext())
     assert calls.calls == {"TransactWriteItems": 1}

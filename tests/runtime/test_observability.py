@@ -146,9 +146,9 @@ def test_emf_lines_reuse_the_encoded_document_with_a_fresh_timestamp(monkeypatch
 
     clock = iter([1_800_000_000.0, 1_800_000_001.5, 1_800_000_002.0])
     monkeypatch.setattr("retrysafe.observability.time", types.SimpleNamespace(time=lambda: next(clock)))
-    first, second = (json.loads(emf_line({"Replayed": 1}, "ns", metrics.DIMENSIONS)) for _ in range(2))
+    first, second = (json.loads(emf_line({metrics.REPLAYED: 1}, "ns", metrics.DIMENSIONS)) for _ in range(2))
     assert (first["_aws"]["Timestamp"], second["_aws"]["Timestamp"]) == (1_800_000_000_000, 1_800_000_001_500)
     assert _without_timestamp(first) == _without_timestamp(second)
-    other = json.loads(emf_line({"KeyMismatch": 2}, "other-ns", metrics.DIMENSIONS))
-    assert other["KeyMismatch"] == [1.0, 1.0] and other["_aws"]["CloudWatchMetrics"][0]["Namespace"] == "other-ns"
-    assert "Replayed" not in other
+    other = json.loads(emf_line({metrics.KEY_MISMATCH: 2}, "other-ns", metrics.DIMENSIONS))
+    assert other[metrics.KEY_MISMATCH] == [1.0, 1.0] and other["_aws"]["CloudWatchMetrics"][0]["Namespace"] == "other-ns"
+    assert metrics.REPLAYED not in other

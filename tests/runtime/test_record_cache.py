@@ -10,13 +10,14 @@ import pytest
 from retrysafe import DynamoStore, Engine, Mode, RecordCache, idempotent_http
 from retrysafe.cache import ENTRY_OVERHEAD
 from retrysafe.config import DEFAULT_HORIZON_SECONDS
+from retrysafe.names import RECORD_PREFIX, REPLAYED_HEADER
 from retrysafe.record import COMPLETED, PENDING, Record
 from retrysafe.store import _SHARED
-from retrysafe.testing import DynamoSemantics
+from retrysafe.testing import Clock, DynamoSemantics
+from retrysafe.testing.events import DrillContext, http_event
 
-from tests.conftest import TABLE, CallCounter, Clock
-from tests.events import LambdaContext, http_event
-from tests.runtime.test_http_contract import OrdersApi, orders_in
+from tests.helpers import TABLE, CallCounter
+from tests.runtime.http.test_http_contract import OrdersApi, orders_in
 
 
 def _record(record_id: str = "idem#a", result: Any = None, state: str = COMPLETED, expires_at: int = 2_000_000_000,
@@ -52,25 +53,25 @@ def test_the_store_from_the_environment_caches_by_default_and_replays_with_zero_
     calls = CallCounter(env_store.client)
     api = OrdersApi()
     handler = idempotent_http(api, mode=mode)  # no store, no engine: the deployed default
-    first = handler(http_event({"amount": 1}), LambdaContext())
+    first = handler(http_event({"amount": 1}), DrillContext())
     calls.reset()
-    again = handler(http_event({"amount": 1}), LambdaContext())
+    again = handler(http_event({"amount": 1}), DrillContext())
     assert calls.total == 0 and api.runs == 1
-    assert again["body"] == first["body"] and again["headers"]["Idempotent-Replayed"] == "true"
-    mismatch = handler(http_event({"amount": 2}), LambdaContext())
+    assert again["body"] == first["body"] and again["headers"][REPLAYED_HEADER] == "true"
+    mismatch = handler(http_event({"amount": 2}), DrillContext())
     assert mismatch["statusCode"] == 422 and calls.total == 0
 
 
 def test_a_replay_in_another_container_goes_to_dynamodb_once_and_fills_that_containers_cache(env_store, ddb, mode):
-    first = idempotent_http(OrdersApi(), mode=mode)(http_event({"amount": 1}), LambdaContext())
+    first = idempotent_http(OrdersApi(), mode=mode)(http_event({"amount": 1}), DrillContext())
     other = _container()
     calls = CallCounter(other.client)
     api = OrdersApi()
     handler = idempotent_http(api, mode=mode, store=other)
-    again = handler(http_event({"amount": 1}), LambdaContext())
-    assert calls.total == 1 and again["body"] == first["body"] and again["headers"]["Idempotent-Replayed"] == "true"
+    again = handler(http_event({"amount": 1}), DrillContext())
+    assert calls.total == 1 and again["body"] == first["body"] and again["headers"][REPLAYED_HEADER] == "true"
     calls.reset()
-    handler(http_event({"amount": 1}), LambdaContext())
+    handler(http_event({"amount": 1}), DrillContext())
     assert calls.total == 0 and len(orders_in(ddb)) == 1
     assert api.runs == (1 if mode is Mode.ATOMIC else 0)  # atomic: the handler ran once, its transaction cancelled
 
@@ -80,13 +81,13 @@ def test_a_cached_record_is_not_answered_once_expired_the_key_executes_anew(ddb,
     store = _container()
     api = OrdersApi()
     handler = idempotent_http(api, mode=mode, engine=Engine(store, clock=clock))
-    handler(http_event({"amount": 1}), LambdaContext())
+    handler(http_event({"amount": 1}), DrillContext())
     clock.advance(DEFAULT_HORIZON_SECONDS - 1)
-    assert handler(http_event({"amount": 2}), LambdaContext())["statusCode"] == 422  # still live: mismatch
+    assert handler(http_event({"amount": 2}), DrillContext())["statusCode"] == 422  # still live: mismatch
     clock.advance(2)  # past the record's expiry
     calls = CallCounter(store.client)
-    fresh = handler(http_event({"amount": 2}), LambdaContext())
-    assert fresh["statusCode"] == 201 and "Idempotent-Replayed" not in fresh["headers"]
+    fresh = handler(http_event({"amount": 2}), DrillContext())
+    assert fresh["statusCode"] == 201 and REPLAYED_HEADER not in fresh["headers"]
     assert api.runs == 2 and calls.total >= 1  # went to DynamoDB, which let the new intent replace the record
     assert json.loads(fresh["body"])["amount"] == 2
 
@@ -115,7 +116,7 @@ def test_the_byte_budget_evicts_least_recently_used_and_skips_oversized_results(
     entry = len(text) + len("idem#0") + ENTRY_OVERHEAD
     cache = RecordCache(max_bytes=4 * entry + 10)
     for index in range(3):
-        cache.put(_record(f"idem#{index}", result={"b": "y" * 1000}))
+        cache.put(_record(f"{RECORD_PREFIX}{index}", result={"b": "y" * 1000}))
     assert cache.get("idem#0", 0.0) is not None  # now the most recently used
     cache.put(_record("idem#3", result={"b": "y" * 1000}))
     cache.put(_record("idem#4", result={"b": "y" * 1000}))
