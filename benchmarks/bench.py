@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable, Iterator
 from importlib.metadata import version
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from retrysafe import names
 
@@ -229,38 +229,74 @@ def _percentile(values: list[float], share: float) -> float:
 
 
 def where_the_cpu_goes(requests: int = 400) -> dict[str, Any]:
-    """retrysafe (atomic) per-request CPU split into botocore's call and everything else (median µs)."""
+    """retrysafe (atomic) per-request CPU split (median µs): botocore's call, the handler's own work
+    (:func:`workload.create_order`, its ``txn`` calls included), building the test event, and the rest:
+    what retrysafe does around the handler (HTTP parsing, key and fingerprint, record, cache, answer)."""
     from retrysafe.store import DynamoStore
 
     original = DynamoStore._call
-    inside = [0]
+    inside = {"call": 0, "handler": 0}
 
     def timed(store: Any, operation: str, **kwargs: Any) -> Any:
         start = time.thread_time_ns()
         try:
             return original(store, operation, **kwargs)
         finally:
-            inside[0] += time.thread_time_ns() - start
+            inside["call"] += time.thread_time_ns() - start
+
+    def timed_handler(event: dict[str, Any], context: Any, txn: Any) -> dict[str, Any]:
+        start = time.thread_time_ns()
+        try:
+            return workload.create_order(event, context, txn)
+        finally:
+            inside["handler"] += time.thread_time_ns() - start
 
     result: dict[str, Any] = {}
     with quiet():
         runner = Side("retrysafe_atomic")
+        here, there = cast(Any, runner.handler), cast(Any, runner.other)  # idempotent_http's entry points
+        runner.handler = workload.retrysafe_handler("atomic", here.idempotency.engine, timed_handler)
+        runner.other = workload.retrysafe_handler("atomic", there.idempotency.engine, timed_handler)
         for _ in range(30):
             runner.first()
             runner.replay()
         DynamoStore._call = timed  # type: ignore[method-assign]
         try:
             for kind in ("first", "replay", "replay_other"):
-                totals, calls = [], []
+                totals, calls, handlers = [], [], []
                 for _ in range(requests):
-                    inside[0], model_before = 0, runner.model.cpu_ns
+                    inside["call"] = inside["handler"] = 0
+                    model_before = runner.model.cpu_ns
                     spent, _, _ = runner.replay(other=True) if kind == "replay_other" else getattr(runner, kind)()
                     totals.append(spent)
-                    calls.append((inside[0] - (runner.model.cpu_ns - model_before)) / 1000)
-                result[kind] = {"total": statistics.median(totals), "botocore_call": statistics.median(calls)}
+                    calls.append((inside["call"] - (runner.model.cpu_ns - model_before)) / 1000)
+                    handlers.append(inside["handler"] / 1000)
+                result[kind] = {"total": statistics.median(totals), "botocore_call": statistics.median(calls),
+                                "handler": statistics.median(handlers)}
         finally:
             DynamoStore._call = original  # type: ignore[method-assign]
+    events = []
+    for index in range(requests):
+        start = time.thread_time_ns()
+        workload.order_event(f"event-{index}")
+        events.append((time.thread_time_ns() - start) / 1000)
+    result["event"] = statistics.median(events)
+    for kind in ("first", "replay", "replay_other"):
+        part = result[kind]
+        part["around_handler"] = max(0.0, part["total"] - part["botocore_call"] - part["handler"] - result["event"])
     return result
+
+
+def first_request_budget(cpu: dict[str, Any], split: dict[str, Any]) -> dict[str, float]:
+    """What the first-request target leaves retrysafe's own work around the handler, in this run (µs).
+
+    ``floor_ratio`` is the ratio a library with zero CPU around the handler would reach: botocore's one
+    ``TransactWriteItems``, the handler's own work and the event, against Powertools' first request.
+    """
+    first, powertools = split["first"], cpu["powertools"]["first_median"]
+    fixed = first["botocore_call"] + first["handler"] + split["event"]
+    return {"powertools": powertools, "fixed": fixed, "floor_ratio": fixed / powertools,
+            "budget": TARGETS["first_cpu"][0] * powertools - fixed, "around_handler": first["around_handler"]}
 
 
 def botocore_floor(runs: int = 7) -> dict[str, Any]:
@@ -417,6 +453,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     print("CPU µs per request:", json.dumps(cpu), flush=True)
     split = where_the_cpu_goes()
     print("retrysafe atomic CPU split µs:", json.dumps(split), flush=True)
+    budget = first_request_budget(cpu, split)
+    print("first-request budget µs:", json.dumps(budget), flush=True)
     floor = botocore_floor()
     print("botocore floor:", json.dumps(floor), flush=True)
     model = latency_model(cpu)
@@ -430,7 +468,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
     results: dict[str, Any] = {
         "round_trips_and_units": trips, "cpu_us": cpu, "cold_start": cold, "latency_model": model,
-        "record_bytes": sizes, "moto_server_rps": moto, "cpu_split_us": split, "botocore_floor": floor,
+        "record_bytes": sizes, "moto_server_rps": moto, "cpu_split_us": split, "first_request_budget_us": budget,
+        "botocore_floor": floor,
         "versions": {name: version(name) for name in ("retrysafe", "aws-lambda-powertools", "boto3", "botocore", "moto")}
                     | {"python": platform.python_version()},
         "machine": {"platform": platform.platform(), "processor": platform.machine(), "cpus": os.cpu_count(),
