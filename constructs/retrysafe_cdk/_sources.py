@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from aws_cdk import Duration
+from aws_cdk import Duration, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_destinations as destinations
@@ -73,7 +73,8 @@ def configure_async(owner: Construct, function: IdempotentFunction, on_failure: 
     """Lambda's asynchronous invocation settings for ``function``, failures to ``on_failure``.
 
     Without this an event that fails every attempt is discarded silently after Lambda's retries.
-    A function (or alias) has one such configuration: a second asynchronous source is refused.
+    A function (or alias) has one such configuration: a second asynchronous source must share it
+    (same settings, same dead-letter queue) or is refused.
     """
     age = int(max_event_age.to_seconds())
     if not ASYNC_MIN_EVENT_AGE <= age <= int(LAMBDA_ASYNC_MAX_EVENT_AGE.to_seconds()):
@@ -83,13 +84,23 @@ def configure_async(owner: Construct, function: IdempotentFunction, on_failure: 
         raise ValueError(f"{owner.node.path}: async_retry_attempts must be 0..{ASYNC_MAX_RETRIES} (Lambda's limit for "
                          f"asynchronous invocations), got {retry_attempts}.")
     target: lambda_.IFunction = function.invoke_target
-    if target.node.try_find_child("EventInvokeConfig") is not None:
-        raise ValueError(f"{owner.node.path}: {function.node.path} already has Lambda's asynchronous invocation "
-                         "settings (another EventBridge rule or SNS subscription construct set them): a function "
-                         "has one, with one failure destination. Give each asynchronous source its own "
-                         "IdempotentFunction (the same code and handler).")
-    target.configure_async_invoke(max_event_age=max_event_age, retry_attempts=retry_attempts,
-                                  on_failure=destinations.SqsDestination(on_failure))
+    existing = target.node.try_find_child("EventInvokeConfig")
+    if existing is None:
+        target.configure_async_invoke(max_event_age=max_event_age, retry_attempts=retry_attempts,
+                                      on_failure=destinations.SqsDestination(on_failure))
+        return
+    # A second rule or subscription on one function: Lambda has one setting per function (or alias).
+    cfn: lambda_.CfnEventInvokeConfig = existing.node.default_child  # type: ignore[assignment]
+    stack = Stack.of(owner)
+    wanted = {"onFailure": {"destination": stack.resolve(on_failure.queue_arn)}}
+    if (stack.resolve(cfn.destination_config) != wanted or cfn.maximum_event_age_in_seconds != age
+            or cfn.maximum_retry_attempts != retry_attempts):
+        raise ValueError(
+            f"{owner.node.path}: {function.node.path} already has Lambda's asynchronous invocation settings from "
+            f"another event rule or subscription (async_max_event_age={cfn.maximum_event_age_in_seconds}s, "
+            f"async_retry_attempts={cfn.maximum_retry_attempts}, its dead-letter queue), and a function has one. "
+            "Pass the same async_max_event_age and async_retry_attempts, and that construct's dead-letter queue as "
+            "existing_dead_letter_queue=..., or give this source its own IdempotentFunction.")
 
 
 def add_redelivery(owner: Construct, function: IdempotentFunction, seconds: int, breakdown: str, fix: str) -> None:

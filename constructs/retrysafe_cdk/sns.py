@@ -62,7 +62,9 @@ class IdempotentTopicSubscription(Construct):
 
     Attributes: ``topic``, ``dead_letter_queue``, ``subscription``, ``redelivery_seconds``, ``dlq_alarm``.
     The function's asynchronous invocation settings are its (or its SnapStart alias's)
-    ``EventInvokeConfig``; a function has one, so one asynchronous source per function.
+    ``EventInvokeConfig``, and a function has one: further rules or subscriptions of the same
+    function must pass the same ``async_*`` settings and the first one's ``dead_letter_queue`` as
+    ``existing_dead_letter_queue`` (anything else is refused).
     """
 
     def __init__(self, scope: Construct, construct_id: str, *, function: IdempotentFunction,

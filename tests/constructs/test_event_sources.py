@@ -139,12 +139,21 @@ def test_record_ttl_shorter_than_an_event_rule_can_redeliver_fails_with_the_numb
     assert table.horizon.total_seconds == 7 * DAY + 3600 + 6 * 3600 + DAY <= table.retention_seconds
 
 
-def test_one_function_takes_one_asynchronous_source(stack: cdk.Stack, table: IdempotencyTable) -> None:
+def test_asynchronous_sources_of_one_function_share_its_settings_or_are_refused(
+        stack: cdk.Stack, table: IdempotencyTable) -> None:
     fn = inline_function(stack, table)
-    IdempotentEventRule(stack, "Rule", function=fn, rule_props=ORDER_PLACED)
+    first = IdempotentEventRule(stack, "Placed", function=fn, rule_props=ORDER_PLACED)
     with pytest.raises(ValueError, match=r"Sources/Fn10 already has Lambda's asynchronous invocation settings.*"
-                                         r"Give each asynchronous source its own IdempotentFunction"):
+                                         r"that construct's dead-letter queue as existing_dead_letter_queue"):
         IdempotentTopicSubscription(stack, "Topic", function=fn)
+    with pytest.raises(ValueError, match=r"async_max_event_age=21600s, async_retry_attempts=2"):
+        IdempotentEventRule(stack, "Other", function=fn, rule_props=ORDER_PLACED, async_retry_attempts=0,
+                            existing_dead_letter_queue=first.dead_letter_queue)
+    second = IdempotentEventRule(stack, "Cancelled", function=fn, existing_dead_letter_queue=first.dead_letter_queue,
+                                 rule_props=events.RuleProps(event_pattern=events.EventPattern(
+                                     source=["shop.orders"], detail_type=["OrderCancelled"])), alarms=False)
+    assert second.dead_letter_queue is first.dead_letter_queue
+    Template.from_stack(stack).resource_count_is("AWS::Lambda::EventInvokeConfig", 1)
 
 
 # -- SNS ---------------------------------------------------------------------------------------------------
