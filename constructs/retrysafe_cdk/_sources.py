@@ -58,9 +58,17 @@ def dead_letter_queue(owner: Construct, construct_id: str, existing: sqs.IQueue 
                       props: sqs.QueueProps | None, purpose: str) -> tuple[sqs.IQueue, Duration]:
     """``existing``, or a new SQS-managed-encrypted, TLS-only queue kept 14 days (``props`` override); with its retention."""
     if existing is not None:
+        if existing.fifo:
+            raise ValueError(f"{owner.node.path}: {existing.node.path} is a FIFO queue; a dead-letter queue or "
+                             "failure destination here must be a standard queue (Lambda's destinations, EventBridge "
+                             "and SNS standard subscriptions send only to standard queues).")
         if isinstance(existing.node.default_child, sqs.CfnQueue):  # a queue of this app: cdk-nag checks it
             acknowledge(existing, "AwsSolutions-SQS3", f"This queue is itself a dead-letter queue ({purpose}).")
         return existing, queue_retention(existing)
+    if struct_kwargs(props).get("fifo"):
+        raise ValueError(f"{owner.node.path}: a dead-letter queue or failure destination here must be a standard "
+                         "queue (Lambda's destinations, EventBridge and SNS standard subscriptions send only to "
+                         "standard queues): omit fifo from its props.")
     settings: dict[str, Any] = {"retention_period": DLQ_RETENTION, "encryption": sqs.QueueEncryption.SQS_MANAGED,
                                 "enforce_ssl": True, **struct_kwargs(props)}
     queue = sqs.Queue(owner, construct_id, **settings)

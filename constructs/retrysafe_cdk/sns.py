@@ -78,11 +78,11 @@ class IdempotentTopicSubscription(Construct):
         refuse_both(self, "existing_topic", existing_topic, "topic_props", topic_props)
         refuse_both(self, "existing_dead_letter_queue", existing_dead_letter_queue, "dead_letter_queue_props",
                     dead_letter_queue_props)
-        if existing_topic is not None and existing_topic.fifo:
-            raise ValueError(f"{self.node.path}: {existing_topic.node.path} is a FIFO topic, and SNS FIFO topics "
-                             "deliver only to SQS queues. Subscribe a FIFO queue and consume it with "
-                             "IdempotentQueueConsumer(..., existing queue), or use a standard topic.")
         self.topic = existing_topic or self._new_topic(topic_props)
+        if self.topic.fifo:
+            raise ValueError(f"{self.node.path}: {self.topic.node.path} is a FIFO topic, and SNS FIFO topics "
+                             "deliver only to SQS queues. Subscribe a FIFO queue to it and consume that with "
+                             "IdempotentQueueConsumer, or use a standard topic.")
         self.dead_letter_queue, dlq_retention = dead_letter_queue(
             self, "DeadLetterQueue", existing_dead_letter_queue, dead_letter_queue_props,
             "messages SNS could not deliver and invocations that failed every attempt")

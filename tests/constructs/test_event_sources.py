@@ -185,6 +185,15 @@ def test_topic_subscription_refusals(stack: cdk.Stack, table: IdempotencyTable) 
     fifo = sns.Topic(stack, "Fifo", fifo=True)
     with pytest.raises(ValueError, match=r"Sources/Fifo is a FIFO topic.*deliver only to SQS queues"):
         IdempotentTopicSubscription(stack, "Fifos", function=inline_function(stack, table), existing_topic=fifo)
+    with pytest.raises(ValueError, match=r"Sources/NewFifo/Topic is a FIFO topic"):
+        IdempotentTopicSubscription(stack, "NewFifo", function=inline_function(stack, table, 40),
+                                    topic_props=sns.TopicProps(fifo=True, topic_name="t.fifo"))
+    with pytest.raises(ValueError, match=r"Sources/FifoDlq is a FIFO queue; a dead-letter queue .* standard queue"):
+        IdempotentTopicSubscription(stack, "FifoDead", function=inline_function(stack, table, 50),
+                                    existing_dead_letter_queue=sqs.Queue(stack, "FifoDlq", fifo=True))
+    with pytest.raises(ValueError, match=r"must be a standard queue .* omit fifo from its props"):
+        IdempotentStreamConsumer(stack, "FifoFailures", function=inline_function(stack, table, 60),
+                                 failure_queue_props=sqs.QueueProps(fifo=True))
     with pytest.raises(ValueError, match=r"existing_topic is given, so topic_props \(display_name\) would not apply"):
         IdempotentTopicSubscription(stack, "Both", function=inline_function(stack, table, 20),
                                     existing_topic=sns.Topic(stack, "Own"),
