@@ -352,3 +352,15 @@ def test_sources_app_functions_get_the_horizon_of_their_longest_source(sourced: 
     alias_subscriptions = [r for r in resources.values() if r["Type"] == "AWS::SNS::Subscription"
                            and "Ref" in r["Properties"]["Endpoint"]]
     assert len(alias_subscriptions) == 1  # the SnapStart subscriber is invoked through its alias
+
+
+def test_construct_ids_are_contract(stack: cdk.Stack, table: IdempotencyTable) -> None:
+    # The logical ids of the stateful children (queues, stream, topic) follow these ids: renaming one replaces
+    # the resource, and with it the messages or records it holds.
+    rule = IdempotentEventRule(stack, "Rule", function=inline_function(stack, table), rule_props=ORDER_PLACED)
+    consumer = IdempotentStreamConsumer(stack, "Stream", function=inline_function(stack, table, 20))
+    subscription = IdempotentTopicSubscription(stack, "Topic", function=inline_function(stack, table, 30))
+    assert [c.node.id for c in rule.node.children] == ["DeadLetterQueue", "Rule", "DlqDepthAlarm"]
+    assert [c.node.id for c in consumer.node.children] == [
+        "Stream", "FailureQueue", "Mapping", "IteratorAgeAlarm", "FailureQueueAlarm"]
+    assert [c.node.id for c in subscription.node.children] == ["TopicKey", "Topic", "DeadLetterQueue", "DlqDepthAlarm"]
