@@ -21,7 +21,7 @@ from ._sources import (
     refuse_both,
     struct_kwargs,
 )
-from .alarms import AlarmOptions
+from .alarms import AlarmOptions, add_alarm
 from .function import IdempotentFunction
 from .horizon import LAMBDA_ASYNC_MAX_EVENT_AGE, async_redelivery
 
@@ -60,9 +60,10 @@ class IdempotentEventRule(Construct):
       @default 6 hours.
     - ``async_retry_attempts``: Lambda's retries of a failed invocation, 0..2. @default 2.
     - ``alarms``: ``True``, ``False`` or :class:`AlarmOptions`. @default True: ``DlqDepthAlarm``
-      (DLQ depth >= 1).
+      (DLQ depth >= 1) and ``DlqSendFailedAlarm`` (``InvocationsFailedToBeSentToDlq`` >= 1: events lost).
 
-    Attributes: ``rule``, ``dead_letter_queue``, ``target``, ``redelivery_seconds``, ``dlq_alarm``.
+    Attributes: ``rule``, ``dead_letter_queue``, ``target``, ``redelivery_seconds``, ``dlq_alarm``,
+    ``lost_alarm``.
     The function's asynchronous invocation settings are its (or its SnapStart alias's)
     ``EventInvokeConfig``, and a function has one: further rules or subscriptions of the same
     function must pass the same ``async_*`` settings and the first one's ``dead_letter_queue`` as
@@ -107,15 +108,35 @@ class IdempotentEventRule(Construct):
                                              dead_letter_queue=self.dead_letter_queue,
                                              max_event_age=max_event_age, retry_attempts=retry_attempts)
         self.rule.add_target(self.target)
-        self.dlq_alarm = depth_alarm(self, "DlqDepthAlarm", self.dead_letter_queue, AlarmOptions.of(alarms),
+        options = AlarmOptions.of(alarms)
+        self.dlq_alarm = depth_alarm(self, "DlqDepthAlarm", self.dead_letter_queue, options,
                                      "events in the dead-letter queue (undelivered, or failed every attempt)")
+        self.lost_alarm = add_alarm(
+            self, "DlqSendFailedAlarm", self.metric_dlq_send_failures(), threshold=1, options=options,
+            description=f"{self.node.path}: events lost, the dead-letter queue refused them",
+        ) if options.wants("DlqSendFailedAlarm") else None
 
     def metric_dlq_depth(self, **options: Any) -> cloudwatch.Metric:
         """Messages waiting in the DLQ (maximum per 5 minutes; ``options``: ``MetricOptions`` fields)."""
         return metric_depth(self.dead_letter_queue, **options)
 
-    def metric_failed_invocations(self, **options: Any) -> cloudwatch.Metric:
-        """``FailedInvocations`` of the rule: deliveries EventBridge gave up on (sum per 5 minutes)."""
-        return cloudwatch.Metric(namespace="AWS/Events", metric_name="FailedInvocations",
-                                 dimensions_map={"RuleName": self.rule.rule_name},
+    def metric(self, metric_name: str, **options: Any) -> cloudwatch.Metric:
+        """An EventBridge metric of this rule (``AWS/Events``; sum per 5 minutes; ``options``: ``MetricOptions``).
+
+        A rule on a custom bus reports under ``RuleName`` and ``EventBusName``, one on the default
+        bus under ``RuleName`` alone.
+        """
+        cfn: events.CfnRule = self.rule.node.default_child  # type: ignore[assignment]
+        dimensions = {"RuleName": self.rule.rule_name}
+        if cfn.event_bus_name is not None:
+            dimensions["EventBusName"] = cfn.event_bus_name
+        return cloudwatch.Metric(namespace="AWS/Events", metric_name=metric_name, dimensions_map=dimensions,
                                  **{"statistic": "Sum", "period": Duration.minutes(5), **options})
+
+    def metric_failed_invocations(self, **options: Any) -> cloudwatch.Metric:
+        """``FailedInvocations``: deliveries that failed permanently and did not reach the DLQ either."""
+        return self.metric("FailedInvocations", **options)
+
+    def metric_dlq_send_failures(self, **options: Any) -> cloudwatch.Metric:
+        """``InvocationsFailedToBeSentToDlq``: events lost because the DLQ refused them (permissions, size)."""
+        return self.metric("InvocationsFailedToBeSentToDlq", **options)

@@ -85,8 +85,11 @@ def test_event_rule_retries_then_dead_letters_both_deliveries_and_failed_invocat
     assert rule.redelivery_seconds == 2 * 3600 + 6 * 3600 + 14 * DAY
     assert table.horizon.queues == {rule.node.path: rule.redelivery_seconds}
     assert stack.resolve(table.retention_env()) == str(7 * DAY + rule.redelivery_seconds)
-    assert [a.node.id for a in [rule.dlq_alarm] if a is not None] == ["DlqDepthAlarm"]
+    assert [a.node.id for a in (rule.dlq_alarm, rule.lost_alarm) if a is not None] == [
+        "DlqDepthAlarm", "DlqSendFailedAlarm"]
     assert rule.metric_failed_invocations().metric_name == "FailedInvocations"
+    # a rule on the default bus reports under RuleName alone
+    assert set(rule.metric_dlq_send_failures().dimensions or {}) == {"RuleName"}
 
 
 def test_event_rule_on_an_existing_rule_and_dlq(stack: cdk.Stack, table: IdempotencyTable) -> None:
@@ -98,6 +101,17 @@ def test_event_rule_on_an_existing_rule_and_dlq(stack: cdk.Stack, table: Idempot
     assert rule.redelivery_seconds == DAY + 6 * 3600 + 2 * DAY
     assert len(_resource(stack, own)["Targets"]) == 1
     Template.from_stack(stack).resource_count_is("AWS::CloudWatch::Alarm", 0)
+
+
+def test_a_rule_on_a_custom_bus_alarms_on_that_bus_s_metrics(stack: cdk.Stack, table: IdempotencyTable) -> None:
+    bus = events.EventBus(stack, "Shop")
+    rule = IdempotentEventRule(stack, "OnShop", function=inline_function(stack, table), rule_props=events.RuleProps(
+        event_bus=bus, event_pattern=events.EventPattern(source=["shop.orders"])))
+    bus_ref = {"Ref": stack.get_logical_id(bus.node.default_child)}  # type: ignore[arg-type]
+    Template.from_stack(stack).has_resource_properties("AWS::CloudWatch::Alarm", {
+        "MetricName": "InvocationsFailedToBeSentToDlq", "Namespace": "AWS/Events",
+        "Dimensions": Match.array_with([{"Name": "EventBusName", "Value": bus_ref}])})
+    assert rule.lost_alarm is not None
 
 
 @pytest.mark.parametrize(("options", "message"), [
@@ -360,7 +374,8 @@ def test_construct_ids_are_contract(stack: cdk.Stack, table: IdempotencyTable) -
     rule = IdempotentEventRule(stack, "Rule", function=inline_function(stack, table), rule_props=ORDER_PLACED)
     consumer = IdempotentStreamConsumer(stack, "Stream", function=inline_function(stack, table, 20))
     subscription = IdempotentTopicSubscription(stack, "Topic", function=inline_function(stack, table, 30))
-    assert [c.node.id for c in rule.node.children] == ["DeadLetterQueue", "Rule", "DlqDepthAlarm"]
+    assert [c.node.id for c in rule.node.children] == ["DeadLetterQueue", "Rule", "DlqDepthAlarm",
+                                                         "DlqSendFailedAlarm"]
     assert [c.node.id for c in consumer.node.children] == [
         "Stream", "FailureQueue", "Mapping", "IteratorAgeAlarm", "FailureQueueAlarm"]
     assert [c.node.id for c in subscription.node.children] == ["TopicKey", "Topic", "DeadLetterQueue", "DlqDepthAlarm"]
