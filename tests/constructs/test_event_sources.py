@@ -19,6 +19,7 @@ from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_events as events
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kinesis as kinesis
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 from aws_cdk.assertions import Match, Template
@@ -262,6 +263,18 @@ def test_dynamodb_stream_consumer_reads_the_tables_stream_only(stack: cdk.Stack,
     assert [a.node.id for a in consumer.alarms] == ["FailureQueueAlarm"]
     with pytest.raises(ValueError, match="a DynamoDB stream is written through its table"):
         consumer.grant_write(fn)
+
+
+def test_a_table_encrypted_with_its_own_key_lets_the_consumer_decrypt_its_stream(
+        stack: cdk.Stack, table: IdempotencyTable) -> None:
+    key = kms.Key(stack, "OrdersKey", enable_key_rotation=True)
+    orders = dynamodb.Table(stack, "Orders", partition_key=dynamodb.Attribute(
+        name="id", type=dynamodb.AttributeType.STRING), stream=dynamodb.StreamViewType.NEW_IMAGE,
+        encryption=dynamodb.TableEncryption.CUSTOMER_MANAGED, encryption_key=key)
+    fn = inline_function(stack, table)
+    IdempotentStreamConsumer(stack, "Changes", function=fn, existing_table=orders)
+    key_arn = {"Fn::GetAtt": [stack.get_logical_id(key.node.default_child), "Arn"]}  # type: ignore[arg-type]
+    assert {"Action": "kms:Decrypt", "Effect": "Allow", "Resource": key_arn} in _statements(stack, fn.role)
 
 
 def test_opting_out_of_ordering_allows_parallel_batches(stack: cdk.Stack, table: IdempotencyTable) -> None:
