@@ -18,9 +18,8 @@ from .alarms import AlarmOptions, add_alarm
 from .function import IdempotentFunction
 from .horizon import LAMBDA_ASYNC_MAX_EVENT_AGE
 from .nag import acknowledge
+from .queue import DLQ_RETENTION, SQS_DEFAULT_RETENTION
 
-DLQ_RETENTION = Duration.days(14)
-SQS_DEFAULT_RETENTION = Duration.days(4)
 #: Lambda's asynchronous invocation limits (``AWS::Lambda::EventInvokeConfig``).
 ASYNC_MAX_RETRIES = 2
 ASYNC_MIN_EVENT_AGE = 60

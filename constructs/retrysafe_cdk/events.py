@@ -53,7 +53,8 @@ class IdempotentEventRule(Construct):
       new queue ``DeadLetterQueue`` from ``dead_letter_queue_props``.
     - ``dead_letter_queue_props``: ``sqs.QueueProps`` of the new queue. @default SQS-managed
       encryption, TLS only, 14 days' retention. Refused with ``existing_dead_letter_queue``.
-    - ``event``: what the function receives (``events.RuleTargetInput``). @default the event.
+    - ``event``: what the function receives (``events.RuleTargetInput``). @default the event. A
+      transformed input has no envelope ``id``, the runtime's default key: give the handler a ``key=``.
     - ``max_event_age``: how long EventBridge retries a delivery, 60 s..24 h. @default 24 hours.
     - ``retry_attempts``: EventBridge's delivery retries, 0..185. @default 185.
     - ``async_max_event_age``: how long Lambda keeps retrying the invocation, 60 s..6 h.
