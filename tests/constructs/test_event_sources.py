@@ -392,3 +392,17 @@ def test_construct_ids_are_contract(stack: cdk.Stack, table: IdempotencyTable) -
     assert [c.node.id for c in consumer.node.children] == [
         "Stream", "FailureQueue", "Mapping", "IteratorAgeAlarm", "FailureQueueAlarm"]
     assert [c.node.id for c in subscription.node.children] == ["TopicKey", "Topic", "DeadLetterQueue", "DlqDepthAlarm"]
+
+
+def test_the_dashboard_charts_their_dead_letter_and_failure_queues(stack: cdk.Stack, table: IdempotencyTable) -> None:
+    import json
+
+    from retrysafe_cdk import Dashboard
+
+    rule = IdempotentEventRule(stack, "Rule", function=inline_function(stack, table), rule_props=ORDER_PLACED)
+    subscription = IdempotentTopicSubscription(stack, "Topic", function=inline_function(stack, table, 20))
+    stream = IdempotentStreamConsumer(stack, "Stream", function=inline_function(stack, table, 30))
+    board = Dashboard(stack, "Board", table=table, consumers=[rule, subscription], streams=[stream])
+    body = json.dumps(stack.resolve(board.dashboard.node.default_child.dashboard_body))  # type: ignore[union-attr]
+    for label in ("Rule DLQ", "Topic DLQ", "Stream failures"):
+        assert label in body
