@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_cdk import Duration
+from aws_cdk import Duration, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_sqs as sqs
 
 from constructs import Construct
@@ -64,7 +65,7 @@ class IdempotentEventRule(Construct):
       (DLQ depth >= 1) and ``DlqSendFailedAlarm`` (``InvocationsFailedToBeSentToDlq`` >= 1: events lost).
 
     Attributes: ``rule``, ``dead_letter_queue``, ``target``, ``redelivery_seconds``, ``dlq_alarm``,
-    ``lost_alarm``.
+    ``lost_alarm``. ``grant_put_events`` lets a producer put events on the rule's bus.
     The function's asynchronous invocation settings are its (or its SnapStart alias's)
     ``EventInvokeConfig``, and a function has one: further rules or subscriptions of the same
     function must pass the same ``async_*`` settings and the first one's ``dead_letter_queue`` as
@@ -105,6 +106,7 @@ class IdempotentEventRule(Construct):
             "shorten max_event_age, async_max_event_age or the dead-letter queue's retention_period")
         configure_async(self, function, self.dead_letter_queue, async_max_event_age, async_retry_attempts)
         self.rule: events.Rule = existing_rule or events.Rule(self, "Rule", **struct_kwargs(rule_props))
+        self._bus: events.IEventBus | None = rule_props.event_bus if rule_props is not None else None
         self.target = targets.LambdaFunction(function.invoke_target, event=event,
                                              dead_letter_queue=self.dead_letter_queue,
                                              max_event_age=max_event_age, retry_attempts=retry_attempts)
@@ -120,6 +122,15 @@ class IdempotentEventRule(Construct):
     def metric_dlq_depth(self, **options: Any) -> cloudwatch.Metric:
         """Messages waiting in the DLQ (maximum per 5 minutes; ``options``: ``MetricOptions`` fields)."""
         return metric_depth(self.dead_letter_queue, **options)
+
+    def grant_put_events(self, grantee: iam.IGrantable) -> iam.Grant:
+        """Let ``grantee`` put events on the rule's bus (``events:PutEvents`` on that bus only)."""
+        if self._bus is not None:
+            return self._bus.grant_put_events_to(grantee)
+        cfn: events.CfnRule = self.rule.node.default_child  # type: ignore[assignment]
+        name = cfn.event_bus_name or "default"  # an existing rule: the bus it names, in its stack's account
+        arn = Stack.of(self.rule).format_arn(service="events", resource="event-bus", resource_name=name)
+        return iam.Grant.add_to_principal(grantee=grantee, actions=["events:PutEvents"], resource_arns=[arn])
 
     def metric(self, metric_name: str, **options: Any) -> cloudwatch.Metric:
         """An EventBridge metric of this rule (``AWS/Events``; sum per 5 minutes; ``options``: ``MetricOptions``).

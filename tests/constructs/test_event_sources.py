@@ -6,6 +6,7 @@ part of the retry horizon, and the synth-time refusals with the fix. The small a
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -395,8 +396,6 @@ def test_construct_ids_are_contract(stack: cdk.Stack, table: IdempotencyTable) -
 
 
 def test_the_dashboard_charts_their_dead_letter_and_failure_queues(stack: cdk.Stack, table: IdempotencyTable) -> None:
-    import json
-
     from retrysafe_cdk import Dashboard
 
     rule = IdempotentEventRule(stack, "Rule", function=inline_function(stack, table), rule_props=ORDER_PLACED)
@@ -406,3 +405,19 @@ def test_the_dashboard_charts_their_dead_letter_and_failure_queues(stack: cdk.St
     body = json.dumps(stack.resolve(board.dashboard.node.default_child.dashboard_body))  # type: ignore[union-attr]
     for label in ("Rule DLQ", "Topic DLQ", "Stream failures"):
         assert label in body
+
+
+def test_grant_put_events_names_the_rules_bus_only(stack: cdk.Stack, table: IdempotencyTable) -> None:
+    bus = events.EventBus(stack, "Shop")
+    on_bus = IdempotentEventRule(stack, "OnBus", function=inline_function(stack, table), rule_props=events.RuleProps(
+        event_bus=bus, event_pattern=events.EventPattern(source=["shop.orders"])))
+    existing = events.Rule(stack, "OwnRule", event_pattern=events.EventPattern(source=["shop.orders"]))
+    on_default = IdempotentEventRule(stack, "OnDefault", function=inline_function(stack, table, 20),
+                                     existing_rule=existing)
+    producer = iam.Role(stack, "Producer", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"))
+    assert on_bus.grant_put_events(producer).success and on_default.grant_put_events(producer).success
+    statements = _statements(stack, producer)
+    assert [s["Action"] for s in statements] == ["events:PutEvents", "events:PutEvents"]
+    bus_arn = {"Fn::GetAtt": [stack.get_logical_id(bus.node.default_child), "Arn"]}  # type: ignore[arg-type]
+    assert statements[0]["Resource"] == bus_arn
+    assert "event-bus/default" in json.dumps(statements[1]["Resource"])
