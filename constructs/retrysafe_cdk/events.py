@@ -106,7 +106,8 @@ class IdempotentEventRule(Construct):
             "shorten max_event_age, async_max_event_age or the dead-letter queue's retention_period")
         configure_async(self, function, self.dead_letter_queue, async_max_event_age, async_retry_attempts)
         self.rule: events.Rule = existing_rule or events.Rule(self, "Rule", **struct_kwargs(rule_props))
-        self._bus: events.IEventBus | None = rule_props.event_bus if rule_props is not None else None
+        bus = rule_props.event_bus if rule_props is not None else None
+        self._bus_arn = bus.event_bus_ref.event_bus_arn if bus is not None else None
         self.target = targets.LambdaFunction(function.invoke_target, event=event,
                                              dead_letter_queue=self.dead_letter_queue,
                                              max_event_age=max_event_age, retry_attempts=retry_attempts)
@@ -125,11 +126,11 @@ class IdempotentEventRule(Construct):
 
     def grant_put_events(self, grantee: iam.IGrantable) -> iam.Grant:
         """Let ``grantee`` put events on the rule's bus (``events:PutEvents`` on that bus only)."""
-        if self._bus is not None:
-            return self._bus.grant_put_events_to(grantee)
-        cfn: events.CfnRule = self.rule.node.default_child  # type: ignore[assignment]
-        name = cfn.event_bus_name or "default"  # an existing rule: the bus it names, in its stack's account
-        arn = Stack.of(self.rule).format_arn(service="events", resource="event-bus", resource_name=name)
+        arn = self._bus_arn
+        if arn is None:  # the default bus, or the bus an existing rule names (in its stack's account)
+            cfn: events.CfnRule = self.rule.node.default_child  # type: ignore[assignment]
+            arn = Stack.of(self.rule).format_arn(service="events", resource="event-bus",
+                                                 resource_name=cfn.event_bus_name or "default")
         return iam.Grant.add_to_principal(grantee=grantee, actions=["events:PutEvents"], resource_arns=[arn])
 
     def metric(self, metric_name: str, **options: Any) -> cloudwatch.Metric:
