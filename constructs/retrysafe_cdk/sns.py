@@ -24,7 +24,7 @@ from ._sources import (
     refuse_both,
     struct_kwargs,
 )
-from .alarms import AlarmOptions
+from .alarms import AlarmOptions, add_alarm
 from .function import IdempotentFunction
 from .horizon import LAMBDA_ASYNC_MAX_EVENT_AGE, SNS_LAMBDA_DELIVERY_SECONDS, async_redelivery
 from .nag import acknowledge
@@ -58,9 +58,11 @@ class IdempotentTopicSubscription(Construct):
       @default 6 hours.
     - ``async_retry_attempts``: Lambda's retries of a failed invocation, 0..2. @default 2.
     - ``alarms``: ``True``, ``False`` or :class:`AlarmOptions`. @default True: ``DlqDepthAlarm``
-      (DLQ depth >= 1).
+      (DLQ depth >= 1) and ``DlqSendFailedAlarm`` (the topic's
+      ``NumberOfNotificationsFailedToRedriveToDlq`` >= 1: messages lost).
 
-    Attributes: ``topic``, ``dead_letter_queue``, ``subscription``, ``redelivery_seconds``, ``dlq_alarm``.
+    Attributes: ``topic``, ``dead_letter_queue``, ``subscription``, ``redelivery_seconds``, ``dlq_alarm``,
+    ``lost_alarm``.
     The function's asynchronous invocation settings are its (or its SnapStart alias's)
     ``EventInvokeConfig``, and a function has one: further rules or subscriptions of the same
     function must pass the same ``async_*`` settings and the first one's ``dead_letter_queue`` as
@@ -102,8 +104,13 @@ class IdempotentTopicSubscription(Construct):
         if function.alias is not None:
             acknowledge(subscription, "CloudFormation-Validate::W3694",
                         "SNS delivers to a qualified function ARN: the SnapStart alias, which must be invoked.")
-        self.dlq_alarm = depth_alarm(self, "DlqDepthAlarm", self.dead_letter_queue, AlarmOptions.of(alarms),
+        options = AlarmOptions.of(alarms)
+        self.dlq_alarm = depth_alarm(self, "DlqDepthAlarm", self.dead_letter_queue, options,
                                      "messages in the dead-letter queue (undelivered, or failed every attempt)")
+        self.lost_alarm = add_alarm(
+            self, "DlqSendFailedAlarm", self.metric_dlq_send_failures(), threshold=1, options=options,
+            description=f"{self.node.path}: messages lost, the dead-letter queue refused them",
+        ) if options.wants("DlqSendFailedAlarm") else None
 
     def _new_topic(self, props: sns.TopicProps | None) -> sns.Topic:
         settings = struct_kwargs(props)
@@ -115,6 +122,11 @@ class IdempotentTopicSubscription(Construct):
     def grant_publish(self, grantee: iam.IGrantable) -> iam.Grant:
         """Let ``grantee`` publish to the topic (and use its KMS key)."""
         return self.topic.grant_publish(grantee)
+
+    def metric_dlq_send_failures(self, **options: Any) -> cloudwatch.Metric:
+        """``NumberOfNotificationsFailedToRedriveToDlq`` of the topic (every subscription of it; sum per 5 minutes)."""
+        return self.topic.metric("NumberOfNotificationsFailedToRedriveToDlq",
+                                 **{"statistic": "Sum", "period": Duration.minutes(5), **options})
 
     def metric_dlq_depth(self, **options: Any) -> cloudwatch.Metric:
         """Messages waiting in the DLQ (maximum per 5 minutes; ``options``: ``MetricOptions`` fields)."""

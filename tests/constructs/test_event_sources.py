@@ -188,6 +188,9 @@ def test_topic_subscription_has_a_dlq_and_covers_sns_delivery_retries(stack: cdk
         "Protocol": "lambda", "RedrivePolicy": {"deadLetterTargetArn": dlq_arn},
         "FilterPolicy": {"kind": ["receipt"]}})
     template.has_resource_properties("AWS::SNS::Topic", {"KmsMasterKeyId": Match.any_value()})
+    template.has_resource_properties("AWS::CloudWatch::Alarm", {
+        "MetricName": "NumberOfNotificationsFailedToRedriveToDlq", "Namespace": "AWS/SNS",
+        "Dimensions": [{"Name": "TopicName", "Value": Match.any_value()}]})
     template.has_resource_properties("AWS::Lambda::EventInvokeConfig", {
         "DestinationConfig": {"OnFailure": {"Destination": dlq_arn}}})
     assert SNS_LAMBDA_DELIVERY_SECONDS == 2_000_202  # 2 x 1 s + 10 x at most 20 s + 100,000 x 20 s
@@ -392,7 +395,8 @@ def test_construct_ids_are_contract(stack: cdk.Stack, table: IdempotencyTable) -
                                                          "DlqSendFailedAlarm"]
     assert [c.node.id for c in consumer.node.children] == [
         "Stream", "FailureQueue", "Mapping", "IteratorAgeAlarm", "FailureQueueAlarm"]
-    assert [c.node.id for c in subscription.node.children] == ["TopicKey", "Topic", "DeadLetterQueue", "DlqDepthAlarm"]
+    assert [c.node.id for c in subscription.node.children] == ["TopicKey", "Topic", "DeadLetterQueue", "DlqDepthAlarm",
+                                                                 "DlqSendFailedAlarm"]
 
 
 def test_the_dashboard_charts_their_dead_letter_and_failure_queues(stack: cdk.Stack, table: IdempotencyTable) -> None:
