@@ -103,8 +103,8 @@ def configure_async(owner: Construct, function: IdempotentFunction, on_failure: 
     if (stack.resolve(cfn.destination_config) != wanted or cfn.maximum_event_age_in_seconds != age
             or cfn.maximum_retry_attempts != retry_attempts):
         raise ValueError(
-            f"{owner.node.path}: {function.node.path} already has Lambda's asynchronous invocation settings from "
-            f"another event rule or subscription (async_max_event_age={cfn.maximum_event_age_in_seconds}s, "
+            f"{owner.node.path}: {function.node.path} already has Lambda's asynchronous invocation settings (from "
+            f"another event rule or subscription, or its function_props) (async_max_event_age={cfn.maximum_event_age_in_seconds}s, "
             f"async_retry_attempts={cfn.maximum_retry_attempts}, its dead-letter queue), and a function has one. "
             "Pass the same async_max_event_age and async_retry_attempts, and that construct's dead-letter queue as "
             "existing_dead_letter_queue=..., or give this source its own IdempotentFunction.")

@@ -21,6 +21,7 @@ from aws_cdk import aws_events as events
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kinesis as kinesis
 from aws_cdk import aws_kms as kms
+from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 from aws_cdk.assertions import Match, Template
@@ -29,6 +30,7 @@ from retrysafe_cdk import (
     AlarmOptions,
     IdempotencyTable,
     IdempotentEventRule,
+    IdempotentFunction,
     IdempotentStreamConsumer,
     IdempotentTopicSubscription,
 )
@@ -170,6 +172,14 @@ def test_asynchronous_sources_of_one_function_share_its_settings_or_are_refused(
                                      source=["shop.orders"], detail_type=["OrderCancelled"])), alarms=False)
     assert second.dead_letter_queue is first.dead_letter_queue
     Template.from_stack(stack).resource_count_is("AWS::Lambda::EventInvokeConfig", 1)
+
+
+def test_async_settings_from_function_props_are_not_overwritten(stack: cdk.Stack, table: IdempotencyTable) -> None:
+    fn = IdempotentFunction(stack, "Own", table=table, code=lambda_.Code.from_inline("x = 1"), handler="index.handler",
+                            function_props={"retry_attempts": 0})
+    with pytest.raises(ValueError, match=r"Sources/Own already has Lambda's asynchronous invocation settings "
+                                         r"\(from another event rule or subscription, or its function_props\)"):
+        IdempotentEventRule(stack, "Rule", function=fn, rule_props=ORDER_PLACED)
 
 
 # -- SNS ---------------------------------------------------------------------------------------------------
