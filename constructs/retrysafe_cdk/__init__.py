@@ -5,6 +5,9 @@
 - :class:`IdempotentFunction` -- Lambda + runtime layer + least-privilege grants
 - :class:`IdempotentRestApi`, :class:`IdempotentHttpApi` -- API Gateway in front of idempotent functions
 - :class:`IdempotentQueueConsumer` -- SQS + DLQ + partial batch failures
+- :class:`IdempotentEventRule` -- an EventBridge rule target with retries and a DLQ
+- :class:`IdempotentStreamConsumer` -- Kinesis or DynamoDB Streams, shard order, partial batch failures
+- :class:`IdempotentTopicSubscription` -- an SNS subscription with a DLQ
 - :class:`Outbox`, :class:`OutboxPipe` -- stream -> EventBridge / SNS / SQS (Lambda publisher or Pipes)
 - :class:`WebhookReceiver` -- signed webhooks: receipt through the outbox to a queue and a worker
 - :class:`Dashboard` -- one CloudWatch dashboard for a service built from these constructs
@@ -24,19 +27,23 @@ from __future__ import annotations
 from .alarms import AlarmOptions
 from .api import IdempotentHttpApi, IdempotentRestApi
 from .dashboard import Dashboard
+from .events import IdempotentEventRule
 from .function import IdempotentFunction, python_function
 from .horizon import RetryHorizon, queue_redelivery
 from .nag import acknowledge
 from .outbox import Outbox, OutboxPipe
 from .queue import IdempotentQueueConsumer
+from .sns import IdempotentTopicSubscription
+from .streams import IdempotentStreamConsumer
 from .table import IdempotencyTable
 from .targets import OutboxTarget
 from .webhook import WebhookReceiver
 from .workflow import Compensation, Saga, SagaStep, idempotent_invoke, retry_policy, task_payload
 
 __all__ = [
-    "AlarmOptions", "Compensation", "Dashboard", "IdempotencyTable", "IdempotentFunction", "IdempotentHttpApi",
-    "IdempotentQueueConsumer", "IdempotentRestApi", "Outbox", "OutboxPipe", "OutboxTarget", "RetryHorizon", "Saga",
-    "SagaStep", "WebhookReceiver", "acknowledge", "idempotent_invoke", "python_function", "queue_redelivery",
-    "retry_policy", "task_payload",
+    "AlarmOptions", "Compensation", "Dashboard", "IdempotencyTable", "IdempotentEventRule", "IdempotentFunction",
+    "IdempotentHttpApi", "IdempotentQueueConsumer", "IdempotentRestApi", "IdempotentStreamConsumer",
+    "IdempotentTopicSubscription", "Outbox", "OutboxPipe", "OutboxTarget", "RetryHorizon", "Saga", "SagaStep",
+    "WebhookReceiver", "acknowledge", "idempotent_invoke", "python_function", "queue_redelivery", "retry_policy",
+    "task_payload",
 ]

@@ -8,9 +8,12 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 
 from constructs import Construct
 
+from .events import IdempotentEventRule
 from .function import IdempotentFunction
 from .outbox import Outbox, OutboxPipe
 from .queue import IdempotentQueueConsumer
+from .sns import IdempotentTopicSubscription
+from .streams import IdempotentStreamConsumer
 from .table import IdempotencyTable
 
 WIDTH = 8
@@ -24,8 +27,9 @@ class Dashboard(Construct):
     """One dashboard for a service built from the retrysafe constructs.
 
     Props: ``table`` (required), and what to chart from it: ``functions`` (executions: Lambda
-    ``Invocations``), ``outboxes`` (publisher lag: ``IteratorAge``), ``pipes`` and ``consumers``
-    (dead-letter and failure queue depth); ``dashboard_name`` (default: CloudFormation's).
+    ``Invocations``), ``outboxes`` (publisher lag: ``IteratorAge``), ``pipes``, ``consumers`` (queue
+    consumers, event rules, topic subscriptions) and ``streams`` (stream consumers): dead-letter and
+    failure queue depth; ``dashboard_name`` (default: CloudFormation's).
 
     Widgets, in order: executions; replays; key mismatches (422); in-flight conflicts (409);
     fencing rejections; publisher lag; parked outbox events; DLQ and failure queue depth. The
@@ -35,11 +39,13 @@ class Dashboard(Construct):
 
     def __init__(self, scope: Construct, construct_id: str, *, table: IdempotencyTable,
                  functions: Sequence[IdempotentFunction] = (), outboxes: Sequence[Outbox] = (),
-                 pipes: Sequence[OutboxPipe] = (), consumers: Sequence[IdempotentQueueConsumer] = (),
-                 dashboard_name: str | None = None) -> None:
+                 pipes: Sequence[OutboxPipe] = (),
+                 consumers: Sequence[IdempotentQueueConsumer | IdempotentEventRule | IdempotentTopicSubscription] = (),
+                 streams: Sequence[IdempotentStreamConsumer] = (), dashboard_name: str | None = None) -> None:
         super().__init__(scope, construct_id)
         queues = [c.metric_dlq_depth(label=f"{c.node.id} DLQ") for c in consumers]
         failure_queues = [(o.node.id, o.failure_queue) for o in outboxes] + [(p.node.id, p.failure_queue) for p in pipes]
+        failure_queues += [(s.node.id, s.failure_queue) for s in streams]
         queues += [queue.metric_approximate_number_of_messages_visible(statistic="Maximum", label=f"{name} failures")
                    for name, queue in failure_queues]
         self.widgets: list[cloudwatch.IWidget] = [

@@ -5,7 +5,8 @@ effect. The horizon is the sum of named parts, because the paths chain (a client
 retry enqueues a message that is redriven from the DLQ and replayed by an operator):
 
 ``client_retries``   clients and SDKs retrying the same request
-``queue_redelivery`` computed from the queues the constructs wire (see :func:`queue_redelivery`)
+``queue_redelivery`` computed from the queues, event rules, streams and topic subscriptions the constructs
+                   wire (see :func:`queue_redelivery`, :func:`async_redelivery`; a stream's part is its retention)
 ``webhook_replay``   providers redelivering webhooks (GitHub and Stripe: up to 3 days)
 ``operator_replay``  a human re-running a failed batch or event
 ``settlement``       reconciliation with a downstream (payments settle in days)
@@ -21,6 +22,11 @@ from aws_cdk import Duration
 from retrysafe import names
 
 DAY = 86_400
+#: Lambda keeps an asynchronous invocation (EventBridge, SNS) queued at most 6 hours, retrying it meanwhile.
+LAMBDA_ASYNC_MAX_EVENT_AGE = Duration.hours(6)
+#: SNS's fixed delivery policy for Lambda endpoints, at its longest: 3 immediate retries, 2 one second apart,
+#: 10 with backoff of at most 20 s, then 100,000 twenty seconds apart (100,015 attempts, "over 23 days").
+SNS_LAMBDA_DELIVERY_SECONDS = 3 * 0 + 2 * 1 + 10 * 20 + 100_000 * 20
 MIN_HORIZON_SECONDS = names.MIN_HORIZON_SECONDS
 #: Environment variable through which the horizon reaches the runtime.
 HORIZON_ENV = names.HORIZON_ENV
@@ -37,6 +43,16 @@ def queue_redelivery(retention: Duration, visibility_timeout: Duration, max_rece
     if dlq_retention is not None:
         seconds += int(dlq_retention.to_seconds())
     return seconds
+
+
+def async_redelivery(delivery: Duration, async_max_event_age: Duration, dlq_retention: Duration) -> int:
+    """Seconds an event delivered to a function asynchronously (EventBridge, SNS) can keep coming back.
+
+    The service's own delivery retries (``delivery``: an EventBridge target's maximum event age,
+    SNS's delivery policy), then Lambda's asynchronous queue (``async_max_event_age``), then an
+    operator redriving the dead-letter queue (``dlq_retention``).
+    """
+    return int(delivery.to_seconds()) + int(async_max_event_age.to_seconds()) + int(dlq_retention.to_seconds())
 
 
 @dataclass(frozen=True)

@@ -23,11 +23,14 @@ def stacks() -> dict[str, Any]:
     from examples.snippets.cdk_app import ExistingStack
     from examples.snippets.cdk_saga import SagaStack
     from examples.snippets.cdk_snapstart import SnapStartStack
+    from examples.snippets.cdk_sources import SourcesStack
 
     app = cdk.App()
     existing, saga = ExistingStack(app, "DocsExisting"), SagaStack(app, "DocsSaga")
     snapped = SnapStartStack(app, "DocsSnapStart")
-    return {"existing": Template.from_stack(existing), "saga": Template.from_stack(saga), "saga_stack": saga,
+    sources = SourcesStack(app, "DocsSources")
+    return {"sources": Template.from_stack(sources), "sources_stack": sources,
+            "existing": Template.from_stack(existing), "saga": Template.from_stack(saga), "saga_stack": saga,
             "snapstart": Template.from_stack(snapped), "snapstart_stack": snapped}
 
 
@@ -70,3 +73,22 @@ def test_snapstart_route_invokes_the_live_alias(stacks: dict[str, Any]) -> None:
     template.has_resource_properties("AWS::Lambda::Alias", {"Name": "live"})
     template.has_resource_properties("AWS::ApiGateway::Method", {"Integration": Match.object_like({
         "Uri": {"Fn::Join": ["", Match.array_with([{"Ref": alias_id}])]}})})
+
+
+def test_event_sources_get_their_dlqs_mappings_and_horizon(stacks: dict[str, Any]) -> None:
+    from aws_cdk.assertions import Match
+
+    template, stack = stacks["sources"], stacks["sources_stack"]
+    template.has_resource_properties("AWS::Events::Rule", {"Targets": [Match.object_like({
+        "DeadLetterConfig": Match.any_value(),
+        "RetryPolicy": {"MaximumEventAgeInSeconds": 86_400, "MaximumRetryAttempts": 185}})]})
+    template.resource_count_is("AWS::Lambda::EventInvokeConfig", 2)               # the rule's and the topic's
+    for source in (stack.clicks.stream_arn, stack.changes.stream_arn):
+        template.has_resource_properties("AWS::Lambda::EventSourceMapping", {
+            "EventSourceArn": stack.resolve(source), "FunctionResponseTypes": ["ReportBatchItemFailures"],
+            "BisectBatchOnFunctionError": True, "ParallelizationFactor": 1})
+    template.has_resource_properties("AWS::SNS::Subscription", {"Protocol": "lambda",
+                                                                "RedrivePolicy": Match.any_value()})
+    # what the constructs page says: the subscription's window is the longest, about 37 days on top of 7
+    assert stack.receipts.redelivery_seconds == 2_000_202 + 6 * 3600 + 14 * 86_400
+    assert stack.table.horizon.queue_redelivery == stack.receipts.redelivery_seconds

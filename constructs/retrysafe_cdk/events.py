@@ -1,0 +1,155 @@
+"""``IdempotentEventRule``: an EventBridge rule whose target is an idempotent function, with retries and a DLQ."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_cdk import Duration, Stack
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as targets
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_sqs as sqs
+
+from constructs import Construct
+
+from ._sources import (
+    add_redelivery,
+    configure_async,
+    dead_letter_queue,
+    depth_alarm,
+    metric_depth,
+    refuse_both,
+    struct_kwargs,
+)
+from .alarms import AlarmOptions, add_alarm
+from .function import IdempotentFunction
+from .horizon import LAMBDA_ASYNC_MAX_EVENT_AGE, async_redelivery
+
+#: EventBridge's retry policy limits for a target (and its defaults: 24 hours, 185 attempts).
+MAX_EVENT_AGE = Duration.hours(24)
+MIN_EVENT_AGE = 60
+MAX_RETRY_ATTEMPTS = 185
+
+
+class IdempotentEventRule(Construct):
+    """An EventBridge rule (new or existing) delivering to an :class:`IdempotentFunction`, nothing lost on failure.
+
+    EventBridge invokes Lambda asynchronously: it retries the delivery for up to ``max_event_age``,
+    then Lambda's asynchronous queue retries the function for up to ``async_max_event_age``.
+    Whatever fails both ends in one dead-letter queue: events EventBridge could not deliver (the
+    message body is the event), and invocations that failed every attempt (a Lambda invocation
+    record: the event is its ``requestPayload``). Their sum, plus the DLQ's retention (an operator
+    redrives it), is this rule's part of the table's :class:`RetryHorizon`.
+
+    Props (all keyword-only):
+
+    - ``function``: the target; its handler uses ``retrysafe.idempotent``. Required.
+    - ``existing_rule``: a rule of your own to add the target to. @default a new rule ``Rule``
+      from ``rule_props``.
+    - ``rule_props``: ``events.RuleProps`` of the new rule (``event_pattern`` or ``schedule``,
+      ``event_bus``...). @default none: refused, a rule needs a pattern or a schedule. Refused
+      with ``existing_rule``.
+    - ``existing_dead_letter_queue``: a queue of your own (same account and region). @default a
+      new queue ``DeadLetterQueue`` from ``dead_letter_queue_props``.
+    - ``dead_letter_queue_props``: ``sqs.QueueProps`` of the new queue. @default SQS-managed
+      encryption, TLS only, 14 days' retention. Refused with ``existing_dead_letter_queue``.
+    - ``event``: what the function receives (``events.RuleTargetInput``). @default the event. A
+      transformed input has no envelope ``id``, the runtime's default key: give the handler a ``key=``.
+    - ``max_event_age``: how long EventBridge retries a delivery, 60 s..24 h. @default 24 hours.
+    - ``retry_attempts``: EventBridge's delivery retries, 0..185. @default 185.
+    - ``async_max_event_age``: how long Lambda keeps retrying the invocation, 60 s..6 h.
+      @default 6 hours.
+    - ``async_retry_attempts``: Lambda's retries of a failed invocation, 0..2. @default 2.
+    - ``alarms``: ``True``, ``False`` or :class:`AlarmOptions`. @default True: ``DlqDepthAlarm``
+      (DLQ depth >= 1) and ``DlqSendFailedAlarm`` (``InvocationsFailedToBeSentToDlq`` >= 1: events lost).
+
+    Attributes: ``rule``, ``dead_letter_queue``, ``target``, ``redelivery_seconds``, ``dlq_alarm``,
+    ``lost_alarm``. ``grant_put_events`` lets a producer put events on the rule's bus.
+    The function's asynchronous invocation settings are its (or its SnapStart alias's)
+    ``EventInvokeConfig``, and a function has one: further rules or subscriptions of the same
+    function must pass the same ``async_*`` settings and the first one's ``dead_letter_queue`` as
+    ``existing_dead_letter_queue`` (anything else is refused).
+    """
+
+    def __init__(self, scope: Construct, construct_id: str, *, function: IdempotentFunction,
+                 existing_rule: events.Rule | None = None, rule_props: events.RuleProps | None = None,
+                 existing_dead_letter_queue: sqs.IQueue | None = None,
+                 dead_letter_queue_props: sqs.QueueProps | None = None, event: events.RuleTargetInput | None = None,
+                 max_event_age: Duration = MAX_EVENT_AGE, retry_attempts: int = MAX_RETRY_ATTEMPTS,
+                 async_max_event_age: Duration = LAMBDA_ASYNC_MAX_EVENT_AGE, async_retry_attempts: int = 2,
+                 alarms: bool | AlarmOptions = True) -> None:
+        super().__init__(scope, construct_id)
+        refuse_both(self, "existing_rule", existing_rule, "rule_props", rule_props)
+        refuse_both(self, "existing_dead_letter_queue", existing_dead_letter_queue, "dead_letter_queue_props",
+                    dead_letter_queue_props)
+        age = int(max_event_age.to_seconds())
+        if not MIN_EVENT_AGE <= age <= int(MAX_EVENT_AGE.to_seconds()):
+            raise ValueError(f"{self.node.path}: max_event_age must be 60 s..24 h (EventBridge's retry policy), "
+                             f"got {age}s.")
+        if not 0 <= retry_attempts <= MAX_RETRY_ATTEMPTS:
+            raise ValueError(f"{self.node.path}: retry_attempts must be 0..{MAX_RETRY_ATTEMPTS} (EventBridge's retry "
+                             f"policy), got {retry_attempts}.")
+        if existing_rule is None and not struct_kwargs(rule_props).keys() & {"event_pattern", "schedule"}:
+            raise ValueError(f"{self.node.path}: a new rule needs an event pattern or a schedule: pass "
+                             "rule_props=events.RuleProps(event_pattern=events.EventPattern(source=[...]), "
+                             "event_bus=...) or existing_rule=your_rule.")
+        self.dead_letter_queue, dlq_retention = dead_letter_queue(
+            self, "DeadLetterQueue", existing_dead_letter_queue, dead_letter_queue_props,
+            "events the rule could not deliver and invocations that failed every attempt")
+        self.redelivery_seconds = async_redelivery(max_event_age, async_max_event_age, dlq_retention)
+        add_redelivery(
+            self, function, self.redelivery_seconds,
+            f"EventBridge's max_event_age ({age}s) + Lambda's async_max_event_age "
+            f"({int(async_max_event_age.to_seconds())}s) + the dead-letter queue's retention "
+            f"({int(dlq_retention.to_seconds())}s)",
+            "shorten max_event_age, async_max_event_age or the dead-letter queue's retention_period")
+        configure_async(self, function, self.dead_letter_queue, async_max_event_age, async_retry_attempts)
+        self.rule: events.Rule = existing_rule or events.Rule(self, "Rule", **struct_kwargs(rule_props))
+        bus = rule_props.event_bus if rule_props is not None else None
+        self._bus_arn = bus.event_bus_ref.event_bus_arn if bus is not None else None
+        self.target = targets.LambdaFunction(function.invoke_target, event=event,
+                                             dead_letter_queue=self.dead_letter_queue,
+                                             max_event_age=max_event_age, retry_attempts=retry_attempts)
+        self.rule.add_target(self.target)
+        options = AlarmOptions.of(alarms)
+        self.dlq_alarm = depth_alarm(self, "DlqDepthAlarm", self.dead_letter_queue, options,
+                                     "events in the dead-letter queue (undelivered, or failed every attempt)")
+        self.lost_alarm = add_alarm(
+            self, "DlqSendFailedAlarm", self.metric_dlq_send_failures(), threshold=1, options=options,
+            description=f"{self.node.path}: events lost, the dead-letter queue refused them",
+        ) if options.wants("DlqSendFailedAlarm") else None
+
+    def metric_dlq_depth(self, **options: Any) -> cloudwatch.Metric:
+        """Messages waiting in the DLQ (maximum per 5 minutes; ``options``: ``MetricOptions`` fields)."""
+        return metric_depth(self.dead_letter_queue, **options)
+
+    def grant_put_events(self, grantee: iam.IGrantable) -> iam.Grant:
+        """Let ``grantee`` put events on the rule's bus (``events:PutEvents`` on that bus only)."""
+        arn = self._bus_arn
+        if arn is None:  # the default bus, or the bus an existing rule names (in its stack's account)
+            cfn: events.CfnRule = self.rule.node.default_child  # type: ignore[assignment]
+            arn = Stack.of(self.rule).format_arn(service="events", resource="event-bus",
+                                                 resource_name=cfn.event_bus_name or "default")
+        return iam.Grant.add_to_principal(grantee=grantee, actions=["events:PutEvents"], resource_arns=[arn])
+
+    def metric(self, metric_name: str, **options: Any) -> cloudwatch.Metric:
+        """An EventBridge metric of this rule (``AWS/Events``; sum per 5 minutes; ``options``: ``MetricOptions``).
+
+        A rule on a custom bus reports under ``RuleName`` and ``EventBusName``, one on the default
+        bus under ``RuleName`` alone.
+        """
+        cfn: events.CfnRule = self.rule.node.default_child  # type: ignore[assignment]
+        dimensions = {"RuleName": self.rule.rule_name}
+        if cfn.event_bus_name is not None:
+            dimensions["EventBusName"] = cfn.event_bus_name
+        return cloudwatch.Metric(namespace="AWS/Events", metric_name=metric_name, dimensions_map=dimensions,
+                                 **{"statistic": "Sum", "period": Duration.minutes(5), **options})
+
+    def metric_failed_invocations(self, **options: Any) -> cloudwatch.Metric:
+        """``FailedInvocations``: deliveries that failed permanently and did not reach the DLQ either."""
+        return self.metric("FailedInvocations", **options)
+
+    def metric_dlq_send_failures(self, **options: Any) -> cloudwatch.Metric:
+        """``InvocationsFailedToBeSentToDlq``: events lost because the DLQ refused them (permissions, size)."""
+        return self.metric("InvocationsFailedToBeSentToDlq", **options)

@@ -1,0 +1,133 @@
+"""``IdempotentTopicSubscription``: an idempotent function subscribed to an SNS topic, with a DLQ."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from aws_cdk import Duration
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_sns as sns
+from aws_cdk import aws_sns_subscriptions as subscriptions
+from aws_cdk import aws_sqs as sqs
+
+from constructs import Construct
+
+from ._sources import (
+    add_redelivery,
+    configure_async,
+    dead_letter_queue,
+    depth_alarm,
+    metric_depth,
+    refuse_both,
+    struct_kwargs,
+)
+from .alarms import AlarmOptions, add_alarm
+from .function import IdempotentFunction
+from .horizon import LAMBDA_ASYNC_MAX_EVENT_AGE, SNS_LAMBDA_DELIVERY_SECONDS, async_redelivery
+from .nag import acknowledge
+
+
+class IdempotentTopicSubscription(Construct):
+    """An :class:`IdempotentFunction` subscribed to an SNS topic (new or existing); nothing lost on failure.
+
+    SNS invokes Lambda asynchronously. Its delivery policy for Lambda is fixed (100,015 attempts
+    over about 23 days, :data:`~retrysafe_cdk.horizon.SNS_LAMBDA_DELIVERY_SECONDS`); then Lambda's
+    asynchronous queue retries the function for up to ``async_max_event_age``. Whatever fails ends
+    in one dead-letter queue: messages SNS could not deliver (the subscription's redrive policy;
+    the body is the SNS message) and invocations that failed every attempt (a Lambda invocation
+    record: the event is its ``requestPayload``). Their sum, plus the DLQ's retention (an operator
+    redrives it), is this subscription's part of the table's :class:`RetryHorizon`: about 37 days
+    with the defaults.
+
+    Props (all keyword-only):
+
+    - ``function``: the subscriber; its handler uses ``retrysafe.idempotent``. Required.
+    - ``existing_topic``: a topic of your own (a standard topic: FIFO topics cannot deliver to
+      Lambda). @default a new topic ``Topic`` from ``topic_props``.
+    - ``topic_props``: ``sns.TopicProps`` of the new topic. @default TLS only, encrypted with a new
+      KMS key ``TopicKey`` (rotation on). Refused with ``existing_topic``.
+    - ``existing_dead_letter_queue``: a queue of your own (same account and region as the
+      subscription). @default a new queue ``DeadLetterQueue`` from ``dead_letter_queue_props``.
+    - ``dead_letter_queue_props``: ``sqs.QueueProps`` of the new queue. @default SQS-managed
+      encryption, TLS only, 14 days' retention. Refused with ``existing_dead_letter_queue``.
+    - ``filter_policy``: ``{attribute: sns.SubscriptionFilter}``. @default every message.
+    - ``async_max_event_age``: how long Lambda keeps retrying the invocation, 60 s..6 h.
+      @default 6 hours.
+    - ``async_retry_attempts``: Lambda's retries of a failed invocation, 0..2. @default 2.
+    - ``alarms``: ``True``, ``False`` or :class:`AlarmOptions`. @default True: ``DlqDepthAlarm``
+      (DLQ depth >= 1) and ``DlqSendFailedAlarm`` (the topic's
+      ``NumberOfNotificationsFailedToRedriveToDlq`` >= 1: messages lost).
+
+    Attributes: ``topic``, ``dead_letter_queue``, ``subscription``, ``redelivery_seconds``, ``dlq_alarm``,
+    ``lost_alarm``.
+    The function's asynchronous invocation settings are its (or its SnapStart alias's)
+    ``EventInvokeConfig``, and a function has one: further rules or subscriptions of the same
+    function must pass the same ``async_*`` settings and the first one's ``dead_letter_queue`` as
+    ``existing_dead_letter_queue`` (anything else is refused).
+    """
+
+    def __init__(self, scope: Construct, construct_id: str, *, function: IdempotentFunction,
+                 existing_topic: sns.ITopic | None = None, topic_props: sns.TopicProps | None = None,
+                 existing_dead_letter_queue: sqs.IQueue | None = None,
+                 dead_letter_queue_props: sqs.QueueProps | None = None,
+                 filter_policy: Mapping[str, sns.SubscriptionFilter] | None = None,
+                 async_max_event_age: Duration = LAMBDA_ASYNC_MAX_EVENT_AGE, async_retry_attempts: int = 2,
+                 alarms: bool | AlarmOptions = True) -> None:
+        super().__init__(scope, construct_id)
+        refuse_both(self, "existing_topic", existing_topic, "topic_props", topic_props)
+        refuse_both(self, "existing_dead_letter_queue", existing_dead_letter_queue, "dead_letter_queue_props",
+                    dead_letter_queue_props)
+        self.topic = existing_topic or self._new_topic(topic_props)
+        if self.topic.fifo:
+            raise ValueError(f"{self.node.path}: {self.topic.node.path} is a FIFO topic, and SNS FIFO topics "
+                             "deliver only to SQS queues. Subscribe a FIFO queue to it and consume that with "
+                             "IdempotentQueueConsumer, or use a standard topic.")
+        self.dead_letter_queue, dlq_retention = dead_letter_queue(
+            self, "DeadLetterQueue", existing_dead_letter_queue, dead_letter_queue_props,
+            "messages SNS could not deliver and invocations that failed every attempt")
+        self.redelivery_seconds = async_redelivery(Duration.seconds(SNS_LAMBDA_DELIVERY_SECONDS), async_max_event_age,
+                                                   dlq_retention)
+        add_redelivery(
+            self, function, self.redelivery_seconds,
+            f"SNS's delivery retries to Lambda ({SNS_LAMBDA_DELIVERY_SECONDS}s, fixed) + Lambda's async_max_event_age "
+            f"({int(async_max_event_age.to_seconds())}s) + the dead-letter queue's retention "
+            f"({int(dlq_retention.to_seconds())}s)",
+            "shorten async_max_event_age or the dead-letter queue's retention_period")
+        configure_async(self, function, self.dead_letter_queue, async_max_event_age, async_retry_attempts)
+        self.subscription = subscriptions.LambdaSubscription(
+            function.invoke_target, dead_letter_queue=self.dead_letter_queue,
+            filter_policy=dict(filter_policy) if filter_policy else None)
+        subscription = self.topic.add_subscription(self.subscription)
+        if function.alias is not None:
+            acknowledge(subscription, "CloudFormation-Validate::W3694",
+                        "SNS delivers to a qualified function ARN: the SnapStart alias, which must be invoked.")
+        options = AlarmOptions.of(alarms)
+        self.dlq_alarm = depth_alarm(self, "DlqDepthAlarm", self.dead_letter_queue, options,
+                                     "messages in the dead-letter queue (undelivered, or failed every attempt)")
+        self.lost_alarm = add_alarm(
+            self, "DlqSendFailedAlarm", self.metric_dlq_send_failures(), threshold=1, options=options,
+            description=f"{self.node.path}: messages lost, the dead-letter queue refused them",
+        ) if options.wants("DlqSendFailedAlarm") else None
+
+    def _new_topic(self, props: sns.TopicProps | None) -> sns.Topic:
+        settings = struct_kwargs(props)
+        if "master_key" not in settings:
+            settings["master_key"] = kms.Key(self, "TopicKey", enable_key_rotation=True,
+                                             description=f"{self.node.path}: the topic's messages at rest")
+        return sns.Topic(self, "Topic", **{"enforce_ssl": True, **settings})
+
+    def grant_publish(self, grantee: iam.IGrantable) -> iam.Grant:
+        """Let ``grantee`` publish to the topic (and use its KMS key)."""
+        return self.topic.grant_publish(grantee)
+
+    def metric_dlq_send_failures(self, **options: Any) -> cloudwatch.Metric:
+        """``NumberOfNotificationsFailedToRedriveToDlq`` of the topic (every subscription of it; sum per 5 minutes)."""
+        return self.topic.metric("NumberOfNotificationsFailedToRedriveToDlq",
+                                 **{"statistic": "Sum", "period": Duration.minutes(5), **options})
+
+    def metric_dlq_depth(self, **options: Any) -> cloudwatch.Metric:
+        """Messages waiting in the DLQ (maximum per 5 minutes; ``options``: ``MetricOptions`` fields)."""
+        return metric_depth(self.dead_letter_queue, **options)

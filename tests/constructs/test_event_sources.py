@@ -1,0 +1,437 @@
+"""The event source constructs: EventBridge rules, Kinesis / DynamoDB stream consumers and SNS subscriptions.
+
+Their wiring (retry policies, DLQs, partial batch failures, least-privilege grants, alarms), their
+part of the retry horizon, and the synth-time refusals with the fix. The small app of
+``sources_app.py`` is checked with cdk-nag and cfn-lint."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import aws_cdk as cdk
+import pytest
+from aws_cdk import Duration
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_events as events
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kinesis as kinesis
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_sns as sns
+from aws_cdk import aws_sqs as sqs
+from aws_cdk.assertions import Match, Template
+from retrysafe import names
+from retrysafe_cdk import (
+    AlarmOptions,
+    IdempotencyTable,
+    IdempotentEventRule,
+    IdempotentFunction,
+    IdempotentStreamConsumer,
+    IdempotentTopicSubscription,
+)
+from retrysafe_cdk.horizon import SNS_LAMBDA_DELIVERY_SECONDS
+
+from tests.helpers import Synthesized
+
+from .builders import DAY, inline_function, new_stack
+
+ORDER_PLACED = events.RuleProps(event_pattern=events.EventPattern(source=["shop.orders"]))
+
+
+@pytest.fixture
+def stack() -> cdk.Stack:
+    return new_stack("Sources")
+
+
+@pytest.fixture
+def table(stack: cdk.Stack) -> IdempotencyTable:
+    return IdempotencyTable(stack, "Table")
+
+
+def _resource(stack: cdk.Stack, construct: Any) -> dict[str, Any]:
+    """The synthesized properties of one L2 construct's resource."""
+    template = Template.from_stack(stack).to_json()["Resources"]
+    properties: dict[str, Any] = template[stack.get_logical_id(construct.node.default_child)]["Properties"]
+    return properties
+
+
+def _statements(stack: cdk.Stack, role: iam.IRole) -> list[dict[str, Any]]:
+    role_id = stack.get_logical_id(role.node.default_child)  # type: ignore[arg-type]
+    policies = Template.from_stack(stack).find_resources("AWS::IAM::Policy", {"Properties": {"Roles": [{"Ref": role_id}]}})
+    return [s for policy in policies.values() for s in policy["Properties"]["PolicyDocument"]["Statement"]]
+
+
+# -- EventBridge -------------------------------------------------------------------------------------------
+
+
+def test_event_rule_retries_then_dead_letters_both_deliveries_and_failed_invocations(
+        stack: cdk.Stack, table: IdempotencyTable) -> None:
+    fn = inline_function(stack, table)
+    rule = IdempotentEventRule(stack, "OrderPlaced", function=fn, rule_props=ORDER_PLACED,
+                               max_event_age=Duration.hours(2), retry_attempts=20)
+    template = Template.from_stack(stack)
+    dlq_arn = {"Fn::GetAtt": [stack.get_logical_id(rule.dead_letter_queue.node.default_child), "Arn"]}  # type: ignore[arg-type]
+    template.has_resource_properties("AWS::Events::Rule", {
+        "EventPattern": {"source": ["shop.orders"]},
+        "Targets": [Match.object_like({"DeadLetterConfig": {"Arn": dlq_arn},
+                                       "RetryPolicy": {"MaximumEventAgeInSeconds": 7200, "MaximumRetryAttempts": 20}})]})
+    template.has_resource_properties("AWS::Lambda::EventInvokeConfig", {
+        "MaximumEventAgeInSeconds": 6 * 3600, "MaximumRetryAttempts": 2,
+        "DestinationConfig": {"OnFailure": {"Destination": dlq_arn}}})
+    template.has_resource_properties("AWS::SQS::Queue", {"MessageRetentionPeriod": 14 * DAY,
+                                                         "SqsManagedSseEnabled": True})
+    # the part of the horizon: 2 h of EventBridge retries + 6 h in Lambda's queue + 14 days in the DLQ
+    assert rule.redelivery_seconds == 2 * 3600 + 6 * 3600 + 14 * DAY
+    assert table.horizon.queues == {rule.node.path: rule.redelivery_seconds}
+    assert stack.resolve(table.retention_env()) == str(7 * DAY + rule.redelivery_seconds)
+    assert [a.node.id for a in (rule.dlq_alarm, rule.lost_alarm) if a is not None] == [
+        "DlqDepthAlarm", "DlqSendFailedAlarm"]
+    assert rule.metric_failed_invocations().metric_name == "FailedInvocations"
+    # a rule on the default bus reports under RuleName alone
+    assert set(rule.metric_dlq_send_failures().dimensions or {}) == {"RuleName"}
+
+
+def test_event_rule_on_an_existing_rule_and_dlq(stack: cdk.Stack, table: IdempotencyTable) -> None:
+    own = events.Rule(stack, "OwnRule", schedule=events.Schedule.rate(Duration.hours(1)))
+    dlq = sqs.Queue(stack, "OwnDlq", retention_period=Duration.days(2))
+    rule = IdempotentEventRule(stack, "Hourly", function=inline_function(stack, table), existing_rule=own,
+                               existing_dead_letter_queue=dlq, alarms=False)
+    assert rule.rule is own and rule.dead_letter_queue is dlq and rule.dlq_alarm is None
+    assert rule.redelivery_seconds == DAY + 6 * 3600 + 2 * DAY
+    assert len(_resource(stack, own)["Targets"]) == 1
+    Template.from_stack(stack).resource_count_is("AWS::CloudWatch::Alarm", 0)
+
+
+def test_a_rule_on_a_custom_bus_alarms_on_that_bus_s_metrics(stack: cdk.Stack, table: IdempotencyTable) -> None:
+    bus = events.EventBus(stack, "Shop")
+    rule = IdempotentEventRule(stack, "OnShop", function=inline_function(stack, table), rule_props=events.RuleProps(
+        event_bus=bus, event_pattern=events.EventPattern(source=["shop.orders"])))
+    bus_ref = {"Ref": stack.get_logical_id(bus.node.default_child)}  # type: ignore[arg-type]
+    Template.from_stack(stack).has_resource_properties("AWS::CloudWatch::Alarm", {
+        "MetricName": "InvocationsFailedToBeSentToDlq", "Namespace": "AWS/Events",
+        "Dimensions": Match.array_with([{"Name": "EventBusName", "Value": bus_ref}])})
+    assert rule.lost_alarm is not None
+
+
+@pytest.mark.parametrize(("options", "message"), [
+    ({"existing_rule": "own", "rule_props": ORDER_PLACED},
+     r"existing_rule is given, so rule_props \(event_pattern\) would not apply"),
+    ({"rule_props": events.RuleProps(description="no pattern")}, r"a new rule needs an event pattern or a schedule"),
+    ({"rule_props": ORDER_PLACED, "existing_dead_letter_queue": "own_dlq",
+      "dead_letter_queue_props": sqs.QueueProps(retention_period=Duration.days(1))},
+     r"existing_dead_letter_queue is given, so dead_letter_queue_props \(retention_period\) would not apply"),
+    ({"rule_props": ORDER_PLACED, "max_event_age": Duration.hours(25)}, r"max_event_age must be 60 s..24 h.*90000s"),
+    ({"rule_props": ORDER_PLACED, "retry_attempts": 186}, r"retry_attempts must be 0..185"),
+    ({"rule_props": ORDER_PLACED, "async_max_event_age": Duration.hours(7)}, r"async_max_event_age must be 60 s..6 h"),
+    ({"rule_props": ORDER_PLACED, "async_retry_attempts": 3}, r"async_retry_attempts must be 0..2"),
+])
+def test_event_rule_refusals(stack: cdk.Stack, table: IdempotencyTable, options: dict[str, Any], message: str) -> None:
+    given = dict(options)
+    if given.get("existing_rule") == "own":
+        given["existing_rule"] = events.Rule(stack, "Own", schedule=events.Schedule.rate(Duration.hours(1)))
+    if given.get("existing_dead_letter_queue") == "own_dlq":
+        given["existing_dead_letter_queue"] = sqs.Queue(stack, "OwnDlq")
+    with pytest.raises(ValueError, match=message):
+        IdempotentEventRule(stack, "Rule", function=inline_function(stack, table), **given)
+
+
+def test_record_ttl_shorter_than_an_event_rule_can_redeliver_fails_with_the_numbers(stack: cdk.Stack) -> None:
+    table = IdempotencyTable(stack, "Table", record_ttl=Duration.days(10))
+    fn = inline_function(stack, table)
+    with pytest.raises(ValueError) as raised:
+        IdempotentEventRule(stack, "Rule", function=fn, rule_props=ORDER_PLACED)
+    message = str(raised.value)
+    total = 7 * DAY + DAY + 6 * 3600 + 14 * DAY
+    assert "EventBridge's max_event_age (86400s) + Lambda's async_max_event_age (21600s) + the dead-letter " \
+           "queue's retention (1209600s) = 1317600s" in message
+    assert f"the retry horizon is {total}s" in message and "record_ttl of Sources/Table (864000s)" in message
+    assert f"Duration.seconds({total})" in message and "shorten max_event_age" in message
+    # what fits is accepted: the DLQ kept 1 day, EventBridge retrying 1 hour
+    IdempotentEventRule(stack, "Short", function=fn, rule_props=ORDER_PLACED, max_event_age=Duration.hours(1),
+                        dead_letter_queue_props=sqs.QueueProps(retention_period=Duration.days(1)))
+    assert table.horizon.total_seconds == 7 * DAY + 3600 + 6 * 3600 + DAY <= table.retention_seconds
+
+
+def test_asynchronous_sources_of_one_function_share_its_settings_or_are_refused(
+        stack: cdk.Stack, table: IdempotencyTable) -> None:
+    fn = inline_function(stack, table)
+    first = IdempotentEventRule(stack, "Placed", function=fn, rule_props=ORDER_PLACED)
+    with pytest.raises(ValueError, match=r"Sources/Fn10 already has Lambda's asynchronous invocation settings.*"
+                                         r"that construct's dead-letter queue as existing_dead_letter_queue"):
+        IdempotentTopicSubscription(stack, "Topic", function=fn)
+    with pytest.raises(ValueError, match=r"async_max_event_age=21600s, async_retry_attempts=2"):
+        IdempotentEventRule(stack, "Other", function=fn, rule_props=ORDER_PLACED, async_retry_attempts=0,
+                            existing_dead_letter_queue=first.dead_letter_queue)
+    second = IdempotentEventRule(stack, "Cancelled", function=fn, existing_dead_letter_queue=first.dead_letter_queue,
+                                 rule_props=events.RuleProps(event_pattern=events.EventPattern(
+                                     source=["shop.orders"], detail_type=["OrderCancelled"])), alarms=False)
+    assert second.dead_letter_queue is first.dead_letter_queue
+    Template.from_stack(stack).resource_count_is("AWS::Lambda::EventInvokeConfig", 1)
+
+
+def test_async_settings_from_function_props_are_not_overwritten(stack: cdk.Stack, table: IdempotencyTable) -> None:
+    fn = IdempotentFunction(stack, "Own", table=table, code=lambda_.Code.from_inline("x = 1"), handler="index.handler",
+                            function_props={"retry_attempts": 0})
+    with pytest.raises(ValueError, match=r"Sources/Own already has Lambda's asynchronous invocation settings "
+                                         r"\(from another event rule or subscription, or its function_props\)"):
+        IdempotentEventRule(stack, "Rule", function=fn, rule_props=ORDER_PLACED)
+
+
+# -- SNS ---------------------------------------------------------------------------------------------------
+
+
+def test_topic_subscription_has_a_dlq_and_covers_sns_delivery_retries(stack: cdk.Stack,
+                                                                      table: IdempotencyTable) -> None:
+    fn = inline_function(stack, table)
+    sub = IdempotentTopicSubscription(stack, "Receipts", function=fn, filter_policy={
+        "kind": sns.SubscriptionFilter.string_filter(allowlist=["receipt"])})
+    publisher = iam.Role(stack, "Publisher", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"))
+    assert sub.grant_publish(publisher).success
+    template = Template.from_stack(stack)
+    dlq_arn = {"Fn::GetAtt": [stack.get_logical_id(sub.dead_letter_queue.node.default_child), "Arn"]}  # type: ignore[arg-type]
+    template.has_resource_properties("AWS::SNS::Subscription", {
+        "Protocol": "lambda", "RedrivePolicy": {"deadLetterTargetArn": dlq_arn},
+        "FilterPolicy": {"kind": ["receipt"]}})
+    template.has_resource_properties("AWS::SNS::Topic", {"KmsMasterKeyId": Match.any_value()})
+    template.has_resource_properties("AWS::CloudWatch::Alarm", {
+        "MetricName": "NumberOfNotificationsFailedToRedriveToDlq", "Namespace": "AWS/SNS",
+        "Dimensions": [{"Name": "TopicName", "Value": Match.any_value()}]})
+    template.has_resource_properties("AWS::Lambda::EventInvokeConfig", {
+        "DestinationConfig": {"OnFailure": {"Destination": dlq_arn}}})
+    assert SNS_LAMBDA_DELIVERY_SECONDS == 2_000_202  # 2 x 1 s + 10 x at most 20 s + 100,000 x 20 s
+    assert sub.redelivery_seconds == SNS_LAMBDA_DELIVERY_SECONDS + 6 * 3600 + 14 * DAY
+    actions = {a for s in _statements(stack, publisher) for a in ([s["Action"]] if isinstance(s["Action"], str)
+                                                                   else s["Action"])}
+    assert actions == {"sns:Publish", "kms:Decrypt", "kms:GenerateDataKey*"}
+
+
+def test_topic_subscription_refusals(stack: cdk.Stack, table: IdempotencyTable) -> None:
+    fifo = sns.Topic(stack, "Fifo", fifo=True)
+    with pytest.raises(ValueError, match=r"Sources/Fifo is a FIFO topic.*deliver only to SQS queues"):
+        IdempotentTopicSubscription(stack, "Fifos", function=inline_function(stack, table), existing_topic=fifo)
+    with pytest.raises(ValueError, match=r"Sources/NewFifo/Topic is a FIFO topic"):
+        IdempotentTopicSubscription(stack, "NewFifo", function=inline_function(stack, table, 40),
+                                    topic_props=sns.TopicProps(fifo=True, topic_name="t.fifo"))
+    with pytest.raises(ValueError, match=r"Sources/FifoDlq is a FIFO queue; a dead-letter queue .* standard queue"):
+        IdempotentTopicSubscription(stack, "FifoDead", function=inline_function(stack, table, 50),
+                                    existing_dead_letter_queue=sqs.Queue(stack, "FifoDlq", fifo=True))
+    with pytest.raises(ValueError, match=r"must be a standard queue .* omit fifo from its props"):
+        IdempotentStreamConsumer(stack, "FifoFailures", function=inline_function(stack, table, 60),
+                                 failure_queue_props=sqs.QueueProps(fifo=True))
+    with pytest.raises(ValueError, match=r"existing_topic is given, so topic_props \(display_name\) would not apply"):
+        IdempotentTopicSubscription(stack, "Both", function=inline_function(stack, table, 20),
+                                    existing_topic=sns.Topic(stack, "Own"),
+                                    topic_props=sns.TopicProps(display_name="x"))
+    short = IdempotencyTable(stack, "Short", record_ttl=Duration.days(30))
+    with pytest.raises(ValueError, match=r"SNS's delivery retries to Lambda \(2000202s, fixed\).*"
+                                         r"record_ttl of Sources/Short \(2592000s\)"):
+        IdempotentTopicSubscription(stack, "Late", function=inline_function(stack, short, 30))
+
+
+# -- streams -----------------------------------------------------------------------------------------------
+
+
+def test_kinesis_consumer_reports_batch_item_failures_in_shard_order(stack: cdk.Stack,
+                                                                      table: IdempotencyTable) -> None:
+    fn = inline_function(stack, table)
+    consumer = IdempotentStreamConsumer(stack, "Clicks", function=fn,
+                                        stream_props=kinesis.StreamProps(retention_period=Duration.days(3)))
+    assert consumer.stream is not None
+    template = Template.from_stack(stack)
+    stream_arn = {"Fn::GetAtt": [stack.get_logical_id(consumer.stream.node.default_child), "Arn"]}  # type: ignore[arg-type]
+    queue_arn = {"Fn::GetAtt": [stack.get_logical_id(consumer.failure_queue.node.default_child), "Arn"]}  # type: ignore[arg-type]
+    template.has_resource_properties("AWS::Lambda::EventSourceMapping", {
+        "EventSourceArn": stream_arn, "FunctionResponseTypes": ["ReportBatchItemFailures"],
+        "BisectBatchOnFunctionError": True, "ParallelizationFactor": 1, "MaximumRetryAttempts": 10,
+        "StartingPosition": "TRIM_HORIZON", "DestinationConfig": {"OnFailure": {"Destination": queue_arn}}})
+    template.has_resource_properties("AWS::Kinesis::Stream", {
+        "RetentionPeriodHours": 72, "StreamEncryption": {"EncryptionType": "KMS", "KeyId": "alias/aws/kinesis"}})
+    assert consumer.retention_seconds == 3 * DAY and table.horizon.queues == {consumer.node.path: 3 * DAY}
+    # the stream and the failure queue only, never "*"
+    resources = [s["Resource"] for s in _statements(stack, fn.role) if any(
+        a.startswith(("kinesis:", "sqs:")) for a in s["Action"])]
+    assert resources == [stream_arn, queue_arn]
+    assert [a.node.id for a in consumer.alarms] == ["IteratorAgeAlarm", "FailureQueueAlarm"]
+    template.has_resource_properties("AWS::CloudWatch::Alarm", {"MetricName": "IteratorAge", "Threshold": 300_000,
+                                                                "EvaluationPeriods": 3})
+
+
+def test_dynamodb_stream_consumer_reads_the_tables_stream_only(stack: cdk.Stack, table: IdempotencyTable) -> None:
+    orders = dynamodb.Table(stack, "Orders", partition_key=dynamodb.Attribute(
+        name="id", type=dynamodb.AttributeType.STRING), stream=dynamodb.StreamViewType.NEW_AND_OLD_IMAGES)
+    fn = inline_function(stack, table)
+    consumer = IdempotentStreamConsumer(stack, "Changes", function=fn, existing_table=orders,
+                                        alarms=AlarmOptions(disabled={"IteratorAgeAlarm"}))
+    assert consumer.stream is None and consumer.retention_seconds == DAY
+    stream_arn = {"Fn::GetAtt": [stack.get_logical_id(orders.node.default_child), "StreamArn"]}  # type: ignore[arg-type]
+    Template.from_stack(stack).has_resource_properties("AWS::Lambda::EventSourceMapping", {
+        "EventSourceArn": stream_arn, "FunctionResponseTypes": ["ReportBatchItemFailures"]})
+    reads = [s for s in _statements(stack, fn.role) if s["Action"][0].startswith("dynamodb:Describe")]
+    assert reads == [{"Action": ["dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator",
+                                 "dynamodb:ListStreams"], "Effect": "Allow", "Resource": stream_arn}]
+    assert [a.node.id for a in consumer.alarms] == ["FailureQueueAlarm"]
+    with pytest.raises(ValueError, match="a DynamoDB stream is written through its table"):
+        consumer.grant_write(fn)
+
+
+def test_a_table_encrypted_with_its_own_key_lets_the_consumer_decrypt_its_stream(
+        stack: cdk.Stack, table: IdempotencyTable) -> None:
+    key = kms.Key(stack, "OrdersKey", enable_key_rotation=True)
+    orders = dynamodb.Table(stack, "Orders", partition_key=dynamodb.Attribute(
+        name="id", type=dynamodb.AttributeType.STRING), stream=dynamodb.StreamViewType.NEW_IMAGE,
+        encryption=dynamodb.TableEncryption.CUSTOMER_MANAGED, encryption_key=key)
+    fn = inline_function(stack, table)
+    IdempotentStreamConsumer(stack, "Changes", function=fn, existing_table=orders)
+    key_arn = {"Fn::GetAtt": [stack.get_logical_id(key.node.default_child), "Arn"]}  # type: ignore[arg-type]
+    assert {"Action": "kms:Decrypt", "Effect": "Allow", "Resource": key_arn} in _statements(stack, fn.role)
+
+
+def test_opting_out_of_ordering_allows_parallel_batches(stack: cdk.Stack, table: IdempotencyTable) -> None:
+    with pytest.raises(ValueError, match=r"parallelization_factor=4 runs several batches of one shard at once.*"
+                                         r"Pass ordered=False"):
+        IdempotentStreamConsumer(stack, "Ordered", function=inline_function(stack, table), parallelization_factor=4)
+    consumer = IdempotentStreamConsumer(stack, "Parallel", function=inline_function(stack, table, 20), ordered=False,
+                                        parallelization_factor=4)
+    assert _resource(stack, consumer.event_source)["ParallelizationFactor"] == 4
+
+
+def test_a_stream_of_this_app_brings_its_retention_and_an_imported_one_must_say_it(
+        stack: cdk.Stack, table: IdempotencyTable) -> None:
+    own = kinesis.Stream(stack, "Own", retention_period=Duration.days(30))
+    consumer = IdempotentStreamConsumer(stack, "Own30", function=inline_function(stack, table), existing_stream=own)
+    assert consumer.retention_seconds == 30 * DAY
+    imported = kinesis.Stream.from_stream_arn(stack, "Imported", "arn:aws:kinesis:eu-west-1:123456789012:stream/x")
+    with pytest.raises(ValueError, match=r"the imported stream Sources/Imported cannot be inspected.*"
+                                         r"retention_period=Duration.hours"):
+        IdempotentStreamConsumer(stack, "NoRetention", function=inline_function(stack, table, 20),
+                                 existing_stream=imported)
+    later = IdempotentStreamConsumer(stack, "Said", function=inline_function(stack, table, 30),
+                                     existing_stream=imported, retention_period=Duration.days(365))
+    assert later.retention_seconds == 365 * DAY and table.horizon.queue_redelivery == 365 * DAY
+
+
+@pytest.mark.parametrize(("options", "message"), [
+    ({"existing_stream": "own", "stream_props": kinesis.StreamProps(shard_count=2)},
+     r"existing_stream is given, so stream_props \(shard_count\) would not apply"),
+    ({"existing_stream": "own", "retention_period": Duration.days(2)},
+     r"existing_stream=Sources/Own brings its own retention, so retention_period would not apply"),
+    ({"retention_period": Duration.days(2)}, r"retention_period describes an imported stream"),
+    ({"existing_table": "orders", "stream_props": kinesis.StreamProps(shard_count=2)},
+     r"existing_table consumes that table's DynamoDB stream, so stream_props would not apply"),
+    ({"existing_table": "no_stream"}, r"the table Sources/Plain has no stream"),
+    ({"existing_failure_queue": "queue", "failure_queue_props": sqs.QueueProps(fifo=True)},
+     r"existing_failure_queue is given, so failure_queue_props \(fifo\) would not apply"),
+    ({"retry_attempts": 10_001}, r"retry_attempts must be 0..10000"),
+    ({"ordered": False, "parallelization_factor": 11}, r"parallelization_factor must be 1..10"),
+])
+def test_stream_consumer_refusals(stack: cdk.Stack, table: IdempotencyTable, options: dict[str, Any],
+                                  message: str) -> None:
+    made = {"own": lambda: kinesis.Stream(stack, "Own"), "queue": lambda: sqs.Queue(stack, "Queue"),
+            "orders": lambda: dynamodb.Table(stack, "Orders", partition_key=dynamodb.Attribute(
+                name="id", type=dynamodb.AttributeType.STRING), stream=dynamodb.StreamViewType.NEW_IMAGE),
+            "no_stream": lambda: dynamodb.Table(stack, "Plain", partition_key=dynamodb.Attribute(
+                name="id", type=dynamodb.AttributeType.STRING))}
+    given = {name: made[value]() if isinstance(value, str) else value for name, value in options.items()}
+    with pytest.raises(ValueError, match=message):
+        IdempotentStreamConsumer(stack, "Consumer", function=inline_function(stack, table), **given)
+
+
+def test_record_ttl_shorter_than_the_kinesis_retention_fails_with_the_fix(stack: cdk.Stack) -> None:
+    table = IdempotencyTable(stack, "Table", record_ttl=Duration.days(30))
+    with pytest.raises(ValueError) as raised:
+        IdempotentStreamConsumer(stack, "Year", function=inline_function(stack, table),
+                                 stream_props=kinesis.StreamProps(retention_period=Duration.days(365)))
+    message = str(raised.value)
+    assert "the Kinesis stream's retention (31536000s)" in message
+    assert f"Duration.seconds({7 * DAY + 365 * DAY})" in message and "shorten the stream's retention_period" in message
+
+
+# -- the small app, synthesized with cdk-nag and linted ----------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def sourced(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Synthesized]:
+    from .sources_app import build
+
+    outdir = tmp_path_factory.mktemp("sources-cdk-out")
+    build(str(outdir)).synth()
+    yield Synthesized(outdir)
+
+
+@pytest.mark.synth
+def test_sources_app_has_no_unacknowledged_finding(sourced: Synthesized) -> None:
+    report = sourced.validation_report()
+    assert [v["ruleName"] for plugin in report["pluginReports"] for v in plugin["violations"]] == []
+
+
+@pytest.mark.synth
+def test_sources_app_passes_cfn_lint(sourced: Synthesized) -> None:
+    templates = sorted(str(p) for p in sourced.outdir.glob("*.template.json"))
+    assert templates
+    done = subprocess.run([str(Path(sys.executable).parent / "cfn-lint"), "--format", "parseable", *templates],
+                          capture_output=True, text=True, timeout=120, check=False)
+    rules = [line.split(":")[5] for line in done.stdout.splitlines() if line.strip()]
+    assert [rule for rule in rules if rule != "W3005"] == [], done.stdout
+    assert done.returncode in (0, 4), done.stderr
+
+
+@pytest.mark.synth
+def test_sources_app_functions_get_the_horizon_of_their_longest_source(sourced: Synthesized) -> None:
+    from .sources_app import STACK
+
+    resources = sourced.template(STACK)["Resources"]
+    horizons = {r["Properties"]["Environment"]["Variables"][names.HORIZON_ENV]
+                for r in resources.values() if r["Type"] == "AWS::Lambda::Function"
+                and names.HORIZON_ENV in r["Properties"].get("Environment", {}).get("Variables", {})}
+    # the SNS subscription's window is the longest: 7 days + SNS retries + 6 h + 14 days
+    assert horizons == {str(7 * DAY + SNS_LAMBDA_DELIVERY_SECONDS + 6 * 3600 + 14 * DAY)}
+    alias_subscriptions = [r for r in resources.values() if r["Type"] == "AWS::SNS::Subscription"
+                           and "Ref" in r["Properties"]["Endpoint"]]
+    assert len(alias_subscriptions) == 1  # the SnapStart subscriber is invoked through its alias
+
+
+def test_construct_ids_are_contract(stack: cdk.Stack, table: IdempotencyTable) -> None:
+    # The logical ids of the stateful children (queues, stream, topic) follow these ids: renaming one replaces
+    # the resource, and with it the messages or records it holds.
+    rule = IdempotentEventRule(stack, "Rule", function=inline_function(stack, table), rule_props=ORDER_PLACED)
+    consumer = IdempotentStreamConsumer(stack, "Stream", function=inline_function(stack, table, 20))
+    subscription = IdempotentTopicSubscription(stack, "Topic", function=inline_function(stack, table, 30))
+    assert [c.node.id for c in rule.node.children] == ["DeadLetterQueue", "Rule", "DlqDepthAlarm",
+                                                         "DlqSendFailedAlarm"]
+    assert [c.node.id for c in consumer.node.children] == [
+        "Stream", "FailureQueue", "Mapping", "IteratorAgeAlarm", "FailureQueueAlarm"]
+    assert [c.node.id for c in subscription.node.children] == ["TopicKey", "Topic", "DeadLetterQueue", "DlqDepthAlarm",
+                                                                 "DlqSendFailedAlarm"]
+
+
+def test_the_dashboard_charts_their_dead_letter_and_failure_queues(stack: cdk.Stack, table: IdempotencyTable) -> None:
+    from retrysafe_cdk import Dashboard
+
+    rule = IdempotentEventRule(stack, "Rule", function=inline_function(stack, table), rule_props=ORDER_PLACED)
+    subscription = IdempotentTopicSubscription(stack, "Topic", function=inline_function(stack, table, 20))
+    stream = IdempotentStreamConsumer(stack, "Stream", function=inline_function(stack, table, 30))
+    board = Dashboard(stack, "Board", table=table, consumers=[rule, subscription], streams=[stream])
+    body = json.dumps(stack.resolve(board.dashboard.node.default_child.dashboard_body))  # type: ignore[union-attr]
+    for label in ("Rule DLQ", "Topic DLQ", "Stream failures"):
+        assert label in body
+
+
+def test_grant_put_events_names_the_rules_bus_only(stack: cdk.Stack, table: IdempotencyTable) -> None:
+    bus = events.EventBus(stack, "Shop")
+    on_bus = IdempotentEventRule(stack, "OnBus", function=inline_function(stack, table), rule_props=events.RuleProps(
+        event_bus=bus, event_pattern=events.EventPattern(source=["shop.orders"])))
+    existing = events.Rule(stack, "OwnRule", event_pattern=events.EventPattern(source=["shop.orders"]))
+    on_default = IdempotentEventRule(stack, "OnDefault", function=inline_function(stack, table, 20),
+                                     existing_rule=existing)
+    producer = iam.Role(stack, "Producer", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"))
+    assert on_bus.grant_put_events(producer).success and on_default.grant_put_events(producer).success
+    statements = _statements(stack, producer)
+    assert [s["Action"] for s in statements] == ["events:PutEvents", "events:PutEvents"]
+    bus_arn = {"Fn::GetAtt": [stack.get_logical_id(bus.node.default_child), "Arn"]}  # type: ignore[arg-type]
+    assert statements[0]["Resource"] == bus_arn
+    assert "event-bus/default" in json.dumps(statements[1]["Resource"])
