@@ -124,7 +124,7 @@ def markdown(r: dict[str, Any], chart_name: str | None, targets: dict[str, tuple
 Measured by `make bench` ({r['duration_seconds']} s) on {m['platform']}, {m['cpus']} CPUs shared with other work
 (load average {m['load_average_before'][0]:.1f} before, {m['load_average_after'][0]:.1f} after); Python {v['python']},
 retrysafe {v['retrysafe']}, aws-lambda-powertools {v['aws-lambda-powertools']}, boto3 {v['boto3']}, botocore {v['botocore']}.
-Every ratio is retrysafe (atomic) / Powertools from measurements interleaved in this one run.
+Every ratio is retrysafe (atomic) / Powertools from measurements interleaved in this one run.{_load(m)}
 
 **Workload, both sides.** An HTTP API (v2) `POST /orders` request with an `Idempotency-Key`, answered with
 ~1 KiB of JSON; the operation writes one order item and one event item. retrysafe puts both in its
@@ -261,9 +261,17 @@ This measures moto (its `TransactWriteItems` deep-copies every table it touches)
 ## Reproduce
 
 ```
-make bench        # about 2-3 minutes; writes benchmarks/results.json, RESULTS.md, comparison.png
+make bench        # about 3-4 minutes; writes benchmarks/results.json, RESULTS.md, comparison.png
 ```
 """
+
+
+def _load(m: dict[str, Any]) -> str:
+    """A warning when the machine was busier than its CPUs during the run."""
+    if max(m["load_average_before"][0], m["load_average_after"][0]) <= m["cpus"]:
+        return ""
+    return (f"\n\n**Measured under load** (load average above the {m['cpus']} CPUs): absolute times are slower "
+            "than on an idle machine; the ratios compare measurements interleaved under the same load.")
 
 
 def _socket_section(r: dict[str, Any]) -> str:
