@@ -1,17 +1,20 @@
 """Side-by-side benchmark of retrysafe and Powertools idempotency (``make bench``).
 
 Both libraries run the same create-order workload (HTTP API v2 request, one order write, one event
-write, ~1 KiB JSON answer) on real botocore clients whose HTTP layer is answered in-process by a
-small DynamoDB model (:mod:`benchmarks.ddb_model`): request building, validation, signing and
-parsing are paid by both sides, the network by neither. Every ratio is retrysafe (atomic) /
-Powertools from measurements interleaved in this one run. Writes ``benchmarks/results.json``,
-``benchmarks/RESULTS.md`` and ``benchmarks/comparison.png``.
+write, ~1 KiB JSON answer) on real botocore clients, in two variants. In process: their HTTP layer is
+answered by a small DynamoDB model (:mod:`benchmarks.ddb_model`), so request building, validation,
+signing and parsing are paid by both sides, the HTTP stack by neither (kept for regression tracking).
+Over a socket: the same model answers on 127.0.0.1 from another process (:mod:`benchmarks.ddb_server`),
+so each call also pays urllib3, the socket and reading the reply, as in Lambda (TLS excepted).
+Every ratio is retrysafe (atomic) / Powertools from measurements interleaved in this one run. Writes
+``benchmarks/results.json``, ``benchmarks/RESULTS.md`` and ``benchmarks/comparison.png``.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import itertools
 import json
 import os
 import platform
@@ -29,13 +32,16 @@ from retrysafe import names
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 REGION = "eu-west-1"
-os.environ.update({"AWS_DEFAULT_REGION": REGION, "AWS_REGION": REGION, "AWS_ACCESS_KEY_ID": "bench",
-                   "AWS_SECRET_ACCESS_KEY": "bench", names.TABLE_ENV: "bench-idempotency",
-                   "POWERTOOLS_IDEMPOTENCY_DISABLED": "0", "AWS_LAMBDA_FUNCTION_NAME": "bench"})
+#: The environment of every measurement (the fresh cold-start processes inherit it).
+ENV = {"AWS_DEFAULT_REGION": REGION, "AWS_REGION": REGION, "AWS_ACCESS_KEY_ID": "bench",
+       "AWS_SECRET_ACCESS_KEY": "bench", names.TABLE_ENV: "bench-idempotency",
+       "POWERTOOLS_IDEMPOTENCY_DISABLED": "0", "AWS_LAMBDA_FUNCTION_NAME": "bench"}
+os.environ.update(ENV)
 sys.path.insert(0, str(ROOT))
 
 from benchmarks import moto_server, report, workload
 from benchmarks.ddb_model import DynamoModel, item_size
+from benchmarks.ddb_server import ENDPOINT_ENV, ModelServer, pointed_at
 
 SIDES = ("retrysafe_atomic", "retrysafe_claim_first", "powertools")
 #: retrysafe (atomic) on a client like the Powertools user's (botocore's parameter validation on): CPU only.
@@ -50,6 +56,7 @@ TARGETS = {"first_cpu": (0.35, "<="), "replay_cpu": (0.8, "<="), "replay_cpu_oth
            "cold_start": (0.7, "<="), "throughput_5": (2.2, ">="), "throughput_5_other": (2.2, ">="),
            "throughput_50": (1.35, ">="), "throughput_50_other": (1.35, ">=")}
 
+_MADE = itertools.count()
 _SINK = open(os.devnull, "w")  # noqa: SIM115 - kept open: loggers created inside quiet() hold on to it
 
 
@@ -66,28 +73,41 @@ class Side:
     retrysafe's handler runs on a store built as :meth:`DynamoStore.from_env` builds it, with its container
     cache; ``other`` is the same handler in another container (no cache), so a replay there is answered
     by DynamoDB. Powertools keeps no local cache by default: both of its replays go to DynamoDB.
+    With ``server`` the clients talk to it over 127.0.0.1 (the sides share its tables; their keys differ).
     """
 
-    def __init__(self, side: str) -> None:
+    def __init__(self, side: str, server: ModelServer | None = None) -> None:
         self.side = side
-        self.model = DynamoModel(workload.model_tables())
-        self.handler = make_handler(side, self.model)
-        self.other = make_handler(side, self.model, cache=False) if side != "powertools" else self.handler
+        self.server = server
+        self.model = None if server is not None else DynamoModel(workload.model_tables())
+        with pointed_at(server.endpoint) if server is not None else contextlib.nullcontext():
+            self.handler = make_handler(side, self.model)
+            self.other = make_handler(side, self.model, cache=False) if side != "powertools" else self.handler
         self.completed: list[str] = []
         self.replays = 0
+        self.prefix = f"{side}-{next(_MADE)}"  # a server's tables outlive a Side: its keys are its own
 
     def run(self, key: str, handler: Callable[..., Any] | None = None) -> tuple[float, list[str], dict[str, Any]]:
-        """(thread CPU µs of one request, the model's own time excluded; its DynamoDB calls; the response)."""
-        calls_before, model_before = len(self.model.usage.calls), self.model.cpu_ns
+        """(thread CPU µs of one request, the in-process model's own time excluded; its DynamoDB calls, or none
+        listed over a socket (see :meth:`usage`); the response)."""
+        model = self.model
+        calls_before, model_before = (len(model.usage.calls), model.cpu_ns) if model is not None else (0, 0)
         start = time.thread_time_ns()
         response = (handler or self.handler)(workload.order_event(key), workload.Context())
-        spent = time.thread_time_ns() - start - (self.model.cpu_ns - model_before)
+        spent = time.thread_time_ns() - start - ((model.cpu_ns - model_before) if model is not None else 0)
         if response.get("statusCode") != 201:
             raise RuntimeError(f"{self.side}: request {key} answered {response}")
-        return spent / 1000, self.model.usage.calls[calls_before:], response
+        return spent / 1000, model.usage.calls[calls_before:] if model is not None else [], response
+
+    def usage(self) -> dict[str, Any]:
+        """The calls and capacity units since the previous :meth:`usage` (then counted from zero)."""
+        if self.server is not None:
+            return self.server.usage()
+        assert self.model is not None
+        return self.model.reset_usage().as_dict()
 
     def first(self) -> tuple[float, list[str], dict[str, Any]]:
-        key = f"{self.side}-{len(self.completed)}"
+        key = f"{self.prefix}-{len(self.completed)}"
         self.completed.append(key)
         return self.run(key)
 
@@ -117,8 +137,9 @@ def make_handler(side: str, model: DynamoModel | None = None, client: Any = None
 
     if side == VALIDATING:
         client = workload.user_client()
-    # Without a client: the store's own, as deployed.
+    # Without a client: the store's own, as deployed (created now, as in Lambda's init phase).
     store = DynamoStore(workload.TABLE, client=client, cache=RecordCache() if cache else None)
+    store.client  # noqa: B018
     if model is not None:
         model.install(store.client)
     mode = "claim_first" if side == "retrysafe_claim_first" else "atomic"
@@ -126,21 +147,50 @@ def make_handler(side: str, model: DynamoModel | None = None, client: Any = None
 
 
 # -- 1. round trips and capacity units ---------------------------------------------
-def round_trips_and_units() -> dict[str, Any]:
-    """DynamoDB calls and capacity units of a first request, its replay and an in-flight duplicate."""
+def round_trips_and_units(server: ModelServer | None = None) -> dict[str, Any]:
+    """DynamoDB calls and capacity units of a first request, its replays and (in process) an in-flight duplicate."""
     result: dict[str, Any] = {}
     with quiet():
         for side in SIDES:
-            runner = Side(side)
-            runner.model.reset_usage()
+            runner = Side(side, server)
+            runner.usage()
             runner.first()
-            first = runner.model.reset_usage().as_dict()
+            first = runner.usage()
             runner.replay()
-            replay = runner.model.reset_usage().as_dict()
+            replay = runner.usage()
             runner.replay(other=True)
-            other = runner.model.reset_usage().as_dict()
-            result[side] = {"first": first, "replay": replay, "replay_other_container": other,
-                            "in_flight_duplicate": _in_flight(side)}
+            other = runner.usage()
+            result[side] = {"first": first, "replay": replay, "replay_other_container": other}
+            if server is None:
+                result[side]["in_flight_duplicate"] = _in_flight(side)
+    return result
+
+
+def record_only_units() -> dict[str, Any]:
+    """Calls and capacity units of a first request whose handler writes nothing but the idempotency record
+    (:func:`workload.quote`), and of its replay in another container."""
+    from retrysafe import DynamoStore, Engine, idempotent_http
+
+    result: dict[str, Any] = {}
+    with quiet():
+        for side in ("retrysafe_atomic", "retrysafe_claim_first", "powertools"):
+            model = DynamoModel(workload.model_tables())
+            if side == "powertools":
+                handlers = [workload.powertools_quote_handler(model.install(workload.user_client()))] * 2
+            else:
+                mode = "atomic" if side == "retrysafe_atomic" else "claim_first"
+                handlers = []
+                for _ in range(2):  # two containers: the second has not seen the key
+                    store = DynamoStore(workload.TABLE)
+                    model.install(store.client)
+                    handlers.append(idempotent_http(workload.quote, operation="Quote", mode=mode, engine=Engine(store)))
+            entry: dict[str, Any] = {}
+            for kind, handler in (("first", handlers[0]), ("replay_other_container", handlers[1])):
+                response = handler(workload.order_event("quote-1"), workload.Context())
+                if response.get("statusCode") != 201:
+                    raise RuntimeError(f"{side}: a quote answered {response}")
+                entry[kind] = model.reset_usage().as_dict()
+            result[side] = entry
     return result
 
 
@@ -190,15 +240,16 @@ def _in_flight(side: str) -> list[str]:
 
 
 # -- 2. CPU per request ------------------------------------------------------------
-def cpu_per_request(requests: int, block: int = 20) -> dict[str, Any]:
+def cpu_per_request(requests: int, block: int = 20, server: ModelServer | None = None) -> dict[str, Any]:
     """Thread CPU time per request (µs): first requests, replays in the same container and replays in
-    another container (``replay_other``), sides interleaved block by block."""
+    another container (``replay_other``), sides interleaved block by block; with ``server``, over its socket
+    (the server's CPU is in its own process, outside this thread's)."""
     sides = (*SIDES, VALIDATING)
     kinds = ("first", "replay", "replay_other")
     samples: dict[str, dict[str, list[float]]] = {s: {k: [] for k in kinds} for s in sides}
     calls: dict[str, dict[str, list[str]]] = {s: {} for s in sides}
     with quiet():
-        runners = {s: Side(s) for s in sides}
+        runners = {s: Side(s, server) for s in sides}
         for runner in runners.values():  # warm-up: imports, caches, branch predictors
             for _ in range(30):
                 runner.first()
@@ -213,6 +264,15 @@ def cpu_per_request(requests: int, block: int = 20) -> dict[str, Any]:
                         spent, made, _ = runner.replay(other=True) if kind == "replay_other" else getattr(runner, kind)()
                         samples[side][kind].append(spent)
                         calls[side][kind] = made
+        if server is not None:  # the calls of one more request of each kind, as the server saw them
+            for side, runner in runners.items():
+                for kind in kinds:
+                    runner.usage()
+                    if kind == "replay_other":
+                        runner.replay(other=True)
+                    else:
+                        getattr(runner, kind)()
+                    calls[side][kind] = runner.usage()["calls"]
     result: dict[str, Any] = {}
     for side in sides:
         result[side] = {"requests": sum(len(v) for v in samples[side].values())}
@@ -309,8 +369,9 @@ def botocore_floor(runs: int = 7) -> dict[str, Any]:
 
 
 # -- 3. cold start -------------------------------------------------------------------
-def cold_start(runs: int) -> dict[str, Any]:
-    """Import + first invocation (client creation included) in fresh processes, the two sides alternating."""
+def cold_start(runs: int, server: ModelServer | None = None) -> dict[str, Any]:
+    """Import + first invocation (client creation included) in fresh processes, the two sides alternating;
+    with ``server``, the first invocation's calls go over a new connection to it (each run its own key)."""
     import retrysafe
 
     # Both sides import from bytecode, as after a pip install (pip compiled site-packages; this checkout
@@ -318,12 +379,19 @@ def cold_start(runs: int) -> dict[str, Any]:
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(Path(retrysafe.__file__).parent), str(HERE)],
                    check=True)
     env = {**os.environ, "PYTHONPATH": str(ROOT), "AWS_LAMBDA_INITIALIZATION_TYPE": "on-demand"}  # as Lambda sets it
+    if server is not None:
+        env[ENDPOINT_ENV] = server.endpoint
     rows: dict[str, list[dict[str, Any]]] = {"retrysafe": [], "powertools": []}
     for index in range(runs):
         for side in (("retrysafe", "powertools") if index % 2 == 0 else ("powertools", "retrysafe")):
-            proc = subprocess.run([sys.executable, "-m", "benchmarks.coldstart", side], cwd=ROOT, env=env,
-                                  capture_output=True, text=True, check=True)
-            rows[side].append(json.loads(proc.stdout.strip().splitlines()[-1]))
+            if server is not None:
+                server.usage()
+            proc = subprocess.run([sys.executable, "-m", "benchmarks.coldstart", side, f"cold-{side}-{index}"],
+                                  cwd=ROOT, env=env, capture_output=True, text=True, check=True)
+            row = json.loads(proc.stdout.strip().splitlines()[-1])
+            if server is not None:
+                row["calls"] = server.usage()["calls"]
+            rows[side].append(row)
     result: dict[str, Any] = {"runs": runs}
     for side, values in rows.items():
         totals = [r["total_ms"] for r in values]
@@ -413,7 +481,7 @@ def _json_body(size: int) -> str:
 
 # -- output ---------------------------------------------------------------------------
 def ratios(r: dict[str, Any]) -> dict[str, float]:
-    """retrysafe (atomic) / Powertools for each target."""
+    """retrysafe (atomic) / Powertools for each target, in process (``r``) or over the socket (``r["socket"]``)."""
     cpu, cold, tput = r["cpu_us"], r["cold_start"], r["latency_model"]
     rs, pt = cpu["retrysafe_atomic"], cpu["powertools"]
     return {"first_cpu": rs["first_median"] / pt["first_median"], "replay_cpu": rs["replay_median"] / pt["replay_median"],
@@ -429,6 +497,23 @@ def ratios(r: dict[str, Any]) -> dict[str, float]:
             "replay_cpu_validating": cpu[VALIDATING]["replay_median"] / pt["replay_median"]}
 
 
+def over_a_socket(requests: int, cold_runs: int) -> dict[str, Any]:
+    """The socket variant: round trips and units, cold start, CPU per request and the latency model, with
+    every DynamoDB call sent to :mod:`benchmarks.ddb_server` on 127.0.0.1."""
+    with ModelServer() as server:
+        trips = round_trips_and_units(server)
+        print("socket: round trips and units:", json.dumps(trips), flush=True)
+        cold = cold_start(cold_runs, server)
+        print("socket: cold start ms:", json.dumps(cold), flush=True)
+        cpu = cpu_per_request(requests, server=server)
+        print("socket: CPU µs per request:", json.dumps(cpu), flush=True)
+    result: dict[str, Any] = {"round_trips_and_units": trips, "cold_start": cold, "cpu_us": cpu,
+                              "latency_model": latency_model(cpu), "requests": requests}
+    result["ratios"] = ratios(result)
+    result["targets_met"] = verdicts(result["ratios"])
+    return result
+
+
 def verdicts(ratio: dict[str, float]) -> dict[str, bool]:
     """Whether each target is met in this run."""
     return {name: (ratio[name] <= target if op == "<=" else ratio[name] >= target)
@@ -441,6 +526,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--requests", type=int, default=1200, help="first requests (and as many replays) per side")
     parser.add_argument("--cold-runs", type=int, default=17, help="fresh processes per side (>= 15)")
     parser.add_argument("--moto-seconds", type=float, default=6.0, help="moto-server throughput seconds per side")
+    parser.add_argument("--socket-requests", type=int, default=600,
+                        help="first requests (and as many replays) per side over the socket")
     parser.add_argument("--out", type=Path, default=HERE)
     args = parser.parse_args(argv)
 
@@ -461,6 +548,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     print("latency model:", json.dumps(model), flush=True)
     sizes = record_sizes()
     print("record bytes:", json.dumps(sizes), flush=True)
+    quotes = record_only_units()
+    print("record-only first request, units:", json.dumps(quotes), flush=True)
+    socket = over_a_socket(args.socket_requests, args.cold_runs)
+    print("socket ratios:", json.dumps(socket["ratios"]), flush=True)
     # Without retrysafe's record cache: this line is about how moto's server answers each library's calls.
     moto = moto_server.throughput(lambda side, client: make_handler(side, client=client, cache=False), SIDES,
                                   args.moto_seconds, quiet)
@@ -468,7 +559,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
     results: dict[str, Any] = {
         "round_trips_and_units": trips, "cpu_us": cpu, "cold_start": cold, "latency_model": model,
-        "record_bytes": sizes, "moto_server_rps": moto, "cpu_split_us": split, "first_request_budget_us": budget,
+        "record_bytes": sizes, "record_only_units": quotes, "socket": socket, "moto_server_rps": moto, "cpu_split_us": split, "first_request_budget_us": budget,
         "botocore_floor": floor,
         "versions": {name: version(name) for name in ("retrysafe", "aws-lambda-powertools", "boto3", "botocore", "moto")}
                     | {"python": platform.python_version()},

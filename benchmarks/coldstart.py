@@ -1,9 +1,11 @@
 """One cold start, in this fresh process: import a handler module, then its first invocation.
 
-``python -m benchmarks.coldstart retrysafe|powertools`` prints one JSON line. DynamoDB is answered
+``python -m benchmarks.coldstart retrysafe|powertools [KEY]`` prints one JSON line. DynamoDB is answered
 in-process by :mod:`benchmarks.ddb_model`, hooked into every botocore session the libraries create
 (``BUILTIN_HANDLERS``), so client creation, endpoint resolution, signing and parsing are paid as in
-Lambda; the model's own time is subtracted. What Lambda's runtime has loaded before it imports a
+Lambda; the model's own time is subtracted. With ``AWS_ENDPOINT_URL_DYNAMODB`` set (the socket variant)
+nothing is hooked: the calls go to that endpoint (:mod:`benchmarks.ddb_server`, another process), the
+connection included, and ``KEY`` (a new one per run) keeps the first invocation a first request. What Lambda's runtime has loaded before it imports a
 handler (``json``, ``decimal``, ``threading``...) is loaded here before the clock starts.
 """
 
@@ -44,9 +46,11 @@ class _HookBotocore(importlib.abc.MetaPathFinder):
 
 def main() -> None:
     side = sys.argv[1]
-    sys.meta_path.insert(0, _HookBotocore())
+    key = sys.argv[2] if len(sys.argv) > 2 else "cold-start-key"
+    if "AWS_ENDPOINT_URL_DYNAMODB" not in os.environ:
+        sys.meta_path.insert(0, _HookBotocore())
     out = sys.stdout
-    event, context = workload.order_event("cold-start-key"), workload.Context()
+    event, context = workload.order_event(key), workload.Context()
     with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink):
         w0, c0 = time.perf_counter(), time.process_time()
         module = importlib.import_module(f"benchmarks.handlers.{side}_orders")

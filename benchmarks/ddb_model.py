@@ -102,18 +102,23 @@ class DynamoModel:
         from botocore.awsrequest import AWSResponse
 
         target = request.headers["X-Amz-Target"]
-        operation = (target.decode() if isinstance(target, bytes) else target).split(".", 1)[1]
-        body = json.loads(request.body or b"{}")
+        status, headers, raw = self.answer(target.decode() if isinstance(target, bytes) else target, request.body)
+        return AWSResponse(request.url, status, headers, _Raw(raw))
+
+    def answer(self, target: str, body: bytes | str | None) -> tuple[int, dict[str, str], bytes]:
+        """DynamoDB's reply to one request (``X-Amz-Target`` and JSON body): status, headers and body bytes."""
+        operation = target.split(".", 1)[1]
+        request = json.loads(body or b"{}")
         with self._lock:
             self.usage.calls.append(operation)
             try:
-                status, payload = 200, getattr(self, "_" + operation)(body)
+                status, payload = 200, getattr(self, "_" + operation)(request)
             except _Failure as failure:
                 status, payload = 400, failure.payload
         raw = json.dumps(payload, separators=(",", ":")).encode()
         headers = {"Content-Type": "application/x-amz-json-1.0", "Content-Length": str(len(raw)),
                    "x-amzn-RequestId": "MODEL", "x-amz-crc32": str(zlib.crc32(raw) & 0xFFFFFFFF)}
-        return AWSResponse(request.url, status, headers, _Raw(raw))
+        return status, headers, raw
 
     # -- operations ------------------------------------------------------------
     def _PutItem(self, body: dict[str, Any]) -> dict[str, Any]:

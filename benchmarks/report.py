@@ -32,6 +32,11 @@ def summary(r: dict[str, Any], targets: dict[str, tuple[float, str]]) -> str:
     b = r["first_request_budget_us"]
     lines.append(f"  first request with zero CPU around the handler: {b['floor_ratio']:.2f}; the target leaves "
                  f"{b['budget']:.0f} µs for retrysafe's work around it, which took {b['around_handler']:.0f} µs")
+    sock = r["socket"]
+    lines.append("retrysafe (atomic) / Powertools over a socket (127.0.0.1, keep-alive), this run:")
+    for name, (target, op) in targets.items():
+        lines.append(f"  {NAMES[name]:<42} {sock['ratios'][name]:5.2f}   target {op} {target:<5} "
+                     f"{'met' if sock['targets_met'][name] else 'NOT met'}")
     m = r["machine"]
     lines.append(f"  load average before/after: {m['load_average_before'][0]:.2f} / {m['load_average_after'][0]:.2f} "
                  f"on {m['cpus']} CPUs")
@@ -82,8 +87,10 @@ def markdown(r: dict[str, Any], chart_name: str | None, targets: dict[str, tuple
     cpu, cold, tput, trips, sizes = (r["cpu_us"], r["cold_start"], r["latency_model"], r["round_trips_and_units"],
                                      r["record_bytes"])
     ratio, met, v, m = r["ratios"], r["targets_met"], r["versions"], r["machine"]
+    sock = r["socket"]
     target_rows = "\n".join(
-        f"| {NAMES[n]} | **{ratio[n]:.2f}** | {op} {t} | {'met' if met[n] else '**not met**'} |"
+        f"| {NAMES[n]} | **{ratio[n]:.2f}** ({'met' if met[n] else '**not met**'}) | "
+        f"**{sock['ratios'][n]:.2f}** ({'met' if sock['targets_met'][n] else '**not met**'}) | {op} {t} |"
         for n, (t, op) in targets.items())
     calls = "\n".join(_row(label, [" + ".join(_short(trips[s][k] if k == "in_flight_duplicate" else trips[s][k]["calls"]))
                                    or "none" for s in COLUMNS])
@@ -117,7 +124,7 @@ def markdown(r: dict[str, Any], chart_name: str | None, targets: dict[str, tuple
 Measured by `make bench` ({r['duration_seconds']} s) on {m['platform']}, {m['cpus']} CPUs shared with other work
 (load average {m['load_average_before'][0]:.1f} before, {m['load_average_after'][0]:.1f} after); Python {v['python']},
 retrysafe {v['retrysafe']}, aws-lambda-powertools {v['aws-lambda-powertools']}, boto3 {v['boto3']}, botocore {v['botocore']}.
-Every ratio is retrysafe (atomic) / Powertools from measurements interleaved in this one run.
+Every ratio is retrysafe (atomic) / Powertools from measurements interleaved in this one run.{_load(m)}
 
 **Workload, both sides.** An HTTP API (v2) `POST /orders` request with an `Idempotency-Key`, answered with
 ~1 KiB of JSON; the operation writes one order item and one event item. retrysafe puts both in its
@@ -135,9 +142,17 @@ and TLS by neither; the model's own time is subtracted. {_validation(r)}
 
 ## Targets
 
-| ratio retrysafe / Powertools | this run | target | |
+| ratio retrysafe / Powertools | in process | over a socket (new) | target |
 |---|---|---|---|
 {target_rows}
+
+"In process": botocore's HTTP layer answered by the model in the same thread (regression tracking).
+"Over a socket" (new in this version of the bench): the same model served by `benchmarks/ddb_server.py`
+on 127.0.0.1 in another process; see [its section](#over-a-socket-new).
+
+{_socket_section(r)}
+
+{_write_units_section(r)}
 
 ## CPU per request (thread CPU time, µs, {cpu['powertools']['requests']} requests per side)
 
@@ -246,9 +261,99 @@ This measures moto (its `TransactWriteItems` deep-copies every table it touches)
 ## Reproduce
 
 ```
-make bench        # about 2-3 minutes; writes benchmarks/results.json, RESULTS.md, comparison.png
+make bench        # about 3-4 minutes; writes benchmarks/results.json, RESULTS.md, comparison.png
 ```
 """
+
+
+def _load(m: dict[str, Any]) -> str:
+    """A warning when the machine was busier than its CPUs during the run."""
+    if max(m["load_average_before"][0], m["load_average_after"][0]) <= m["cpus"]:
+        return ""
+    return (f"\n\n**Measured under load** (load average above the {m['cpus']} CPUs): absolute times are slower "
+            "than on an idle machine; the ratios compare measurements interleaved under the same load.")
+
+
+def _socket_section(r: dict[str, Any]) -> str:
+    """The socket variant, side by side with the in-process one."""
+    sock, here = r["socket"], r
+    cpu, cold, tput = sock["cpu_us"], sock["cold_start"], sock["latency_model"]
+    rows = []
+    for label, key in (("first request, median", "first_median"), ("first request, p90", "first_p90"),
+                       ("replay in the same container, median", "replay_median"),
+                       ("replay in another container, median", "replay_other_median"),
+                       ("replay in another container, p90", "replay_other_p90")):
+        rows.append(_row(label, [f"{cpu[s][key]:.0f} ({here['cpu_us'][s][key]:.0f})" for s in COLUMNS]))
+    rows.append(_row("first request, validating client, median",
+                     [(f"{cpu['retrysafe_atomic_validating']['first_median']:.0f} "
+                      f"({here['cpu_us']['retrysafe_atomic_validating']['first_median']:.0f})"), "", ""]))
+    for share, suffix, where in ((0, "", ""), (5, "", ", same container"), (5, "_other", ", another container"),
+                                 (50, "", ", same container"), (50, "_other", ", another container")):
+        key = f"rps_{share}{suffix}"
+        rows.append(_row(f"requests/s, latency model, {share}% replays{where}",
+                         [f"{tput[s][key]:.1f} ({here['latency_model'][s][key]:.1f})" for s in COLUMNS]))
+    rc, pc = cold["retrysafe"], cold["powertools"]
+    hrc, hpc = here["cold_start"]["retrysafe"], here["cold_start"]["powertools"]
+    rows.append(_row(f"cold start CPU, median of {cold['runs']} (ms)",
+                     [f"{rc['cpu_median_ms']:.0f} ({hrc['cpu_median_ms']:.0f})", "",
+                      f"{pc['cpu_median_ms']:.0f} ({hpc['cpu_median_ms']:.0f})"]))
+    same = all(sock["round_trips_and_units"][s][k] == here["round_trips_and_units"][s][k]
+               for s in COLUMNS for k in ("first", "replay", "replay_other_container"))
+    units = ("the same calls and capacity units as in process, per side and request kind" if same else
+             "**calls or capacity units that differ from the in-process run**: see `results.json`")
+    return f"""## Over a socket (new)
+
+Every DynamoDB call of both libraries goes to the model served over HTTP/1.1 with keep-alive on
+127.0.0.1 by another process (`benchmarks/ddb_server.py`, a threaded `http.server`), through botocore's
+own urllib3 connection pool, as in a warm Lambda container (no TLS: HTTPS costs more than this
+measures). The clients' CPU is this process's thread CPU (`time.thread_time`; `time.process_time` of the
+fresh process for cold starts, its connection set-up included); the server's CPU is in its own process
+and never counted. {sock['requests']} first requests (and as many replays of each kind) per side. The
+server saw {units}.
+
+| CPU µs per request, socket (in process) | retrysafe atomic | retrysafe claim-first | Powertools |
+|---|---|---|---|
+{chr(10).join(rows)}
+
+Ratios retrysafe atomic / Powertools over the socket: first request **{sock['ratios']['first_cpu']:.2f}**
+(in process {r['ratios']['first_cpu']:.2f}), replay in another container **{sock['ratios']['replay_cpu_other']:.2f}**
+({r['ratios']['replay_cpu_other']:.2f}), cold start **{sock['ratios']['cold_start']:.2f}**
+({r['ratios']['cold_start']:.2f}). Each call's HTTP stack is paid once by a retrysafe atomic first request
+and four times by Powertools'."""
+
+
+def _write_units_section(r: dict[str, Any]) -> str:
+    """Write units per path, each library, with what the difference is made of."""
+    trips, quotes = r["round_trips_and_units"], r["record_only_units"]
+
+    def cell(entry: dict[str, Any]) -> str:
+        extra = f" (at least {entry['wcu_lower_bound']:g})" if entry["wcu_lower_bound"] != entry["wcu"] else ""
+        return f"{entry['wcu']:g}{extra}: {' + '.join(_short(entry['calls'])) or 'no call'}"
+
+    rows = [
+        _row("first request, 1 item + 1 event", [cell(trips[s]["first"]) for s in COLUMNS]),
+        _row("first request, nothing but the record", [cell(quotes[s]["first"]) for s in COLUMNS]),
+        _row("replay, same container, 1 item + 1 event", [cell(trips[s]["replay"]) for s in COLUMNS]),
+        _row("replay, another container, 1 item + 1 event",
+             [cell(trips[s]["replay_other_container"]) for s in COLUMNS]),
+        _row("replay, another container, nothing but the record",
+             [cell(quotes[s]["replay_other_container"]) for s in COLUMNS]),
+    ]
+    first = trips["retrysafe_atomic"]["first"]
+    return f"""## Write units per path
+
+| write units: calls | retrysafe atomic | retrysafe claim-first | Powertools |
+|---|---|---|---|
+{chr(10).join(rows)}
+
+A first request whose handler writes nothing but the record (`workload.quote`, ~1 KiB answer) costs
+retrysafe atomic one conditional `PutItem`, no transaction: the record is compressed to one unit,
+where Powertools writes its record twice (in progress, then completed with the uncompressed answer).
+With one item and one event, retrysafe atomic's {first['wcu']:g} units are {first['table_wcu']:g} for
+the transaction (record, order and event, one unit each, doubled because transactional writes cost
+double) and {first['gsi_wcu']:g} for the event's entry in the outbox index (`outbox-unpublished`, which
+the publisher and the sweeper query); Powertools' separate `PutItem`s cost single units but do not
+commit together. Claim-first adds its claim (`PutItem`, one unit) to the same transaction."""
 
 
 def _powertools_wins(r: dict[str, Any]) -> str:

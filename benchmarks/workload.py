@@ -59,6 +59,13 @@ def create_order(event: dict[str, Any], context: Any, txn: Any) -> dict[str, Any
             "body": response_body(order_id, body["amount"])}
 
 
+def quote(event: dict[str, Any], context: Any, txn: Any = None) -> dict[str, Any]:
+    """A handler that writes nothing but its idempotency record: a ~1 KB price quote."""
+    body = json.loads(event["body"])
+    return {"statusCode": 201, "headers": {"Content-Type": "application/json"},
+            "body": response_body(f"quote-{body['customer']}", body["amount"])}
+
+
 def retrysafe_handler(mode: str, engine: Any, body: Any = create_order) -> Any:
     """The workload under ``@idempotent_http``: ``body`` (default :func:`create_order`) as the handler."""
     from retrysafe import idempotent_http
@@ -115,6 +122,20 @@ def powertools_handler(client: Any) -> Any:
                 "body": response_body(order_id, body["amount"])}
 
     return handler
+
+
+def powertools_quote_handler(client: Any) -> Any:
+    """:func:`quote` under Powertools ``@idempotent``, configured as :func:`powertools_handler` is."""
+    from aws_lambda_powertools.utilities.idempotency import (
+        DynamoDBPersistenceLayer,
+        IdempotencyConfig,
+        idempotent,
+    )
+
+    persistence = DynamoDBPersistenceLayer(table_name=POWERTOOLS_TABLE, boto3_client=client)
+    config = IdempotencyConfig(event_key_jmespath='headers."idempotency-key"', payload_validation_jmespath="body",
+                               expires_after_seconds=7 * 86400)
+    return idempotent(persistence_store=persistence, config=config)(quote)
 
 
 def model_tables() -> dict[str, Any]:

@@ -2,7 +2,8 @@
 
 Atomic mode
     run the work -> ONE ``TransactWriteItems`` (completed record conditioned
-    ``attribute_not_exists(pk) OR exp < now`` + the work's writes + events).
+    ``attribute_not_exists(pk) OR exp < now`` + the work's writes + events);
+    work that wrote nothing but the record: ONE conditional ``PutItem`` instead.
     If the record exists, DynamoDB returns it (ALL_OLD) and the engine replays,
     refuses a mismatch or reports the duplicate in flight: 1 round trip either way.
 Claim first
@@ -195,7 +196,10 @@ class Engine:
         actions = txn.actions()
         for attempt in range(RACE_RETRIES + 1):
             try:
-                self.store.commit(record, actions, self.clock(), token=request_token(writer, "commit", str(attempt)))
+                if actions:
+                    self.store.commit(record, actions, self.clock(), token=request_token(writer, "commit", str(attempt)))
+                else:  # nothing but the record: a conditional PutItem costs half a transaction's write units
+                    self.store.put_absent(record, self.clock())
                 break
             except RecordConflict as conflict:
                 if _written_by(conflict.current, writer, COMPLETED):

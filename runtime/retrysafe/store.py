@@ -164,10 +164,7 @@ class DynamoStore:
         with the current record when the key is taken.
         """
         try:
-            self._call("put_item", TableName=self.table_name, Item=to_item(record),
-                       ConditionExpression=_ABSENT_CONDITION, ExpressionAttributeNames={"#exp": TTL_ATTRIBUTE},
-                       ExpressionAttributeValues={":now": {"N": str(int(now))}},
-                       ReturnValuesOnConditionCheckFailure="ALL_OLD")
+            self._put_absent(record, now)
             return ClaimResult(record)
         except _ConditionFailed as failed:
             current = failed.record
@@ -177,6 +174,28 @@ class DynamoStore:
                 or current.lease_remaining(now) > 0 or current.lease_until_ms is None):
             raise RecordConflict(current)
         return self._take_over(record, current, now)
+
+    def put_absent(self, record: Record, now: float) -> None:
+        """Atomic mode with nothing to write but the completed ``record``: one conditional ``PutItem``.
+
+        The key must be absent or expired, as for :meth:`commit` without ``owner``, but without a
+        transaction (transactional writes cost double). A ``PutItem`` carries no ``ClientRequestToken``:
+        a retry whose first attempt was applied meets its own record, which the :class:`RecordConflict`
+        carries (``ALL_OLD``) with ``record.owner``, the writer's token. Raises :class:`RecordConflict`,
+        :class:`TransactionRaced` (a concurrent transaction held the item), :class:`StoreUnavailableError`
+        or :class:`StoreRejectedError`.
+        """
+        try:
+            self._put_absent(record, now)
+        except _ConditionFailed as failed:
+            raise RecordConflict(failed.record) from None
+
+    def _put_absent(self, record: Record, now: float) -> None:
+        """``record`` where its key is absent or expired; raises :class:`_ConditionFailed` with the current item."""
+        self._call("put_item", TableName=self.table_name, Item=to_item(record),
+                   ConditionExpression=_ABSENT_CONDITION, ExpressionAttributeNames={"#exp": TTL_ATTRIBUTE},
+                   ExpressionAttributeValues={":now": {"N": str(int(now))}},
+                   ReturnValuesOnConditionCheckFailure="ALL_OLD")
 
     def _take_over(self, record: Record, previous: Record, now: float) -> ClaimResult:
         values: AttributeMap = {

@@ -6,6 +6,8 @@ through one answered by moto (in-process); the parsed responses and errors must 
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
 from typing import Any
 
 import boto3
@@ -118,3 +120,40 @@ def test_transactional_writes_cost_double_and_the_index_one_more() -> None:
                                                {"Put": {"TableName": "t", "Item": event}}])
     usage = model.reset_usage().as_dict()
     assert (usage["table_wcu"], usage["gsi_wcu"]) == (2 * 1 + 2 * 2, 2)  # 1 KiB + 2 KiB items, doubled; 1.6 KiB entry
+
+
+@pytest.fixture
+def bench(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """:mod:`benchmarks.bench` with its environment for this test only (importing it sets its variables)."""
+    saved = dict(os.environ)
+    from benchmarks import bench as module
+
+    os.environ.clear()
+    os.environ.update(saved)
+    for name, value in module.ENV.items():
+        monkeypatch.setenv(name, value)
+    yield module
+
+
+def test_the_socket_variant_makes_the_same_calls_and_pays_the_same_units(bench: Any) -> None:
+    """``make bench``'s socket variant: the model served on 127.0.0.1 by another process, both libraries'
+    clients pointed at it, answers every request kind as the in-process model does."""
+    from benchmarks.ddb_server import ModelServer
+
+    here = bench.round_trips_and_units()
+    with ModelServer() as server:
+        assert server.endpoint.startswith("http://127.0.0.1:")
+        there = bench.round_trips_and_units(server)
+        assert server.usage()["calls"] == []  # each read of the usage starts a new count
+    for side in bench.SIDES:
+        for kind in ("first", "replay", "replay_other_container"):
+            assert there[side][kind] == here[side][kind], (side, kind)
+    assert here["retrysafe_atomic"]["first"]["calls"] == ["TransactWriteItems"]
+
+
+def test_a_first_request_writing_only_its_record_is_one_put_of_one_unit(bench: Any) -> None:
+    units = bench.record_only_units()
+    assert units["retrysafe_atomic"]["first"]["calls"] == ["PutItem"]
+    assert units["retrysafe_atomic"]["first"]["wcu"] == 1  # not doubled: no transaction
+    assert units["retrysafe_atomic"]["replay_other_container"]["calls"] == ["PutItem"]
+    assert units["powertools"]["first"]["calls"] == ["PutItem", "UpdateItem"]

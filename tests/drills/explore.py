@@ -592,10 +592,12 @@ REQUESTS = tuple(p for p in PATHS if PATHS[p].outbox is None)
 #: The bounded exhaustive set ``make test`` runs (tests/drills/test_exploration.py).
 BOUNDED: tuple[Scope, ...] = (
     # one invocation, up to two faults on its calls (one on the task's four calls)
-    *(Scope(path, ("A",), faults=2) for path in ("http-atomic", "http-claim-first", "sqs", "webhook")),
+    *(Scope(path, ("A",), faults=2) for path in ("http-atomic", "http-atomic-record-only", "http-claim-first", "sqs",
+                                                 "webhook")),
     Scope("task", ("A",), faults=1),
     # two invocations of one intent interleaved, one fault between them
-    *(Scope(path, ("A", "A"), faults=1, total=1) for path in ("http-atomic", "http-claim-first", "sqs", "webhook")),
+    *(Scope(path, ("A", "A"), faults=1, total=1) for path in ("http-atomic", "http-atomic-record-only",
+                                                              "http-claim-first", "sqs", "webhook")),
     Scope("task", ("A", "A"), faults=0),
     # a lease lapsing while an invocation runs (a zombie and its successor)
     Scope("http-claim-first", ("A", "A"), faults=0, env=("lapse",)),

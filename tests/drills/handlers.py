@@ -54,6 +54,14 @@ def create_order(event: dict[str, Any], context: Any, txn: Transaction) -> dict[
             "body": json.dumps({"id": order_id, "amount": amount})}
 
 
+@idempotent_http(operation="QuoteOrder")
+def quote_order(event: dict[str, Any], context: Any, txn: Transaction) -> dict[str, Any]:
+    """Atomic, writing nothing but the record: a price quote whose number a retry must see again."""
+    amount = int(json.loads(event["body"])["amount"])
+    return {"statusCode": 201, "headers": {"Content-Type": "application/json"},
+            "body": json.dumps({"quote": txn.derive_key("quote")[:16], "amount": amount, "fee": amount // 10})}
+
+
 @idempotent_http(operation="PayOrder", mode="claim_first")
 def pay_order(event: dict[str, Any], context: Any, txn: Transaction) -> dict[str, Any]:
     """Claim-first: a foreign charge with a derived key, then the local writes."""

@@ -11,6 +11,7 @@ a step that returns another intent's result is seen.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -54,6 +55,21 @@ def _http(intent: str, engine: Engine, notes: list[str], mode: str) -> Callable[
                 "body": json.dumps({"order": KEY, "intent": body["intent"]})}
 
     adapter = HttpAdapter(idempotent_http(handle, operation=f"Http-{mode}", mode=mode, engine=engine),
+                          lambda variant: payload(intent))
+    return lambda: adapter.invoke(adapter.request(KEY))
+
+
+def _http_record_only(intent: str, engine: Engine, notes: list[str]) -> Callable[[], Answer]:
+    """Atomic mode, nothing written but the record (one conditional ``PutItem``): the answer is the effect.
+
+    Its quote number is random (derived keys are the same in every run), so an answer from a second
+    execution differs from the first one's."""
+    def quote(event: dict[str, Any], context: Any, txn: Transaction) -> dict[str, Any]:
+        body = json.loads(event["body"])
+        return {"statusCode": 201, "headers": {"Content-Type": "application/json"},
+                "body": json.dumps({"quote": os.urandom(12).hex(), "intent": body["intent"]})}
+
+    adapter = HttpAdapter(idempotent_http(quote, operation="Http-record-only", engine=engine),
                           lambda variant: payload(intent))
     return lambda: adapter.invoke(adapter.request(KEY))
 
@@ -221,6 +237,7 @@ OUTBOX = Outbox()
 
 PATHS: dict[str, Path] = {p.name: p for p in (
     Path("http-atomic", lambda i, e, n: _http(i, e, n, "atomic")),
+    Path("http-atomic-record-only", _http_record_only, ()),
     Path("http-claim-first", lambda i, e, n: _http(i, e, n, "claim_first")),
     Path("sqs", _sqs),
     Path("task", _task, ("a", "b", "c")),

@@ -57,13 +57,15 @@ def call_label(operation: str, params: Mapping[str, Any]) -> str:
         return "transaction"
     if operation == "UpdateItem":
         expression = str(params.get("UpdateExpression", ""))
-        if expression.startswith("SET #st = :pending"):
-            return "claim"
+        if expression.startswith("SET #ow = :ow, #le = :le"):
+            return "takeover"
         if expression == "SET #le = :ended":
             return "release (lease ended)"
         if "#obq" in expression:
             return "mark published"
         return "update"
+    if operation == "PutItem":  # a claim, or atomic mode's commit of a record without business writes
+        return "commit" if params.get("Item", {}).get("st", {}).get("S") == "completed" else "claim"
     if operation == "DeleteItem":
         return "release"
     if operation == "GetItem":
@@ -143,9 +145,9 @@ class Gate:
 
     def before_send(self, operation: str, params: Mapping[str, Any], request: Any) -> Any:
         """Park (the scheduler arms the chosen fault meanwhile)."""
-        if operation == "UpdateItem" and call_label(operation, params) == "claim":
-            values = params["ExpressionAttributeValues"]
-            self.claims[str(values[":ow"]["S"])] = (str(values[":fp"]["S"]), int(values[":exp"]["N"]))
+        if operation == "PutItem" and call_label(operation, params) == "claim":
+            item = params["Item"]
+            self.claims[str(item["ow"]["S"])] = (str(item["fp"]["S"]), int(item["exp"]["N"]))
         invocation: Invocation | None = getattr(_local, "invocation", None)
         run: Run | None = getattr(_local, "run", None)
         if invocation is None or run is None or invocation.slot.boundary.dead:
@@ -217,7 +219,10 @@ class Run:
             invocation.thread.start()
         else:
             invocation.calls += 1
-            if operation == "UpdateItem" and call_label(operation, params) == "claim":
+            label = call_label(operation, params)
+            if label == "claim":
+                invocation.owner = str(params["Item"]["ow"]["S"])
+            elif label == "takeover":
                 invocation.owner = str(params["ExpressionAttributeValues"][":ow"]["S"])
             if fault is not None:
                 invocation.faults += 1

@@ -11,10 +11,20 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from retrysafe import names
 from retrysafe.testing import ALWAYS, DrillFailed, Drills, publish_twice
 
 from tests.drills import handlers
-from tests.drills.handlers import bill, capture, create_order, notify, pay_order, provider, receiver
+from tests.drills.handlers import (
+    bill,
+    capture,
+    create_order,
+    notify,
+    pay_order,
+    provider,
+    quote_order,
+    receiver,
+)
 
 DRILLS = ["response_lost", "race", "key_reuse", "redelivery", "crash_after_foreign_call", "late_replay"]
 
@@ -28,20 +38,29 @@ def order_event(variant: int) -> dict[str, Any]:
 
 
 PATHS = {
-    "http-atomic": (lambda: create_order, amount, lambda orders: lambda: orders("order#")),
-    "http-claim-first": (lambda: pay_order, amount, lambda orders: provider.charges),
+    "http-atomic": (lambda: create_order, amount, lambda orders, table: lambda: orders("order#")),
+    # Its only effect is the stored answer (one PutItem, no transaction): one completed record per intent.
+    "http-atomic-record-only": (lambda: quote_order, amount, lambda orders, table: lambda: completed_records(table)),
+    "http-claim-first": (lambda: pay_order, amount, lambda orders, table: provider.charges),
     "sqs-atomic": (lambda: bill, order_event, None),
-    "sqs-claim-first": (lambda: notify, order_event, lambda orders: provider.charges),
+    "sqs-claim-first": (lambda: notify, order_event, lambda orders, table: provider.charges),
     "webhook": (lambda: receiver, order_event, None),
     "webhook-standard": (lambda: handlers.standard_receiver, order_event, None),
-    "workflow-task": (lambda: capture, order_event, lambda orders: provider.charges),
+    "workflow-task": (lambda: capture, order_event, lambda orders, table: provider.charges),
 }
 
 
+def completed_records(table: Any) -> int:
+    """Completed idempotency records in the table."""
+    items = table.client.scan(TableName=table.table_name, ConsistentRead=True)["Items"]
+    return sum(1 for item in items if item["pk"]["S"].startswith(names.RECORD_PREFIX)
+               and item.get("st", {}).get("S") == "completed")
+
+
 @pytest.fixture(params=sorted(PATHS))
-def drills(request: pytest.FixtureRequest, orders: Any, retrysafe_drills: Any) -> Drills:
+def drills(request: pytest.FixtureRequest, orders: Any, retrysafe_table: Any, retrysafe_drills: Any) -> Drills:
     handler, payload, effects = PATHS[request.param]
-    return retrysafe_drills(handler(), payload, effects=effects(orders) if effects else None)
+    return retrysafe_drills(handler(), payload, effects=effects(orders, retrysafe_table) if effects else None)
 
 
 @pytest.mark.parametrize("drill", DRILLS)

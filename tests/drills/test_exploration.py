@@ -84,3 +84,35 @@ def test_the_exploration_replays_from_warm_record_caches(explorer: World, monkey
     scope = next(s for s in BOUNDED if s.path == "http-atomic" and s.intents == ("A",) and not s.env)
     result = explore(explorer, scope)
     assert not result.violations and hits
+
+
+def test_the_exploration_catches_a_record_only_put_without_its_condition(explorer: World) -> None:
+    """Mutation check on atomic mode's lone PutItem: unconditioned, a second invocation overwrites the answer."""
+
+    def unconditional(params: dict[str, Any], **_: Any) -> None:
+        if params.get("Item", {}).get("st", {}).get("S") == "completed":
+            for name in ("ConditionExpression", "ExpressionAttributeNames", "ExpressionAttributeValues"):
+                params.pop(name, None)
+
+    for slot in explorer.slots:
+        slot.client.meta.events.register_first("before-parameter-build.dynamodb.PutItem", unconditional)
+    try:
+        result = explore(explorer, Scope("http-atomic-record-only", ("A", "A"), faults=0))
+    finally:
+        for slot in explorer.slots:
+            slot.client.meta.events.unregister("before-parameter-build.dynamodb.PutItem", unconditional)
+    assert {"completed-overwritten", "answers-differ"} & set(result.violations)
+
+
+def test_the_exploration_catches_a_release_that_deletes_a_committed_checkpoint(
+        explorer: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Mutation check: a failed run that deletes its claim although a checkpoint committed loses it.
+
+    The claims the explorer watches are the ``PutItem`` claims its gate notes (owner, fingerprint, expiry)."""
+    from retrysafe.engine import Engine
+
+    original = Engine._release
+    monkeypatch.setattr(Engine, "_release", lambda engine, intent, owner, *, keep: original(engine, intent, owner,
+                                                                                           keep=False))
+    result = explore(explorer, Scope("task", ("A",), faults=1), stop_at_first=True)
+    assert "checkpoint-lost" in result.violations

@@ -102,6 +102,16 @@ def test_http_paths_send_valid_requests(own: tuple[DynamoStore, Captured]) -> No
         mismatch = api_event(json.dumps({"a": 2}), headers={names.IDEMPOTENCY_KEY_HEADER: f"k-{mode.value}"})
         assert handler(mismatch, DrillContext())["statusCode"] == 422
         store.client.delete_item(TableName=ORDERS, Key={"pk": {"S": "order#1"}})
+
+    def quote(event: Any, context: Any, txn: Any) -> dict[str, Any]:
+        return {"statusCode": 201, "headers": {"Content-Type": "application/json"}, "body": json.dumps({"x": "y" * 600})}
+
+    # Atomic mode with nothing but the record: the completed record in a conditional PutItem.
+    handler = idempotent_http(quote, operation="ShapesRecordOnly", engine=engine)
+    event = api_event(json.dumps({"a": 1}), headers={names.IDEMPOTENCY_KEY_HEADER: "k-record-only"})
+    assert handler(event, DrillContext())["statusCode"] == 201
+    assert any(model.name == "PutItem" and params["Item"].get("st", {}).get("S") == "completed"
+               for model, params in captured.requests)
     _shapes_ok(captured, {"TransactWriteItems", "PutItem"})  # the claim is a conditional PutItem
 
 

@@ -28,8 +28,9 @@ call's parameters:
   ``CancellationReasons`` (``ThrottlingError``, ``TransactionConflict``...).
 
 Every ``TransactWriteItems`` that DynamoDB applied is recorded as a
-:class:`Commit` (a token replay applies nothing and is not), so a drill can
-count business effects per intent without knowing the handler.
+:class:`Commit` (a token replay applies nothing and is not), and so is the
+``PutItem`` that completes a record in atomic mode when the work wrote nothing
+else, so a drill can count business effects per intent without knowing the handler.
 """
 
 from __future__ import annotations
@@ -56,6 +57,8 @@ Reason = str | tuple[str, str] | None
 #: ``times`` of a fault that fires on every matching attempt: until botocore's retries run out.
 ALWAYS = sys.maxsize
 
+#: The calls that complete an idempotency record: a transaction, or a lone ``PutItem`` in atomic mode.
+_COMMIT_OPERATIONS = ("TransactWriteItems", "PutItem")
 CRASH_BEFORE = "crash before"
 CRASH_AFTER = "crash after"
 LOST_RESPONSE = "lost response"
@@ -182,7 +185,8 @@ def error_response(status: int, code: str, message: str, extra: Mapping[str, Any
 
 @dataclass(frozen=True)
 class Commit:
-    """One applied ``TransactWriteItems``: the intent it completed or checkpointed, and what it wrote."""
+    """One applied ``TransactWriteItems`` (or completing ``PutItem``): the intent it completed or checkpointed,
+    and what it wrote."""
 
     record_id: str | None
     #: ``(table, key)`` of each business write (Put/Update/Delete outside the record and the outbox).
@@ -296,12 +300,15 @@ class Boundary:
         self.arm(Fault(operation, ERROR, match, nth, times, error=(status, code, message, dict(extra or {}))))
 
     def crash_after_commit(self) -> None:
-        """Lose the answer of the transaction that completes an idempotency record (it did commit)."""
-        self.crash("TransactWriteItems", when="after", match=completes_record)
+        """Lose the answer of the write that completes an idempotency record (it did commit): its
+        ``TransactWriteItems``, or the ``PutItem`` of an atomic intent that wrote nothing else."""
+        for operation in _COMMIT_OPERATIONS:
+            self.crash(operation, when="after", match=completes_record)
 
     def crash_before_commit(self) -> None:
-        """Die after the work ran (foreign calls made) but before the completing transaction is sent."""
-        self.crash("TransactWriteItems", when="before", match=completes_record)
+        """Die after the work ran (foreign calls made) but before the completing write is sent."""
+        for operation in _COMMIT_OPERATIONS:
+            self.crash(operation, when="before", match=completes_record)
 
     def revive(self) -> None:
         """A new invocation: calls go through again; faults that did not fire are disarmed."""
@@ -353,8 +360,8 @@ class Boundary:
         with self._lock:
             if response.status_code < 300:
                 self.calls[operation] = self.calls.get(operation, 0) + 1
-            if applied and operation == "TransactWriteItems":
-                self.commits.append(describe(params))
+            if applied and (operation == "TransactWriteItems" or completes_record(operation, params)):
+                self.commits.append(describe(_as_transaction(operation, params)))
             fault = self._due(operation, params, _AFTER_KINDS)
         if fault is None:
             return
@@ -398,8 +405,13 @@ def _cancelled(params: Mapping[str, Any], reasons: Sequence[Reason]) -> Any:
 
 
 def completes_record(operation: str, params: Mapping[str, Any]) -> bool:
-    """True for the ``TransactWriteItems`` that writes a completed idempotency record."""
-    return any(_record_put(item) is not None for item in params.get("TransactItems") or [])
+    """True for the ``TransactWriteItems`` (or atomic mode's ``PutItem``) that writes a completed idempotency record."""
+    return any(_record_put(item) is not None for item in _as_transaction(operation, params).get("TransactItems") or [])
+
+
+def _as_transaction(operation: str, params: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A ``PutItem``'s parameters as the one action of a transaction; a ``TransactWriteItems``' as they are."""
+    return {"TransactItems": [{"Put": params}]} if operation == "PutItem" else params
 
 
 def describe(params: Mapping[str, Any]) -> Commit:

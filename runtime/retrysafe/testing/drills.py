@@ -21,7 +21,7 @@ from typing import Any, Protocol, Self
 from ..engine import Engine
 from .adapters import Answer
 from .boundary import ALWAYS, Boundary, Commit, SimulatedCrash, completes_record
-from .dynamodb_semantics import DynamoSemantics
+from .dynamodb_semantics import DynamoSemantics, _refill_retry_quota
 
 #: Answers a racing or retried duplicate may legitimately get.
 DUPLICATE_KINDS = frozenset({"executed", "replayed", "in_flight", "unavailable"})
@@ -326,6 +326,7 @@ class Drills:
     def _start(self, name: str) -> tuple[DrillReport, int]:
         self.boundary.reset()
         self.boundary.revive()
+        _refill_retry_quota(self.engine.store.client)  # each drill starts as a fresh container would
         report = DrillReport(name, f"drill-{uuid.uuid4().hex[:12]}")
         return report, self.effects() if self.effects is not None else 0
 

@@ -172,6 +172,23 @@ def instant_retries(client: Any) -> None:
     handler._retry_quota._quota = quota.RetryQuota(initial_capacity=2**62)
 
 
+def _refill_retry_quota(client: Any) -> None:
+    """Give ``client``'s standard-mode retry quota back its full capacity (other retry modes have none).
+
+    A client outlives a test (the store from the environment is shared): the timeouts and throttles an
+    earlier drill simulated would otherwise have spent the quota, and botocore would stop retrying in
+    a later, unrelated drill.
+    """
+    from botocore.retries import quota
+
+    try:
+        handler = _standard_retry_handler(client)
+    except TypeError:
+        return
+    spent = handler._retry_quota._quota
+    handler._retry_quota._quota = quota.RetryQuota(initial_capacity=spent._max_capacity)
+
+
 def _standard_retry_handler(client: Any) -> Any:
     service = client.meta.service_model.service_id.hyphenize()
     emitter = getattr(client.meta.events, "_emitter", None)

@@ -1,0 +1,203 @@
+"""Atomic mode, work that writes nothing but the record: one conditional ``PutItem``, no transaction.
+
+Transactional writes cost double, so a first request whose handler buffered no write and no event
+completes its record with ``PutItem`` conditioned ``attribute_not_exists(pk) OR #exp < :now``
+(``ALL_OLD`` on a failed condition): still one round trip, and a replay on another container gets the
+stored record from that same call. A ``PutItem`` carries no ``ClientRequestToken``: a retried put that
+meets its own completed record must be recognised by its writer token, as a retried transaction is.
+Each lost-response test runs on DynamoDB's semantics layer and on bare moto.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from retrysafe import Engine, Mode, RecordCache, Transaction, idempotent_http, metrics
+from retrysafe.names import RECORD_PREFIX, REPLAYED_HEADER
+from retrysafe.observability import FENCING_REJECTED, telemetry
+from retrysafe.store import DynamoStore
+from retrysafe.testing import ALWAYS, Boundary, Clock, DynamoSemantics, instant_retries
+from retrysafe.testing.boundary import completes_record
+from retrysafe.testing.events import DrillContext, rest_event
+
+from tests.helpers import ORDERS, TABLE, problem
+
+
+class Quotes:
+    """An atomic handler that writes nothing: its answer (a quote number per run) is its only effect."""
+
+    def __init__(self) -> None:
+        self.runs = 0
+
+    def __call__(self, event: dict[str, Any], context: Any, txn: Transaction) -> dict[str, Any]:
+        self.runs += 1
+        amount = json.loads(event["body"])["amount"]
+        return {"statusCode": 201, "headers": {"Content-Type": "application/json"},
+                "body": json.dumps({"quote": f"q-{self.runs}", "fee": amount // 10})}
+
+
+@pytest.fixture(params=[True, False], ids=["semantics", "bare-moto"])
+def boundary(request: pytest.FixtureRequest, ddb: Any) -> Iterator[Boundary]:
+    """A client of its own (standard retries, no back-off sleeps) with a fault boundary."""
+    import boto3
+    from botocore.config import Config
+
+    client = boto3.client("dynamodb", region_name="eu-west-1",
+                          config=Config(retries={"mode": "standard", "max_attempts": 2}))
+    instant_retries(client)
+    if request.param:
+        DynamoSemantics().install(client)
+    made = Boundary(client)
+    yield made
+    made.close()
+
+
+@pytest.fixture
+def sent(boundary: Boundary) -> list[tuple[str, dict[str, Any]]]:
+    """Every API call the client makes (operation, parameters as the store built them), retries excluded."""
+    calls: list[tuple[str, dict[str, Any]]] = []
+    boundary.client.meta.events.register("before-parameter-build.dynamodb", lambda model, params, **_: calls.append(
+        (model.name, dict(params))))
+    return calls
+
+
+@pytest.fixture
+def counted(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    names: list[str] = []
+    original = telemetry.count
+    monkeypatch.setattr(telemetry, "count", lambda name, *a, **kw: (names.append(name), original(name, *a, **kw))[1])
+    return names
+
+
+def engines(boundary: Boundary, clock: Any = None) -> tuple[Engine, Engine]:
+    """Two containers on one table: each with its own record cache."""
+    store = DynamoStore(TABLE, client=boundary.client)
+    made = [Engine(store, cache=RecordCache(), **({"clock": clock} if clock else {})) for _ in range(2)]
+    return made[0], made[1]
+
+
+def records(ddb: Any) -> list[dict[str, Any]]:
+    return [i for i in ddb.scan(TableName=TABLE)["Items"] if i["pk"]["S"].startswith(RECORD_PREFIX)]
+
+
+def test_a_first_request_without_writes_is_one_conditional_put(ddb, boundary, sent):
+    quotes = Quotes()
+    here, there = engines(boundary)
+    first = idempotent_http(quotes, operation="Quote", engine=here)(rest_event({"amount": 50}), DrillContext())
+    assert first["statusCode"] == 201 and REPLAYED_HEADER not in first["headers"]
+    assert [operation for operation, _ in sent] == ["PutItem"]
+    (_, put), = sent
+    assert put["ConditionExpression"] == "attribute_not_exists(pk) OR #exp < :now"
+    assert put["ReturnValuesOnConditionCheckFailure"] == "ALL_OLD" and put["Item"]["st"]["S"] == "completed"
+    [record] = records(ddb)
+    assert record["st"]["S"] == "completed"
+
+    sent.clear()  # the same container: its record cache answers, no call
+    again = idempotent_http(quotes, operation="Quote", engine=here)(rest_event({"amount": 50}), DrillContext())
+    assert sent == [] and again["headers"][REPLAYED_HEADER] == "true"
+
+    # Another container: the same one PutItem, refused with the stored record (ALL_OLD), replayed.
+    other = idempotent_http(quotes, operation="Quote", engine=there)(rest_event({"amount": 50}), DrillContext())
+    assert [operation for operation, _ in sent] == ["PutItem"]
+    assert other["headers"][REPLAYED_HEADER] == "true" and json.loads(other["body"]) == json.loads(first["body"])
+    assert len(records(ddb)) == 1
+
+
+@pytest.mark.parametrize("mode", [Mode.ATOMIC, Mode.CLAIM_FIRST])
+def test_a_business_write_still_commits_in_one_transaction(ddb, boundary, sent, mode):
+    def api(event: dict[str, Any], context: Any, txn: Transaction) -> dict[str, Any]:
+        txn.put({"pk": "order#1", "n": 1}, table=ORDERS)
+        return {"statusCode": 201, "body": "{}"}
+
+    here, _ = engines(boundary)
+    assert idempotent_http(api, mode=mode, engine=here)(rest_event({"amount": 5}), DrillContext())["statusCode"] == 201
+    expected = ["TransactWriteItems"] if mode is Mode.ATOMIC else ["PutItem", "TransactWriteItems"]
+    assert [operation for operation, _ in sent] == expected
+
+
+def test_claim_first_without_writes_keeps_its_claim_and_commit(ddb, boundary, sent):
+    """Only atomic mode changes: claim-first's commit is conditioned on its owner token, in a transaction."""
+    here, _ = engines(boundary)
+    response = idempotent_http(Quotes(), mode=Mode.CLAIM_FIRST, engine=here)(rest_event({"amount": 5}), DrillContext())
+    assert response["statusCode"] == 201
+    assert [operation for operation, _ in sent] == ["PutItem", "TransactWriteItems"]
+
+
+def test_lost_put_response_answers_the_handlers_own_response(ddb, boundary, sent, counted):
+    """The put applied, its answer was lost and botocore re-sent it: the retry meets its own record."""
+    quotes = Quotes()
+    here, there = engines(boundary)
+    boundary.lose_response("PutItem", match=completes_record)
+    response = idempotent_http(quotes, operation="Quote", engine=here)(rest_event({"amount": 50}), DrillContext())
+    assert [operation for operation, kind in boundary.fired] == ["PutItem"]
+    assert response["statusCode"] == 201 and REPLAYED_HEADER not in response["headers"]
+    assert json.loads(response["body"])["quote"] == "q-1" and quotes.runs == 1
+    assert [operation for operation, _ in sent] == ["PutItem"]  # one API call, two attempts
+    assert metrics.EXECUTED in counted and metrics.REPLAYED not in counted and FENCING_REJECTED not in counted
+    other = idempotent_http(quotes, operation="Quote", engine=there)(rest_event({"amount": 50}), DrillContext())
+    assert other["headers"][REPLAYED_HEADER] == "true" and json.loads(other["body"])["quote"] == "q-1"
+
+
+def test_every_put_answer_lost_is_a_503_and_the_retry_replays_what_was_stored(ddb, boundary):
+    quotes = Quotes()
+    here, there = engines(boundary)
+    boundary.lose_response("PutItem", match=completes_record, times=ALWAYS)
+    response = idempotent_http(quotes, operation="Quote", engine=here)(rest_event({"amount": 50}), DrillContext())
+    assert response["statusCode"] == 503 and problem(response)["status"] == 503
+    boundary.revive()  # a new invocation: the faults are disarmed
+    retry = idempotent_http(quotes, operation="Quote", engine=there)(rest_event({"amount": 50}), DrillContext())
+    assert retry["statusCode"] == 201 and retry["headers"][REPLAYED_HEADER] == "true"
+    assert json.loads(retry["body"])["quote"] == "q-1"  # the first run's answer, stored by its applied put
+
+
+def test_a_throttled_put_stores_nothing_and_the_retry_executes(ddb, boundary):
+    quotes = Quotes()
+    here, _ = engines(boundary)
+    boundary.throttle("PutItem", code="ProvisionedThroughputExceededException", times=ALWAYS)
+    response = idempotent_http(quotes, operation="Quote", engine=here)(rest_event({"amount": 50}), DrillContext())
+    assert response["statusCode"] == 503 and response["headers"]["Retry-After"]
+    assert records(ddb) == []
+    boundary.revive()  # a new invocation: the faults are disarmed
+    retry = idempotent_http(quotes, operation="Quote", engine=here)(rest_event({"amount": 50}), DrillContext())
+    assert retry["statusCode"] == 201 and REPLAYED_HEADER not in retry["headers"]
+    assert json.loads(retry["body"])["quote"] == "q-2"
+
+
+def test_a_put_that_met_a_running_transaction_is_sent_again(ddb, boundary):
+    """``TransactionConflictException`` on the put (a transaction held the item): raced, sent again."""
+    quotes = Quotes()
+    here, _ = engines(boundary)
+    boundary.fail("PutItem", 400, "TransactionConflictException", "Transaction is ongoing for the item", times=3)
+    response = idempotent_http(quotes, operation="Quote", engine=here)(rest_event({"amount": 50}), DrillContext())
+    assert response["statusCode"] == 201, response["body"]
+    assert [kind for _, kind in boundary.fired] == ["error"] * 3 and len(records(ddb)) == 1
+
+
+def test_key_reuse_with_another_payload_is_refused_by_the_same_put(ddb, boundary, sent):
+    quotes = Quotes()
+    here, there = engines(boundary)
+    idempotent_http(quotes, operation="Quote", engine=here)(rest_event({"amount": 50}), DrillContext())
+    sent.clear()
+    reused = idempotent_http(quotes, operation="Quote", engine=there)(rest_event({"amount": 70}), DrillContext())
+    assert reused["statusCode"] == 422 and [operation for operation, _ in sent] == ["PutItem"]
+    assert len(records(ddb)) == 1
+
+
+def test_an_expired_record_is_replaced_by_the_put(ddb, boundary):
+    """Expiry is compared in the condition (TTL deletion lags): a late request after ``exp`` runs again."""
+    import time
+
+    clock = Clock(time.time())
+    quotes = Quotes()
+    here, there = engines(boundary, clock)
+    idempotent_http(quotes, operation="Quote", engine=here)(rest_event({"amount": 50}), DrillContext())
+    [record] = records(ddb)
+    clock.now = int(record["exp"]["N"]) + 1
+    late = idempotent_http(quotes, operation="Quote", engine=there)(rest_event({"amount": 50}), DrillContext())
+    assert late["statusCode"] == 201 and REPLAYED_HEADER not in late["headers"]
+    assert json.loads(late["body"])["quote"] == "q-2"
+    [replaced] = records(ddb)
+    assert int(replaced["exp"]["N"]) > int(record["exp"]["N"])
