@@ -1,83 +1,46 @@
-"""The embedded AWS: moto's threaded server on 127.0.0.1, with DynamoDB requests serialized.
+"""The embedded AWS: moto's server app on 127.0.0.1, behind the IAM guard and the moto adapter.
 
-moto's ``TransactWriteItems`` backs a table up with a deep copy and restores it when the
-transaction is cancelled; two concurrent requests could then lose a committed write (and
-detach stream readers from the restored table). DynamoDB transactions are serializable, so
-the sandbox runs DynamoDB requests one at a time; other services (SQS long polls) stay concurrent.
-moto also applies the actions of a transaction that it then cancels (to report every reason)
-before restoring the tables, and those writes reach the table's stream: a cancelled duplicate's
-outbox event would be published. The sandbox tries each transaction on copies of its tables
-first and applies it only when that trial commits, so a cancelled transaction leaves no trace.
-With a :class:`~.guard.Guard`, every request is first evaluated against its caller's IAM policies.
+Requests pass the :class:`~.guard.Guard` first (a denied call never reaches moto), then
+:func:`~.moto_adapter.adapted` (DynamoDB and DynamoDB Streams requests one at a time, transactions
+all or nothing: see that module for the moto behaviours it relies on), then moto's own WSGI app,
+served by werkzeug's threaded server as ``moto.server.ThreadedMotoServer`` serves it, but never on
+another interface than 127.0.0.1.
 """
 
 from __future__ import annotations
 
-import copy
 import threading
-from collections.abc import Callable, Iterable
-from typing import Any
 
-from moto.moto_server.threaded_moto_server import ThreadedMotoServer
-from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
-from werkzeug.serving import make_server
+from werkzeug.serving import BaseWSGIServer, make_server
 
 from .guard import Guard, middleware
+from .moto_adapter import adapted, moto_app
 
 
-def _all_or_nothing(original: Callable[[Any, list[dict[str, Any]]], None]) -> Callable[..., None]:
-    """moto's ``transact_write_items``, tried first on stream-less copies of its tables (see the module doc)."""
-
-    def transact_write_items(backend: Any, transact_items: list[dict[str, Any]]) -> None:
-        names = {next(iter(item.values())).get("TableName") for item in transact_items}
-        real = {name: backend.tables[name] for name in names if name in backend.tables}
-        for name, table in real.items():
-            trial = copy.deepcopy(table)
-            trial.stream_shard = None
-            backend.tables[name] = trial
-        try:
-            original(backend, transact_items)  # raises TransactionCanceledException when cancelled
-        finally:
-            backend.tables.update(real)
-        original(backend, transact_items)
-
-    transact_write_items.retrysafe_all_or_nothing = True  # type: ignore[attr-defined]
-    return transact_write_items
-
-
-class EmbeddedAws(ThreadedMotoServer):
-    """``ThreadedMotoServer`` bound to 127.0.0.1 with serialized DynamoDB requests."""
+class EmbeddedAws:
+    """moto's services on ``127.0.0.1:port`` (0: a free port) on a daemon thread."""
 
     def __init__(self, port: int = 0, guard: Guard | None = None) -> None:
-        super().__init__(ip_address="127.0.0.1", port=port, verbose=False)
-        self._dynamodb = threading.Lock()
-        self._guard = guard
-        self._moto_transact: Callable[..., None] | None = None
+        from moto.moto_server.werkzeug_app import MotoRequestHandler
+
+        app = adapted(moto_app())
+        entry = app if guard is None else middleware(app, guard)
+        self._server: BaseWSGIServer = make_server("127.0.0.1", port, entry, threaded=True,
+                                                   request_handler=MotoRequestHandler)
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.1},
+                                        name="embedded-aws", daemon=True)
+
+    def start(self) -> None:
+        """Serve (the socket is bound already: requests made from now on are answered)."""
+        self._thread.start()
+
+    def get_host_and_port(self) -> tuple[str, int]:
+        """Where the embedded AWS listens."""
+        host, port = self._server.server_address[:2]
+        return str(host), int(port)
 
     def stop(self) -> None:
-        """Stop the server and give moto back its own ``transact_write_items`` (in-process tests use it too)."""
-        super().stop()
-        if self._moto_transact is not None:
-            from moto.dynamodb.models import DynamoDBBackend
-
-            DynamoDBBackend.transact_write_items = self._moto_transact  # type: ignore[method-assign]
-            self._moto_transact = None
-
-    def _server_entry(self) -> None:
-        from moto.dynamodb.models import DynamoDBBackend
-
-        if not getattr(DynamoDBBackend.transact_write_items, "retrysafe_all_or_nothing", False):
-            self._moto_transact = DynamoDBBackend.transact_write_items
-            DynamoDBBackend.transact_write_items = _all_or_nothing(self._moto_transact)  # type: ignore[method-assign]
-        app = DomainDispatcherApplication(create_backend_app)
-
-        def serialized(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
-            if environ.get("HTTP_X_AMZ_TARGET", "").startswith("DynamoDB_"):
-                with self._dynamodb:
-                    return list(app(environ, start_response))
-            return app(environ, start_response)  # type: ignore[no-any-return]
-
-        entry = serialized if self._guard is None else middleware(serialized, self._guard)
-        self._server = make_server(self._ip_address, self._port, entry, True, request_handler=MotoRequestHandler)
-        self._server_ready_event.set()
-        self._server.serve_forever()
+        """Stop serving and close the socket (requests in flight finish on their daemon threads)."""
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join()
