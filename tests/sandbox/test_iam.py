@@ -9,7 +9,7 @@ from typing import Any
 import boto3
 import pytest
 from botocore.exceptions import ClientError
-from retrysafe_sandbox.calls import checks
+from retrysafe_sandbox.calls import checks, s3_checks
 from retrysafe_sandbox.embedded import EmbeddedAws
 from retrysafe_sandbox.guard import Guard, Role
 from retrysafe_sandbox.iam import Policies, Principal, UnsupportedPolicy, evaluate
@@ -148,3 +148,41 @@ def test_a_denied_call_fails_as_aws_fails_it_and_is_listed(guarded: tuple[str, G
     assert "Item" not in admin.get_item(TableName=name, Key={"pk": {"S": "b"}})
     assert ledger.iam == {"allowed": 2, "denied": 1}
     assert ledger.denied == {f"WriterRole: dynamodb:UpdateItem on {table}": 1}
+
+
+def test_s3_rest_calls_are_read_from_their_method_and_path() -> None:
+    assert s3_checks("PUT", "/bodies/webhooks/github/1", {}) == [("s3:PutObject", "arn:aws:s3:::bodies/webhooks/github/1")]
+    assert s3_checks("GET", "/bodies/webhooks/a b", {"x-id": ["GetObject"]}) == [
+        ("s3:GetObject", "arn:aws:s3:::bodies/webhooks/a b")]
+    assert s3_checks("GET", "/bodies", {"list-type": ["2"], "prefix": ["webhooks/"]}) == [
+        ("s3:ListBucket", "arn:aws:s3:::bodies")]
+    assert s3_checks("PUT", "/bodies/k", {"tagging": [""]}) == [("s3:PUT?tagging", "arn:aws:s3:::bodies/k")]
+
+
+def test_s3_objects_are_evaluated_with_their_buckets_policy(guarded: tuple[str, Guard, Ledger]) -> None:
+    endpoint, guard, ledger = guarded
+    bucket = f"bodies-{uuid.uuid4().hex[:8]}"
+    key = guard.register(Role("ReceiverRole", "arn:aws:iam::123456789012:role/Receiver", "receiver-fn",
+                              Policies([_allow("s3:PutObject", f"arn:aws:s3:::{bucket}/webhooks/*")])))
+    # the bucket's policy (as CDK's enforce_ssl writes it) denies calls without TLS: Lambda's calls use it
+    guard._resource_policies[f"arn:aws:s3:::{bucket}"] = [{"Statement": [{
+        "Effect": "Deny", "Principal": {"AWS": "*"}, "Action": "s3:*",
+        "Resource": [f"arn:aws:s3:::{bucket}", f"arn:aws:s3:::{bucket}/*"],
+        "Condition": {"Bool": {"aws:SecureTransport": "false"}}}]}]
+
+    def client(access_key: str) -> Any:
+        return boto3.client("s3", endpoint_url=endpoint, region_name="eu-west-1",
+                            aws_access_key_id=access_key, aws_secret_access_key="x")
+
+    client("sandbox").create_bucket(Bucket=bucket, CreateBucketConfiguration={"LocationConstraint": "eu-west-1"})
+    receiver = client(key)
+    receiver.put_object(Bucket=bucket, Key="webhooks/github/1", Body=b"{}", ServerSideEncryption="AES256")
+    with pytest.raises(ClientError) as denied:
+        receiver.put_object(Bucket=bucket, Key="elsewhere/1", Body=b"{}")
+    assert denied.value.response["Error"]["Code"] == "AccessDenied"
+    assert "is not authorized to perform: s3:PutObject on resource: " in denied.value.response["Error"]["Message"]
+    with pytest.raises(ClientError, match="AccessDenied"):
+        receiver.get_object(Bucket=bucket, Key="webhooks/github/1")  # PutObject only
+    assert [o["Key"] for o in client("sandbox").list_objects_v2(Bucket=bucket)["Contents"]] == ["webhooks/github/1"]
+    assert ledger.denied == {f"ReceiverRole: s3:PutObject on arn:aws:s3:::{bucket}/elsewhere/1": 1,
+                             f"ReceiverRole: s3:GetObject on arn:aws:s3:::{bucket}/webhooks/github/1": 1}
