@@ -70,7 +70,7 @@ synth-oldest: $(OLDEST_STAMP) $(NODE_STAMP)
 
 # The example app on an embedded AWS (moto's server on 127.0.0.1), from the synthesized template
 # (its Lambda authorizer, IAM policies and state machine included), run by the local sandbox
-# (constructs/retrysafe_sandbox, the [sandbox] extra). It drives the scenarios cdk.json names
+# (sandbox/retrysafe_sandbox, the [sandbox] extra). It drives the scenarios cdk.json names
 # (context.retrysafe_sandbox: examples/orders/scenario.py over real HTTP, then examples/saga/scenario.py)
 # and prints the ledger; fails if any intent had other than one effect or IAM denied a call.
 demo: synth

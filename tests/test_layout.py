@@ -39,3 +39,17 @@ def test_every_test_folder_is_a_package() -> None:
     # Test modules are imported by their dotted path (tests.runtime.http.test_tenant), so two files may share a name.
     for folder in [TESTS, *(p for p in TESTS.rglob("*") if p.is_dir() and any(p.glob("test_*.py")))]:
         assert (folder / "__init__.py").is_file(), f"{folder.relative_to(ROOT)} has no __init__.py"
+
+
+#: The source roots (``package-dir`` in pyproject.toml) and the one import package each holds.
+SOURCE_ROOTS = {"runtime": "retrysafe", "constructs": "retrysafe_cdk", "sandbox": "retrysafe_sandbox"}
+
+
+def test_each_source_root_holds_its_one_package() -> None:
+    # the sandbox (moto, its own extra) is its own room, not a folder of the constructs
+    for root, package in SOURCE_ROOTS.items():
+        assert folders(ROOT / root) == [package], f"{root}/ holds {folders(ROOT / root)}, not just {package}"
+        assert (ROOT / root / package / "__init__.py").is_file()
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    for root, package in SOURCE_ROOTS.items():
+        assert f'"{package}" = "{root}/{package}"' in pyproject, f"package-dir does not map {package} to {root}/"

@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import boto3
 import pytest
 from botocore.exceptions import ClientError
-from retrysafe_sandbox.calls import checks
+from retrysafe_sandbox.assembly import Resource, Stack
+from retrysafe_sandbox.calls import checks, s3_checks
 from retrysafe_sandbox.embedded import EmbeddedAws
 from retrysafe_sandbox.guard import Guard, Role
 from retrysafe_sandbox.iam import Policies, Principal, UnsupportedPolicy, evaluate
 from retrysafe_sandbox.ledger import Ledger
+from retrysafe_sandbox.provision import Provisioner
 
 from tests.helpers import create_business_table
 
@@ -148,3 +151,51 @@ def test_a_denied_call_fails_as_aws_fails_it_and_is_listed(guarded: tuple[str, G
     assert "Item" not in admin.get_item(TableName=name, Key={"pk": {"S": "b"}})
     assert ledger.iam == {"allowed": 2, "denied": 1}
     assert ledger.denied == {f"WriterRole: dynamodb:UpdateItem on {table}": 1}
+
+
+def test_s3_rest_calls_are_read_from_their_method_and_path() -> None:
+    assert s3_checks("PUT", "/bodies/webhooks/github/1", {}) == [("s3:PutObject", "arn:aws:s3:::bodies/webhooks/github/1")]
+    assert s3_checks("GET", "/bodies/webhooks/a b", {"x-id": ["GetObject"]}) == [
+        ("s3:GetObject", "arn:aws:s3:::bodies/webhooks/a b")]
+    assert s3_checks("GET", "/bodies", {"list-type": ["2"], "prefix": ["webhooks/"]}) == [
+        ("s3:ListBucket", "arn:aws:s3:::bodies")]
+    assert s3_checks("PUT", "/bodies/k", {"tagging": [""]}) == [("s3:PUT?tagging", "arn:aws:s3:::bodies/k")]
+
+
+def test_s3_objects_are_evaluated_with_their_buckets_policy(guarded: tuple[str, Guard, Ledger], tmp_path: Path) -> None:
+    endpoint, guard, ledger = guarded
+    name = f"Bodies{uuid.uuid4().hex[:8]}"  # the embedded AWS's backends are shared within the process
+    bucket = {"Fn::GetAtt": [name, "Arn"]}
+    objects = {"Fn::Join": ["", [bucket, "/*"]]}
+    stack = Stack("Hooks", tmp_path, {r.logical_id: r for r in [
+        Resource(name, "AWS::S3::Bucket", {}, {}),
+        # the bucket's policy denies one prefix to everyone, and (as CDK's enforce_ssl) calls without TLS
+        Resource("BodiesPolicy", "AWS::S3::BucketPolicy", {"Bucket": {"Ref": name}, "PolicyDocument": {"Statement": [
+            {"Effect": "Deny", "Principal": {"AWS": "*"}, "Action": "s3:*", "Resource": [bucket, objects],
+             "Condition": {"Bool": {"aws:SecureTransport": "false"}}},
+            {"Effect": "Deny", "Principal": {"AWS": "*"}, "Action": "s3:PutObject",
+             "Resource": {"Fn::Join": ["", [bucket, "/private/*"]]}}]}}, {}),
+        Resource("ReceiverRole", "AWS::IAM::Role", {"Policies": [{"PolicyDocument": _allow("s3:PutObject", objects)}]},
+                 {})]})
+
+    def client(access_key: str) -> Any:
+        return boto3.client("s3", endpoint_url=endpoint, region_name="eu-west-1",
+                            aws_access_key_id=access_key, aws_secret_access_key="x")
+
+    done = Provisioner(lambda service: client("sandbox")).provision(stack)
+    assert done.skipped == {}
+    guard.add_stack(done)
+    role = guard.role(done, "ReceiverRole", "receiver-fn")
+    assert role is not None
+    receiver = client(guard.register(role))
+    physical = done.intrinsics.ref(name)
+    receiver.put_object(Bucket=physical, Key="webhooks/github/1", Body=b"{}", ServerSideEncryption="AES256")
+    with pytest.raises(ClientError) as denied:
+        receiver.put_object(Bucket=physical, Key="private/1", Body=b"{}")
+    assert denied.value.response["Error"]["Code"] == "AccessDenied"
+    assert "is not authorized to perform: s3:PutObject on resource: " in denied.value.response["Error"]["Message"]
+    with pytest.raises(ClientError, match="AccessDenied"):
+        receiver.get_object(Bucket=physical, Key="webhooks/github/1")  # PutObject only
+    assert [o["Key"] for o in client("sandbox").list_objects_v2(Bucket=physical)["Contents"]] == ["webhooks/github/1"]
+    assert ledger.denied == {f"ReceiverRole: s3:PutObject on arn:aws:s3:::{physical}/private/1": 1,
+                             f"ReceiverRole: s3:GetObject on arn:aws:s3:::{physical}/webhooks/github/1": 1}

@@ -17,9 +17,11 @@ import threading
 import time
 from typing import Any
 
+from botocore.exceptions import BotoCoreError
+
 from .assembly import REGION
 from .filters import parse_criteria, passes
-from .functions import FunctionPool
+from .functions import STOPPED, FunctionPool
 from .ledger import Ledger
 
 
@@ -74,6 +76,13 @@ class SqsPoller(threading.Thread):
         self.busy = False
 
     def run(self) -> None:
+        try:
+            self._poll()
+        except BotoCoreError:
+            if not self._halt.is_set():  # the embedded AWS went away under a poll of a stopping sandbox
+                raise
+
+    def _poll(self) -> None:
         while not self._halt.is_set():
             batch = self._receive()
             if batch:
@@ -103,6 +112,8 @@ class SqsPoller(threading.Thread):
         if not kept:
             return
         invocation = self.pool.invoke({"Records": kept})
+        if invocation.error is not None and invocation.error["errorType"] == STOPPED:
+            return  # the sandbox is stopping: nothing to count, the messages stay in the queue
         failed = None if invocation.error else failed_ids(invocation.result, kept) if self.partial else set()
         if failed is None:
             self.ledger.add("messages", "failed, left for redelivery", len(kept))

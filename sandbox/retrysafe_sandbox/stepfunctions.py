@@ -32,14 +32,13 @@ from pathlib import Path
 from typing import Any
 
 from .assembly import ACCOUNT, REGION
-from .functions import Invocation
+from .functions import ENDED, STOPPED, Invocation
 from .guard import Guard, Role
 from .ledger import Ledger
 from .provision import Provisioned
 
 RUNNER = Path(__file__).with_name("sfn_runner.mjs")
 PACKAGE = "aws-local-stepfunctions"
-ENVIRONMENT_ERRORS = frozenset({"Sandbox.InjectedCrash", "Sandbox.Timeout", "Runtime.ExitError"})
 
 
 @dataclass(frozen=True)
@@ -166,8 +165,10 @@ class StepFunctions:
             raise RuntimeError("Step Functions in the sandbox need node on PATH")
         self._server = _InvokeServer(self)
         threading.Thread(target=self._server.serve_forever, daemon=True, name="sfn-invoke").start()
+        # its own process group, as the functions' (a Ctrl-C is the sandbox's to handle)
         self._process = subprocess.Popen([node, str(RUNNER)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                         text=True, env={**os.environ, "SANDBOX_NODE_MODULES": str(modules)})
+                                         text=True, env={**os.environ, "SANDBOX_NODE_MODULES": str(modules)},
+                                         process_group=0)
         threading.Thread(target=self._read, daemon=True, name="sfn-answers").start()
 
     @property
@@ -227,7 +228,7 @@ class StepFunctions:
         if invocation.error is None:
             return {"result": invocation.result}
         error = dict(invocation.error)
-        if error.get("errorType") in ENVIRONMENT_ERRORS:
+        if error.get("errorType") in ENDED | {STOPPED}:
             error = {"errorType": "Lambda.Unknown", "errorMessage": "The cause could not be determined because "
                      f"Lambda did not return an error type ({error.get('errorType')}: {error.get('errorMessage')})"}
         return {"error": error}

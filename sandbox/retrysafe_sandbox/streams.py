@@ -17,8 +17,10 @@ from collections import deque
 from datetime import UTC, datetime
 from typing import Any
 
+from botocore.exceptions import BotoCoreError, ClientError
+
 from .filters import parse_criteria, passes
-from .functions import FunctionPool
+from .functions import STOPPED, FunctionPool
 from .ledger import Ledger
 
 
@@ -54,8 +56,20 @@ class StreamPoller(threading.Thread):
         self.busy = False
 
     def run(self) -> None:
+        try:
+            self._poll()
+        except BotoCoreError:
+            if not self._halt.is_set():  # the embedded AWS went away under a poll of a stopping sandbox
+                raise
+
+    def _poll(self) -> None:
         while not self._halt.is_set():
-            records = self._read()
+            try:
+                records = self._read()
+            except ClientError as error:
+                # The stream answered an error (not the app's doing): counted, and read again at the next poll.
+                self.ledger.add("records", f"read failed ({error.response['Error'].get('Code', '?')})")
+                records = []
             if not records:
                 time.sleep(0.2)
                 continue
@@ -91,6 +105,8 @@ class StreamPoller(threading.Thread):
         while pending and not self._halt.is_set():
             batch, retries = pending.popleft()
             invocation = self.pool.invoke({"Records": batch})
+            if invocation.error is not None and invocation.error["errorType"] == STOPPED:
+                return  # the sandbox is stopping: nothing to count or retry
             index = failed_from(invocation.result if self.partial else None, batch, invocation.error is not None)
             self.ledger.add("records", "delivered", len(batch) if index is None else index)
             if index is None:

@@ -1,7 +1,7 @@
 """What IAM checks for one API call: the actions and resource ARNs of a request as the service authorizes it.
 
-A call is read from its wire form (JSON protocol ``X-Amz-Target`` + body, or query protocol
-``Action`` + form fields). Batch operations are authorized as their single-item actions
+A call is read from its wire form (JSON protocol ``X-Amz-Target`` + body, query protocol
+``Action`` + form fields, or S3's REST method + path, path-style as boto3 addresses an IP endpoint). Batch operations are authorized as their single-item actions
 (``sqs:SendMessageBatch`` needs ``sqs:SendMessage``, ``sns:PublishBatch`` needs ``sns:Publish``);
 ``TransactWriteItems`` is expanded into ``PutItem``/``UpdateItem``/``DeleteItem``/
 ``ConditionCheckItem`` on each item's table and ``TransactGetItems`` into ``GetItem``, as
@@ -96,6 +96,28 @@ def checks(service: str, operation: str, params: Mapping[str, Any], secret_arn: 
             if key in params:
                 return [(action, str(params[key]))]
     return [(action, "*")]
+
+
+#: S3 REST requests IAM authorizes as these actions: (method, on an object?) -> action.
+S3_ACTIONS = {("PUT", True): "s3:PutObject", ("GET", True): "s3:GetObject", ("HEAD", True): "s3:GetObject",
+              ("DELETE", True): "s3:DeleteObject", ("GET", False): "s3:ListBucket", ("HEAD", False): "s3:ListBucket",
+              ("PUT", False): "s3:CreateBucket", ("DELETE", False): "s3:DeleteBucket"}
+
+
+def s3_checks(method: str, path: str, query: Mapping[str, list[str]]) -> list[Check]:
+    """The ``(action, resource ARN)`` of one S3 REST request (``/bucket`` or ``/bucket/key``).
+
+    Requests on a subresource (``?tagging``, ``?acl``...) other than a listing's parameters are named
+    by it (``s3:PUT?tagging``), which no policy grants: the ledger shows them denied rather than guessed.
+    """
+    bucket, _, key = path.lstrip("/").partition("/")
+    if not bucket:
+        return [("s3:ListAllMyBuckets", "*")]
+    listing = {"list-type", "prefix", "delimiter", "max-keys", "marker", "continuation-token", "start-after",
+               "encoding-type", "fetch-owner", "x-id"}
+    extra = sorted(set(query) - listing)
+    action = S3_ACTIONS.get((method, bool(key)), f"s3:{method}") if not extra else f"s3:{method}?{extra[0]}"
+    return [(action, f"arn:aws:s3:::{bucket}/{key}" if key else f"arn:aws:s3:::{bucket}")]
 
 
 def query_params(form: Mapping[str, list[str]]) -> dict[str, Any]:

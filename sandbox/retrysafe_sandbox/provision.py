@@ -1,7 +1,7 @@
-"""Provision a stack's data plane on the embedded AWS: tables, queues, buses, rules, secrets, parameters.
+"""Provision a stack's data plane on the embedded AWS: tables, queues, buses, rules, secrets, parameters, buckets.
 
 Everything comes from the template: names, keys, GSIs, TTL, streams, redrive policies,
-event patterns and targets. Resources without a local meaning (IAM, log groups, alarms...)
+event patterns and targets (bucket, queue and topic policies are the IAM guard's). Resources without a local meaning (IAM, log groups, alarms...)
 are ignored silently; other types the sandbox does not run are listed in ``Provisioned.skipped``.
 """
 
@@ -18,6 +18,7 @@ from .assembly import ACCOUNT, REGION, Intrinsics, Resource, Stack
 IGNORED = frozenset({
     "AWS::CDK::Metadata", "AWS::IAM::Policy", "AWS::IAM::ManagedPolicy", "AWS::Logs::LogGroup",
     "AWS::Lambda::Permission", "AWS::CloudWatch::Alarm", "AWS::SQS::QueuePolicy", "AWS::SNS::TopicPolicy",
+    "AWS::S3::BucketPolicy",
     "AWS::ApiGateway::Account", "AWS::ApiGateway::Deployment",
     "AWS::ApiGateway::RequestValidator", "AWS::ApiGateway::GatewayResponse",
     "AWS::ApiGatewayV2::Deployment", "AWS::KMS::Key", "AWS::KMS::Alias",
@@ -88,6 +89,7 @@ class Provisioner:
             "AWS::DynamoDB::Table": self._table, "AWS::SQS::Queue": self._queue,
             "AWS::Events::EventBus": self._bus, "AWS::SecretsManager::Secret": self._secret,
             "AWS::SSM::Parameter": self._parameter, "AWS::SNS::Topic": self._topic,
+            "AWS::S3::Bucket": self._bucket,
         }
         later = {*steps, "AWS::Events::Rule", "AWS::SNS::Subscription"}
         for resource in stack.resources.values():
@@ -180,6 +182,19 @@ class Provisioner:
                       for k in ("RawMessageDelivery", "FilterPolicy") if k in props}
         self.client("sns").subscribe(TopicArn=props["TopicArn"], Protocol="sqs", Endpoint=props["Endpoint"],
                                      Attributes=attributes)
+
+    def _bucket(self, done: Provisioned, resource: Resource) -> None:
+        props = done.intrinsics.resolve(resource.properties)
+        # CloudFormation's generated bucket names are lowercase (S3 refuses capitals), 63 characters at most
+        name = props.get("BucketName") or physical_name(done.stack, resource, 63).lower()
+        # Only the bucket: its encryption, lifecycle and public access settings change nothing locally
+        # (objects never expire within a sandbox's life, and nothing is public on 127.0.0.1).
+        self.client("s3").create_bucket(Bucket=name, CreateBucketConfiguration={"LocationConstraint": REGION})
+        done.intrinsics.refs[resource.logical_id] = name
+        done.intrinsics.attributes.update({
+            (resource.logical_id, "Arn"): f"arn:aws:s3:::{name}",
+            (resource.logical_id, "DomainName"): f"{name}.s3.amazonaws.com",
+            (resource.logical_id, "RegionalDomainName"): f"{name}.s3.{REGION}.amazonaws.com"})
 
     def _secret(self, done: Provisioned, resource: Resource) -> None:
         props = done.intrinsics.resolve(resource.properties)

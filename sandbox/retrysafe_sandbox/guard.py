@@ -7,10 +7,11 @@ embedded AWS: it reads the caller's access key from the SigV4 ``Authorization`` 
 request into the actions and resources IAM checks (:mod:`.calls`), and evaluates them
 (:mod:`.iam`) against the role's identity policies (``AWS::IAM::Policy``, inline role policies,
 ``AWS::IAM::ManagedPolicy``) and the target's resource policy (``AWS::SQS::QueuePolicy``,
-``AWS::SNS::TopicPolicy``, ``AWS::SecretsManager::ResourcePolicy``, and ``AWS::Lambda::Permission``
+``AWS::SNS::TopicPolicy``, ``AWS::S3::BucketPolicy`` (for the bucket and its objects),
+``AWS::SecretsManager::ResourcePolicy``, and ``AWS::Lambda::Permission``
 for the services that invoke functions: API Gateway, EventBridge schedules). A denied call is answered
-as AWS answers it (``AccessDeniedException``; SNS ``AuthorizationError``) and never reaches the
-service; it is listed in the ledger with the missing action and resource. Calls with the
+as AWS answers it (``AccessDeniedException``; SNS ``AuthorizationError``; S3 ``AccessDenied``) and
+never reaches the service; it is listed in the ledger with the missing action and resource. Calls with the
 sandbox's own credentials (provisioning, the demo's checks) are not evaluated.
 """
 
@@ -27,7 +28,7 @@ from typing import Any
 from urllib.parse import parse_qs
 
 from .assembly import ACCOUNT, REGION
-from .calls import TARGETS, checks, query_params
+from .calls import TARGETS, checks, query_params, s3_checks
 from .iam import Decision, Policies, Principal, UnsupportedPolicy, evaluate
 from .ledger import Ledger
 from .provision import Provisioned
@@ -110,6 +111,10 @@ class Guard:
                 document = resolve(policy.properties["PolicyDocument"])
                 for target in resolve(policy.properties.get(key, [])):
                     self._resource_policies.setdefault(self._arn_of(done, str(target)), []).append(document)
+        for policy in stack.of_type("AWS::S3::BucketPolicy"):
+            bucket = str(resolve(policy.properties["Bucket"]))
+            self._resource_policies.setdefault(f"arn:aws:s3:::{bucket}", []).append(
+                resolve(policy.properties["PolicyDocument"]))
         for policy in stack.of_type("AWS::SecretsManager::ResourcePolicy"):
             self._resource_policies.setdefault(str(resolve(policy.properties["SecretId"])), []).append(
                 resolve(policy.properties["ResourcePolicy"]))
@@ -190,17 +195,23 @@ class Guard:
         """Evaluate one action of ``role`` on ``resource``, count it, and list it when denied."""
         try:
             decision = evaluate(role.policies, action, resource, {**CALL_CONTEXT, **(context or {})},
-                                self._resource_policies.get(resource, []), role.principal)
+                                self._resource_policy(resource), role.principal)
         except UnsupportedPolicy as error:
             decision = Decision(False, reason=f"(not evaluated: {error})")
         self._count(f"{role.logical_id}: {action} on {resource}", decision)
         return decision
 
+    def _resource_policy(self, resource: str) -> list[Mapping[str, Any]]:
+        """The resource's policies; an S3 object's are its bucket's."""
+        if resource.startswith("arn:aws:s3:::"):
+            resource = resource.partition("/")[0]
+        return self._resource_policies.get(resource, [])
+
     def decide_service(self, service: str, action: str, resource: str, source_arn: str) -> Decision:
         """A service principal acting for a resource (an EventBridge rule delivering to a queue)."""
         try:
             decision = evaluate(Policies(), action, resource, {**CALL_CONTEXT, "aws:SourceArn": source_arn},
-                                self._resource_policies.get(resource, []), Principal(service=service))
+                                self._resource_policy(resource), Principal(service=service))
         except UnsupportedPolicy as error:
             decision = Decision(False, reason=f"(not evaluated: {error})")
         self._count(f"{service} for {source_arn}: {action} on {resource}", decision)
@@ -218,17 +229,24 @@ class Guard:
         if role is None or found is None:
             return None
         target = environ.get("HTTP_X_AMZ_TARGET", "")
-        if target:
+        if found.group(2) == "s3":  # REST: the method and path say what the call is (never the body)
+            # WSGI's PATH_INFO is the decoded path, as latin-1 characters
+            path = str(environ.get("PATH_INFO", "")).encode("latin-1").decode("utf-8", errors="replace")
+            service, calls = "s3", s3_checks(str(environ.get("REQUEST_METHOD", "")), path,
+                                             parse_qs(str(environ.get("QUERY_STRING", "")), keep_blank_values=True))
+        elif target:
             prefix, _, operation = target.partition(".")
             service = TARGETS.get(prefix, found.group(2))
             try:
                 params = json.loads(body or b"{}")
             except ValueError:
                 return None  # not a request IAM could read: the service refuses it itself
+            calls = checks(service, operation, params, self.secret_arn)
         else:
-            form = parse_qs(body.decode(errors="replace"))
-            service, operation, params = found.group(2), query_params(form).get("Action", ""), query_params(form)
-        for action, resource in checks(service, operation, params, self.secret_arn):
+            params = query_params(parse_qs(body.decode(errors="replace")))
+            service = found.group(2)
+            calls = checks(service, str(params.get("Action", "")), params, self.secret_arn)
+        for action, resource in calls:
             decision = self.decide(role, action, resource)
             if not decision.allowed:
                 message = (f"User: {role.session_arn} is not authorized to perform: {action} on resource: "

@@ -12,7 +12,7 @@ import os
 import signal
 import sys
 import tempfile
-import threading
+import time
 from pathlib import Path
 
 from .hooks import Authorization, HookError, Hooks
@@ -97,26 +97,39 @@ def credentials(sandbox: Sandbox, server: ApiServer, tenant: str, authorization:
 
 
 def serve(args: argparse.Namespace) -> int:
-    """Keep the app running until Ctrl-C (or SIGTERM); print the ledger on the way out."""
+    """Keep the app running until Ctrl-C (SIGINT) or SIGTERM, then stop it and print the ledger.
+
+    A second signal while it stops ends the process at once (exit status 128 + the signal).
+    """
     authorization = _hooks(args).authorization_function()
-    stopped = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stopped.set())
-    with Sandbox(_options(args)) as sandbox:
-        for server in sandbox.apis:
-            print(f"API: {server.url}  (tenant {args.tenant!r}; routes: "
-                  f"{', '.join(f'{r.method} {r.path}' for r in server.routes if r.function)})")
-            print("\n".join(credentials(sandbox, server, args.tenant, authorization)))
-        if sandbox.stepfunctions is not None:
-            for machine in sandbox.stepfunctions.machines.values():
-                print(f"state machine {machine.name}: curl -X POST {sandbox.stepfunctions.url}/executions/"
-                      f"{machine.name} -d '<input JSON>'")
-        print(f"embedded AWS: {sandbox.endpoint}   function logs: {sandbox.options.log_dir}")
-        print("Ctrl-C to stop.", flush=True)
-        try:
-            stopped.wait()
-        except KeyboardInterrupt:
-            pass
-        print("\n" + sandbox.ledger.render())
+    signalled: list[int] = []
+
+    def on_signal(number: int, _frame: object) -> None:
+        if signalled:
+            os._exit(128 + number)
+        signalled.append(number)
+
+    previous = {number: signal.signal(number, on_signal) for number in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        with Sandbox(_options(args)) as sandbox:
+            for server in sandbox.apis:
+                print(f"API: {server.url}  (tenant {args.tenant!r}; routes: "
+                      f"{', '.join(f'{r.method} {r.path}' for r in server.routes if r.function)})")
+                print("\n".join(credentials(sandbox, server, args.tenant, authorization)))
+            if sandbox.stepfunctions is not None:
+                for machine in sandbox.stepfunctions.machines.values():
+                    print(f"state machine {machine.name}: curl -X POST {sandbox.stepfunctions.url}/executions/"
+                          f"{machine.name} -d '<input JSON>'")
+            print(f"embedded AWS: {sandbox.endpoint}   function logs: {sandbox.options.log_dir}")
+            print("Ctrl-C to stop.", flush=True)
+            # The handler only records the signal (an Event set from a handler can deadlock with its waiter).
+            while not signalled:
+                time.sleep(0.1)
+            print(f"\n{signal.Signals(signalled[0]).name}: stopping (again to quit at once)", flush=True)
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+    print(sandbox.ledger.render(), flush=True)
     return 0
 
 

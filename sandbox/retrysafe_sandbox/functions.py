@@ -29,6 +29,10 @@ from .worker import CODE_PATH_ENV, CRASH_EXIT_CODE
 
 VISIBILITY_ENV = names.VISIBILITY_TIMEOUT_ENV
 INIT_SECONDS = 10.0
+#: The error of an invocation the sandbox's own stop cut short (or refused after it).
+STOPPED = "Sandbox.Stopped"
+#: The errors of an invocation whose execution environment ended under it.
+ENDED = frozenset({"Sandbox.InjectedCrash", "Sandbox.Timeout", "Runtime.ExitError"})
 
 
 @dataclass(frozen=True)
@@ -107,15 +111,21 @@ class _Environment:
                "SANDBOX_ACCOUNT": ACCOUNT, CODE_PATH_ENV: os.pathsep.join(spec.code_paths),
                "PYTHONUNBUFFERED": "1"}
         # Run by path: as a module it would import the whole sandbox package into every function process.
+        # In its own process group: a Ctrl-C at the terminal is the sandbox's to handle (it ends its
+        # environments itself); a worker whose sandbox died ends when its stdin closes.
         self.process = subprocess.Popen([sys.executable, worker.__file__], env=env, text=True,
                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                        stderr=log if log is not None else subprocess.DEVNULL)
+                                        stderr=log if log is not None else subprocess.DEVNULL, process_group=0)
 
     def invoke(self, request: dict[str, Any], timeout: float) -> Invocation:
         assert self.process.stdin is not None and self.process.stdout is not None
         answer: list[str] = []
-        self.process.stdin.write(json.dumps(request, default=_wire) + "\n")
-        self.process.stdin.flush()
+        try:
+            self.process.stdin.write(json.dumps(request, default=_wire) + "\n")
+            self.process.stdin.flush()
+        except (BrokenPipeError, ValueError):  # ended (or its pipe closed by FunctionPool.stop) before this request
+            self.stop()
+            return Invocation(error={"errorType": STOPPED, "errorMessage": "execution environment ended"})
         reader = threading.Thread(target=lambda: answer.append(self.process.stdout.readline()),  # type: ignore[union-attr]
                                   daemon=True)
         reader.start()
@@ -149,6 +159,7 @@ class FunctionPool:
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
         self._crash_after: str | None = None
+        self._stopped = False
 
     def crash_once_after(self, call: str) -> None:
         """Kill the next invocation's environment right after ``call`` succeeds: ``service:Operation``, or
@@ -158,29 +169,35 @@ class FunctionPool:
     def invoke(self, event: Any) -> Invocation:
         """Run one invocation in a warm environment, or a new one (cold start)."""
         with self._lock:
+            if self._stopped:
+                return Invocation(error={"errorType": STOPPED, "errorMessage": "the sandbox is stopping"})
             environment = self._idle.pop() if self._idle else None
             crash, self._crash_after = self._crash_after, None
             request_id = f"{self.spec.logical_id}-{next(self._ids)}"
-        cold = environment is None
-        if environment is None:
-            environment = _Environment(self.spec, self._endpoint, self._log)
-            with self._lock:
+            cold = environment is None
+            if environment is None:
+                environment = _Environment(self.spec, self._endpoint, self._log)
                 self._all.append(environment)
         # Like Lambda, the init phase (imports) does not count against the function's timeout.
         outcome = environment.invoke({"event": event, "request_id": request_id, "crash_after": crash},
                                      self.spec.timeout + (INIT_SECONDS if cold else 0.5))
         with self._lock:
-            if environment.alive:
+            stopped = self._stopped
+            if environment.alive and not stopped:
                 self._idle.append(environment)
-            else:
+            elif environment in self._all:
                 self._all.remove(environment)
+        if stopped and outcome.error is not None and outcome.error["errorType"] in ENDED | {STOPPED}:
+            # its environment was ended by stop(), not by the function: not an invocation of the app
+            return Invocation(error={"errorType": STOPPED, "errorMessage": "the sandbox stopped"})
         if self._on_invoke is not None:
             self._on_invoke(self.spec, outcome)
         return outcome
 
     def stop(self) -> None:
-        """End every environment."""
+        """End every environment; invocations in flight answer ``Sandbox.Stopped``, later ones are refused."""
         with self._lock:
+            self._stopped = True
             environments, self._all, self._idle = self._all, [], []
         for environment in environments:
             if environment.process.stdin is not None:

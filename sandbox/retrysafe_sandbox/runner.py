@@ -28,6 +28,9 @@ from .sqs_poller import SqsPoller
 from .stepfunctions import PACKAGE, StepFunctions, machines, node_modules
 from .streams import StreamPoller
 
+#: How long :meth:`Sandbox.stop` waits for the pollers, all together.
+STOP_SECONDS = 5.0
+
 
 @dataclass
 class Options:
@@ -107,17 +110,23 @@ class Sandbox:
                 threading.Thread(target=self._every, args=(schedule,), daemon=True).start()
 
     def stop(self) -> None:
-        """Stop serving and polling, end the execution environments and the embedded AWS."""
+        """Stop serving and polling, end the execution environments and the embedded AWS.
+
+        Takes about a second, however busy the app is: invocations in flight are cut short (their
+        environments end, as a deployment's would), so nothing waits for a function's timeout.
+        """
         self._stop.set()
         for server in self.apis:
             server.shutdown()
             server.server_close()
-        for poller in self.pollers:
-            poller.join(timeout=5)
         if self.stepfunctions is not None:
             self.stepfunctions.stop()
         for pool in self.pools.values():
             pool.stop()
+        # The pollers see the stop at their next step: a receive's 1 s wait at most, once invokes answer.
+        deadline = time.monotonic() + STOP_SECONDS
+        for poller in self.pollers:
+            poller.join(timeout=max(0.0, deadline - time.monotonic()))
         for log in self._logs:
             log.close()
         if self._server is not None:

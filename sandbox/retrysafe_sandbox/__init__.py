@@ -1,7 +1,7 @@
 """Run a synthesized CDK app locally: ``python -m retrysafe_sandbox`` (``make demo`` / ``make sandbox``).
 
 Reads the cloud assembly in ``cdk.out`` (never aws_cdk), provisions its tables, queues, buses,
-rules and secrets on an embedded AWS (moto's server on 127.0.0.1), serves its APIs over real
+rules, secrets and buckets on an embedded AWS (moto's server on 127.0.0.1), serves its APIs over real
 HTTP on 127.0.0.1, and runs its functions from their code assets as Lambda would, fed by
 emulated SQS and DynamoDB Streams event source mappings. It knows no app: the scenarios ``demo``
 drives are the app's own (:mod:`.scenarios`), named in its ``cdk.json`` (:mod:`.hooks`).
