@@ -18,7 +18,7 @@ decorated handler stays cheap:
 Everything else is imported from its module: the webhook receiver and its
 providers from :mod:`retrysafe.webhook`, the outbox publisher and sweeper from
 :mod:`retrysafe.outbox.publisher` and :mod:`retrysafe.outbox.sweeper`, the
-engine's parts from :mod:`retrysafe.engine`, test tools from :mod:`retrysafe.testing`.
+engine's parts from :mod:`retrysafe._engine`, test tools from :mod:`retrysafe.testing`.
 """
 
 from __future__ import annotations
@@ -32,32 +32,32 @@ __version__ = "0.1.0"
 #: Where each exported name is defined (imported on first use).
 _EXPORTS = {
     "BusinessConditionFailedError": "retrysafe.errors",
-    "DynamoStore": "retrysafe.store",
-    "Engine": "retrysafe.engine",
-    "IdempotencyMiddleware": "retrysafe.http.middleware",
+    "DynamoStore": "retrysafe._store",
+    "Engine": "retrysafe._engine",
+    "IdempotencyMiddleware": "retrysafe.http._middleware",
     "Message": "retrysafe.sqs",
-    "Mode": "retrysafe.config",
-    "RecordCache": "retrysafe.cache",
+    "Mode": "retrysafe._config",
+    "RecordCache": "retrysafe._cache",
     "RetrysafeError": "retrysafe.errors",
-    "TRANSACTION_KEY": "retrysafe.http.middleware",
-    "Transaction": "retrysafe.transaction",
-    "idempotent_http": "retrysafe.http.decorator",
+    "TRANSACTION_KEY": "retrysafe.http._middleware",
+    "Transaction": "retrysafe._transaction",
+    "idempotent_http": "retrysafe.http._decorator",
     "idempotent_sqs": "retrysafe.sqs",
     "idempotent_task": "retrysafe.stepfunctions",
-    "put_if_newer": "retrysafe.ordering",
-    "update_if_newer": "retrysafe.ordering",
+    "put_if_newer": "retrysafe._ordering",
+    "update_if_newer": "retrysafe._ordering",
 }
 
 #: Names this package exported until 0.1.0, still importable from here with a DeprecationWarning.
 _MOVED = {
-    "Completion": "retrysafe.engine",
-    "HttpIdempotency": "retrysafe.http.core",
-    "Intent": "retrysafe.engine",
+    "Completion": "retrysafe._engine",
+    "HttpIdempotency": "retrysafe.http._core",
+    "Intent": "retrysafe._engine",
     "OutboxMessage": "retrysafe.outbox",
-    "Outcome": "retrysafe.engine",
+    "Outcome": "retrysafe._engine",
     "Publisher": "retrysafe.outbox.publisher",
-    "Retention": "retrysafe.config",
-    "Scope": "retrysafe.keys",
+    "Retention": "retrysafe._config",
+    "Scope": "retrysafe._keys",
     "TaskIdempotency": "retrysafe.stepfunctions",
     "TaskInProgress": "retrysafe.errors",
     "TaskKeyMismatch": "retrysafe.errors",
@@ -66,17 +66,17 @@ _MOVED = {
 }
 
 if TYPE_CHECKING:
-    from .cache import RecordCache
-    from .config import Mode
-    from .engine import Engine
+    from ._cache import RecordCache
+    from ._config import Mode
+    from ._engine import Engine
     from .errors import BusinessConditionFailedError, RetrysafeError
-    from .http.decorator import idempotent_http
-    from .http.middleware import TRANSACTION_KEY, IdempotencyMiddleware
-    from .ordering import put_if_newer, update_if_newer
+    from .http._decorator import idempotent_http
+    from .http._middleware import TRANSACTION_KEY, IdempotencyMiddleware
+    from ._ordering import put_if_newer, update_if_newer
     from .sqs import Message, idempotent_sqs
     from .stepfunctions import idempotent_task
-    from .store import DynamoStore
-    from .transaction import Transaction
+    from ._store import DynamoStore
+    from ._transaction import Transaction
 
 __all__ = [
     "TRANSACTION_KEY",

@@ -15,10 +15,10 @@ import functools
 from collections.abc import Callable
 from typing import Any, Concatenate, Protocol, TypeVar, overload
 
-from .config import Retention
-from .engine import Engine
-from .observability import telemetry
-from .store import DynamoStore
+from ._config import Retention
+from ._engine import Engine
+from ._observability import telemetry
+from ._store import DynamoStore
 
 H = TypeVar("H")
 L = TypeVar("L")

@@ -2,7 +2,7 @@
 
 ``except RetrysafeError`` catches anything retrysafe refuses or fails with; the
 adapters answer each with the contract's response (HTTP: ``application/problem+json``,
-see :mod:`retrysafe.http.problem`; SQS: a batch item failure; Step Functions: the
+see :mod:`retrysafe.http._problem`; SQS: a batch item failure; Step Functions: the
 error's class name as the Lambda ``errorType``). The classes are defined here and
 nowhere else; the modules that raise them re-export them under their old names.
 
@@ -40,7 +40,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .record import Record
+    from ._record import Record
 
 __all__ = [
     "BusinessConditionFailedError",
@@ -138,7 +138,7 @@ class FencingError(RetrysafeError):
 class RecordConflict(RetrysafeError):
     """The idempotency record's condition failed; ``current`` is the record DynamoDB returned (ALL_OLD).
 
-    Raised by :class:`~retrysafe.store.DynamoStore` and resolved by the engine
+    Raised by :class:`~retrysafe._store.DynamoStore` and resolved by the engine
     (replay, mismatch, in flight); it never reaches a handler's caller.
     """
 

@@ -24,7 +24,7 @@ SERVICE = "retrysafe"
 DIMENSIONS: Mapping[str, str] = {"service": SERVICE}
 UNIT = "Count"
 
-# Outcome names (see :mod:`retrysafe.observability`).
+# Outcome names (see :mod:`retrysafe._observability`).
 EXECUTED = "Executed"
 REPLAYED = "Replayed"
 KEY_MISMATCH = "KeyMismatch"

@@ -2,13 +2,13 @@
 
 It exposes the names this module had before the outbox became a package; new code
 and new deployments use :mod:`retrysafe.outbox.publisher` (``handler``),
-:mod:`retrysafe.outbox.targets` and :mod:`retrysafe.outbox.stream`.
+:mod:`retrysafe.outbox._targets` and :mod:`retrysafe.outbox._stream`.
 """
 
 from .outbox.events import OutboxMessage
 from .outbox.publisher import BATCH_SIZE, PARKED_METRIC, Publisher, default_publisher, handler
-from .outbox.stream import outbox_inserts
-from .outbox.targets import (
+from .outbox._stream import outbox_inserts
+from .outbox._targets import (
     BUS_ENV,
     DEFAULT_SOURCE,
     KEY_ATTRIBUTE,

@@ -4,7 +4,7 @@ New code and new deployments use :mod:`retrysafe.outbox.sweeper` (``handler``).
 """
 
 from .errors import SweepIncompleteError
-from .outbox.index import INDEX_NAME
+from .outbox._index import INDEX_NAME
 from .outbox.sweeper import (
     DEFAULT_SWEEP_AFTER_SECONDS,
     SWEEP_AFTER_ENV,

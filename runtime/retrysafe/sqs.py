@@ -37,15 +37,15 @@ from typing import Any, Protocol, cast
 
 from ._adapter import flushes_telemetry, lambda_entry_point, takes_options, wiring
 from ._value import Value, set_field
-from .claimcheck import resolve_receipt
-from .config import Mode, env_float
-from .engine import Completion, Engine, Intent
+from ._claimcheck import resolve_receipt
+from ._config import Mode, env_float
+from ._engine import Completion, Engine, Intent
 from .errors import ConfigurationError, InvalidInputError
-from .fingerprint import canonical_document, fingerprint, is_unicode, parse_json
-from .keys import Scope
+from ._fingerprint import canonical_document, fingerprint, is_unicode, parse_json
+from ._keys import Scope
 from .names import KEY_MESSAGE_ATTRIBUTE, VISIBILITY_TIMEOUT_ENV
-from .store import DynamoStore
-from .transaction import Transaction
+from ._store import DynamoStore
+from ._transaction import Transaction
 
 KEY_ATTRIBUTE = KEY_MESSAGE_ATTRIBUTE
 #: Dotted paths into the (unwrapped) JSON content that may carry a propagated event id.
@@ -130,7 +130,7 @@ def default_key(paths: Sequence[str] = DEFAULT_KEY_PATHS, attribute: str = KEY_A
 def message_fingerprint(body: str) -> str:
     """Hash of the canonical message content (envelope excluded), read from the body's text.
 
-    The content is canonicalised as :mod:`retrysafe.fingerprint` does (exact numbers, no
+    The content is canonicalised as :mod:`retrysafe._fingerprint` does (exact numbers, no
     duplicate member names); content that is not JSON is hashed as its text. Raises
     :class:`~retrysafe.errors.InvalidInputError` when the content has no canonical form.
     """
@@ -150,7 +150,7 @@ class _Parsed:
 
 
 def _canonical_content(body: str) -> _Parsed | str:
-    """What :func:`unwrap` finds, parsed by :func:`~retrysafe.fingerprint.parse_json` (exact numbers)."""
+    """What :func:`unwrap` finds, parsed by :func:`~retrysafe._fingerprint.parse_json` (exact numbers)."""
     is_json, doc = parse_json(body)
     if not is_json:
         return body

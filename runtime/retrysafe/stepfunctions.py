@@ -38,8 +38,8 @@ from typing import Any, Protocol, cast
 
 from ._adapter import flushes_telemetry, lambda_entry_point, takes_options, wiring
 from ._value import Value, set_field
-from .config import Mode
-from .engine import Completion, Engine, Intent
+from ._config import Mode
+from ._engine import Completion, Engine, Intent
 from .errors import (
     BusinessConditionFailedError,
     FencingError,
@@ -52,11 +52,11 @@ from .errors import (
     TaskPayloadError,
     TransactionRaced,
 )
-from .fingerprint import canonical_value, fingerprint, is_unicode
-from .keys import Scope
+from ._fingerprint import canonical_value, fingerprint, is_unicode
+from ._keys import Scope
 from .names import TASK_EXECUTION, TASK_INPUT, TASK_ITERATION, TASK_STATE, TASK_STATE_MACHINE
-from .store import DynamoStore
-from .transaction import Transaction
+from ._store import DynamoStore
+from ._transaction import Transaction
 
 TaskHandler = Callable[[Any, Any, Transaction], Any]
 

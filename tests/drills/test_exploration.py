@@ -69,7 +69,7 @@ def test_a_replay_command_reruns_the_same_schedule(explorer: World) -> None:
 
 def test_the_exploration_replays_from_warm_record_caches(explorer: World, monkeypatch: pytest.MonkeyPatch) -> None:
     """Each schedule ends by replaying every answered intent in every process, so warm caches answer too."""
-    from retrysafe.cache import RecordCache
+    from retrysafe._cache import RecordCache
 
     hits: list[str] = []
     original = RecordCache.get

@@ -12,10 +12,10 @@ import boto3
 import pytest
 from retrysafe import DynamoStore, Engine, idempotent_http, idempotent_sqs, idempotent_task, names
 from retrysafe.errors import ConfigurationError
-from retrysafe.http.core import HttpAnswer, StoredResponse
-from retrysafe.http.decorator import to_proxy
-from retrysafe.observability import telemetry
-from retrysafe.testing.events import DrillContext, api_event, sqs_record, task_payload
+from retrysafe.http._core import HttpAnswer, StoredResponse
+from retrysafe.http._decorator import to_proxy
+from retrysafe._observability import telemetry
+from retrysafe.testing._events import DrillContext, api_event, sqs_record, task_payload
 from retrysafe.webhook import GenericHmac, WebhookReceiver
 
 from tests.helpers import TABLE, CallCounter

@@ -74,13 +74,13 @@ def test_the_errors_page_draws_the_whole_hierarchy() -> None:
 
 
 @pytest.mark.parametrize(("module", "name"), [
-    ("retrysafe.http.problem", "MalformedRequestError"),
+    ("retrysafe.http._problem", "MalformedRequestError"),
     ("retrysafe.webhook", "SignatureError"),
     ("retrysafe.webhook", "PayloadTooLargeError"),
-    ("retrysafe.webhook.signatures", "SignatureError"),
-    ("retrysafe.webhook.receiver", "PayloadTooLargeError"),
-    ("retrysafe.claimcheck", "ClaimCheckError"),
-    ("retrysafe.store", "RecordConflict"),
+    ("retrysafe.webhook._signatures", "SignatureError"),
+    ("retrysafe.webhook._receiver", "PayloadTooLargeError"),
+    ("retrysafe._claimcheck", "ClaimCheckError"),
+    ("retrysafe._store", "RecordConflict"),
     ("retrysafe.outbox_pipe", "UnreadableOutboxRecordError"),
     ("retrysafe.outbox_sweeper", "SweepIncompleteError"),
     ("retrysafe.workflow", "TaskInProgress"),
@@ -99,7 +99,7 @@ def test_errors_that_were_value_errors_still_are(name: str) -> None:
 
 
 def test_a_malformed_event_is_still_a_400_problem() -> None:
-    from retrysafe.http.problem import problem_for
+    from retrysafe.http._problem import problem_for
 
     problem = problem_for(errors.MalformedRequestError("the event has no HTTP method"))
     assert problem is not None

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from retrysafe import metrics, names, stepfunctions
-from retrysafe.webhook import signatures
+from retrysafe.webhook import _signatures as signatures
 
 from tests.helpers import ROOT
 

@@ -17,10 +17,10 @@ from typing import Any
 
 import pytest
 from botocore.retries.standard import ExponentialBackoff
-from retrysafe import DynamoStore, Engine, Mode, idempotent_http, names, snapstart
-from retrysafe import store as store_module
-from retrysafe.engine import new_token
-from retrysafe.testing.events import DrillContext, api_event
+from retrysafe import DynamoStore, Engine, Mode, idempotent_http, names, _snapstart as snapstart
+from retrysafe import _store as store_module
+from retrysafe._engine import new_token
+from retrysafe.testing._events import DrillContext, api_event
 
 from tests.helpers import TABLE, CallCounter
 

@@ -22,8 +22,8 @@ from retrysafe.outbox import OutboxMessage
 from retrysafe.outbox.parked import list_parked
 from retrysafe.outbox.publisher import Publisher
 from retrysafe.outbox.sweeper import sweep
-from retrysafe.outbox.targets import SqsTarget
-from retrysafe.testing.events import DrillContext, api_event
+from retrysafe.outbox._targets import SqsTarget
+from retrysafe.testing._events import DrillContext, api_event
 from retrysafe.webhook import put_if_newer, update_if_newer
 
 from tests.helpers import ORDERS, TABLE

@@ -19,7 +19,7 @@ import os
 from typing import Any
 
 from retrysafe import Transaction
-from retrysafe.keys import Scope
+from retrysafe._keys import Scope
 from retrysafe.stepfunctions import idempotent_task
 
 from .provider import FakePaymentProvider

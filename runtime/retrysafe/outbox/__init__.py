@@ -5,10 +5,10 @@ module                                   what it holds
 =======================================  ===========================================================
 :mod:`retrysafe.outbox.events`           an event as appended (:class:`OutboxEvent`) and as stored
                                          (:class:`OutboxMessage`); the item layout and event ids
-:mod:`retrysafe.outbox.targets`          EventBridge, SNS and SQS targets, their limits, size checks
-:mod:`retrysafe.outbox.stream`           the outbox INSERTs among DynamoDB stream records
+:mod:`retrysafe.outbox._targets`          EventBridge, SNS and SQS targets, their limits, size checks
+:mod:`retrysafe.outbox._stream`           the outbox INSERTs among DynamoDB stream records
 :mod:`retrysafe.outbox.publisher`        the stream publisher (Lambda ``handler``) and :class:`Publisher`
-:mod:`retrysafe.outbox.index`            the sparse index of unpublished and parked events
+:mod:`retrysafe.outbox._index`            the sparse index of unpublished and parked events
 :mod:`retrysafe.outbox.sweeper`          republishes what the stream missed (Lambda ``handler``)
 :mod:`retrysafe.outbox.parked`           lists and republishes parked events (``python -m``)
 :mod:`retrysafe.outbox.pipe`             the EventBridge Pipes enrichment (Lambda ``handler``)

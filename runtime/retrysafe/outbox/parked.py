@@ -26,9 +26,9 @@ from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..store import DynamoStore
+from .._store import DynamoStore
 from .events import PARKED, OutboxMessage
-from .index import pages
+from ._index import pages
 from .publisher import Publisher
 
 

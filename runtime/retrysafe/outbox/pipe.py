@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import UnreadableOutboxRecordError
-from .stream import outbox_inserts
+from ._stream import outbox_inserts
 
 
 def envelopes(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:

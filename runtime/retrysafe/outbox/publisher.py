@@ -1,7 +1,7 @@
 """Outbox publishing: the DynamoDB Streams publisher, and the :class:`Publisher` the sweeper shares.
 
 ``handler`` receives the idempotency table's stream and publishes its outbox
-INSERTs (:mod:`retrysafe.outbox.stream`). Each event goes to exactly one
+INSERTs (:mod:`retrysafe.outbox._stream`). Each event goes to exactly one
 target, chosen by the environment:
 
 ``RETRYSAFE_EVENT_BUS_NAME``  EventBridge ``PutEvents`` (source ``RETRYSAFE_EVENT_SOURCE``, default
@@ -10,7 +10,7 @@ target, chosen by the environment:
 ``RETRYSAFE_QUEUE_URL``       SQS ``SendMessageBatch`` (body = the envelope)
 
 Batches are cut by the target's limits (entries, bytes per message and per
-request: :mod:`retrysafe.outbox.targets`), not in fixed chunks. An event the
+request: :mod:`retrysafe.outbox._targets`), not in fixed chunks. An event the
 target refuses permanently (larger than a message may be, malformed) is
 *parked*: its item is marked ``obq = parked`` (the sweeper no longer sees it),
 the ``OutboxEventParked`` metric is counted, and the stream moves on. List and
@@ -39,11 +39,11 @@ from typing import Any
 
 from ..metrics import OUTBOX_EVENT_PARKED
 from ..names import PARTITION_KEY
-from ..observability import telemetry
-from ..store import DynamoStore
+from .._observability import telemetry
+from .._store import DynamoStore
 from .events import OUTBOX_PREFIX, PARKED, UNPUBLISHED_ATTRIBUTE, OutboxMessage
-from .stream import outbox_inserts
-from .targets import MAX_ENTRIES, PERMANENT_CODES, Refusal, Target, target_from_env
+from ._stream import outbox_inserts
+from ._targets import MAX_ENTRIES, PERMANENT_CODES, Refusal, Target, target_from_env
 
 #: Most entries per batch call (the byte limits usually cut batches first).
 BATCH_SIZE = MAX_ENTRIES

@@ -20,11 +20,11 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from .. import names
-from ..config import env_int
+from .._config import env_int
 from ..errors import ConfigurationError, SweepIncompleteError
-from ..observability import telemetry
+from .._observability import telemetry
 from .events import UNPUBLISHED_SHARDS, OutboxMessage
-from .index import pages
+from ._index import pages
 from .publisher import BATCH_SIZE, Publisher, default_publisher
 
 SWEEP_AFTER_ENV = names.SWEEP_AFTER_ENV

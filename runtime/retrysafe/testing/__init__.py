@@ -1,7 +1,7 @@
 """Failure drills for retrysafe handlers, shipped with the library (see ``docs/drills.md``).
 
 Nothing here is imported by ``import retrysafe``: the pytest plugin
-(:mod:`retrysafe.testing.plugin`) imports pytest, and moto is imported only by
+(:mod:`retrysafe.testing._plugin`) imports pytest, and moto is imported only by
 the fixtures that need it, so Lambda packages never load them.
 
 - :class:`Drills` -- the failure drills of the contract (``docs/contract.md``) against one handler
@@ -15,11 +15,11 @@ the fixtures that need it, so Lambda packages never load them.
 
 from __future__ import annotations
 
-from .adapters import Answer, HttpAdapter, SqsAdapter, TaskAdapter, WebhookAdapter, engine_of
-from .boundary import ALWAYS, Boundary, Commit, SimulatedCrash
-from .drills import Clock, DrillFailed, DrillReport, Drills
-from .dynamodb_semantics import DynamoSemantics, instant_retries, ttl_sweep
-from .outbox import outbox_stream_event, publish_twice
+from ._adapters import Answer, HttpAdapter, SqsAdapter, TaskAdapter, WebhookAdapter, engine_of
+from ._boundary import ALWAYS, Boundary, Commit, SimulatedCrash
+from ._drills import Clock, DrillFailed, DrillReport, Drills
+from ._dynamodb_semantics import DynamoSemantics, instant_retries, ttl_sweep
+from ._outbox import outbox_stream_event, publish_twice
 
 __all__ = [
     "ALWAYS",

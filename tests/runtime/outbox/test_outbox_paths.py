@@ -55,7 +55,7 @@ def test_the_old_modules_keep_every_public_name(module: str, names: list[str]) -
 
 def test_an_old_name_is_the_same_object_as_the_new_one() -> None:
     from retrysafe import outbox_publisher, outbox_sweeper
-    from retrysafe.outbox import index, publisher, stream, sweeper, targets
+    from retrysafe.outbox import _index as index, publisher, _stream as stream, sweeper, _targets as targets
 
     assert outbox_publisher.Publisher is publisher.Publisher
     assert outbox_publisher.SqsTarget is targets.SqsTarget

@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from retrysafe.testing.events import DrillContext
+from retrysafe.testing._events import DrillContext
 
 from tests.helpers import CallCounter, payload
 

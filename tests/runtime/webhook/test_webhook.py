@@ -18,10 +18,10 @@ from retrysafe import names
 from retrysafe.errors import ConfigurationError
 from retrysafe.outbox.publisher import Publisher
 from retrysafe.outbox.sweeper import sweep
-from retrysafe.outbox.targets import SqsTarget
+from retrysafe.outbox._targets import SqsTarget
 from retrysafe.sqs import Message, idempotent_sqs
-from retrysafe.testing.events import DrillContext, http_event, rest_event, sqs_event
-from retrysafe.transaction import Transaction
+from retrysafe.testing._events import DrillContext, http_event, rest_event, sqs_event
+from retrysafe._transaction import Transaction
 from retrysafe.webhook import (
     GenericHmac,
     GitHub,
@@ -32,7 +32,7 @@ from retrysafe.webhook import (
     put_if_newer,
     update_if_newer,
 )
-from retrysafe.webhook import receiver as receiver_module
+from retrysafe.webhook import _receiver as receiver_module
 
 from tests.helpers import ORDERS, TABLE, outbox_items, receive_all
 
@@ -223,7 +223,7 @@ def test_replayed_webhook_has_one_effect_downstream(store: Any, ddb: Any) -> Non
 def test_signatures_accept_exactly_the_signed_bytes(body: bytes, secret: bytes, flip: int) -> None:
     import base64
 
-    from retrysafe.http.request import HttpRequest, parse_event
+    from retrysafe.http._request import HttpRequest, parse_event
     from retrysafe.webhook import SignatureError
 
     def request(data: bytes, headers: dict[str, str]) -> HttpRequest:

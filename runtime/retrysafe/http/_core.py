@@ -12,16 +12,16 @@ from typing import Any
 from .. import names
 from .._adapter import flushes_telemetry, wiring
 from .._value import Value, set_field
-from ..config import Mode
-from ..engine import Completion, Engine, Intent
+from .._config import Mode
+from .._engine import Completion, Engine, Intent
 from ..errors import BusinessConditionFailedError, InvalidInputError, RetrysafeError, TenantRequiredError
-from ..fingerprint import is_unicode
-from ..keys import Scope, parse_key
-from ..store import DynamoStore
-from ..transaction import Transaction
-from .problem import Problem, problem_for
-from .request import HttpRequest, parse_event
-from .tenant import TenantExtractor, default_tenant
+from .._fingerprint import is_unicode
+from .._keys import Scope, parse_key
+from .._store import DynamoStore
+from .._transaction import Transaction
+from ._problem import Problem, problem_for
+from ._request import HttpRequest, parse_event
+from ._tenant import TenantExtractor, default_tenant
 
 REPLAYED_HEADER = names.REPLAYED_HEADER
 DEFAULT_REPLAY_HEADERS = ("content-type", "location", "content-location", "etag", "last-modified")

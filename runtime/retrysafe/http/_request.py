@@ -11,7 +11,7 @@ from urllib.parse import unquote
 
 from .._value import Value, set_field
 from ..errors import MalformedRequestError
-from ..fingerprint import canonical_json, fingerprint
+from .._fingerprint import canonical_json, fingerprint
 
 #: Content types whose bodies are canonicalised as JSON (besides ``*/*+json`` and an absent Content-Type).
 JSON_MEDIA_TYPES = frozenset({"application/json"})
@@ -70,7 +70,7 @@ class HttpRequest(Value):
         The parameters, sorted by name, each with its values in order, are one unambiguous part, so no
         two different parameter lists share a fingerprint. A JSON body
         (Content-Type ``application/json``, ``*/*+json`` or none) is hashed in its canonical form
-        (:mod:`retrysafe.fingerprint`), any other body as its bytes. Raises
+        (:mod:`retrysafe._fingerprint`), any other body as its bytes. Raises
         :class:`~retrysafe.errors.InvalidInputError` when the request has no canonical form.
         """
         if query_params is None:

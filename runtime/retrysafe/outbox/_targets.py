@@ -37,7 +37,7 @@ from typing import Any, Protocol
 
 from .. import names
 from .._value import Value, set_field
-from ..config import env_int
+from .._config import env_int
 from ..errors import ConfigurationError, EventTooLargeError
 from .events import OutboxEvent, OutboxMessage
 
@@ -268,7 +268,7 @@ def check_fits(event: OutboxEvent, environ: Mapping[str, str] | None = None) -> 
     if size > limit:
         raise EventTooLargeError(
             f"outbox event {event.event_type!r} would be a {size}-byte message; {kind} accepts {limit} bytes. "
-            "Store large content elsewhere (e.g. S3, see retrysafe.claimcheck) and append a reference to it.")
+            "Store large content elsewhere (e.g. S3, see retrysafe._claimcheck) and append a reference to it.")
 
 
 def _client(service: str) -> Any:

@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from ..errors import ConfigurationError, SignatureError
-from ..http.request import HttpRequest
+from ..http._request import HttpRequest
 
 NO_HOOK = "-"
 #: Longest signature header accepted (several rotated signatures fit easily).

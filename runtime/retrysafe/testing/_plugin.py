@@ -1,4 +1,4 @@
-"""The retrysafe pytest plugin (entry point ``pytest11``: ``retrysafe = "retrysafe.testing.plugin"``).
+"""The retrysafe pytest plugin (entry point ``pytest11``: ``retrysafe = "retrysafe.testing._plugin"``).
 
 Fixtures:
 
@@ -27,10 +27,10 @@ from typing import Any
 import pytest
 
 from .. import names
-from ..store import DynamoStore
-from .adapters import HttpAdapter, SqsAdapter, TaskAdapter, WebhookAdapter
-from .drills import Adapter, Clock, Drills
-from .dynamodb_semantics import DynamoSemantics
+from .._store import DynamoStore
+from ._adapters import HttpAdapter, SqsAdapter, TaskAdapter, WebhookAdapter
+from ._drills import Adapter, Clock, Drills
+from ._dynamodb_semantics import DynamoSemantics
 
 DEFAULT_TABLE = "idempotency"
 

@@ -62,7 +62,7 @@ def check_limits(items: list[dict[str, Any]]) -> None:
     Item (400 KB) and transaction (4 MB) sizes are left to DynamoDB, which
     refuses the whole transaction; the store maps that to
     :class:`~retrysafe.errors.TransactionTooLargeError`. The stored result's own
-    size is checked when it is encoded (:func:`retrysafe.record.encode_result`).
+    size is checked when it is encoded (:func:`retrysafe._record.encode_result`).
     """
     if len(items) > MAX_ACTIONS:
         raise TransactionTooLargeError(

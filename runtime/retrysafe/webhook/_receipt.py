@@ -9,9 +9,9 @@ from typing import Any
 from urllib.parse import quote
 
 from .. import names
-from ..claimcheck import S3_ENCODING
+from .._claimcheck import S3_ENCODING
 from ..outbox import OutboxMessage
-from ..outbox.targets import fits
+from ..outbox._targets import fits
 
 RECEIPT_EVENT = names.WEBHOOK_RECEIPT_EVENT
 #: Longest header value kept as receipt metadata.

@@ -98,6 +98,6 @@ def problem_for(error: Exception) -> Problem | None:
 
 def _log_server_error(error: Exception) -> None:
     """The deployer needs the details the client's problem leaves out (table names, DynamoDB's message)."""
-    from ..observability import telemetry
+    from .._observability import telemetry
 
     telemetry.logger.error(f"{type(error).__name__}: {error}")

@@ -21,8 +21,8 @@ from typing import Any
 from aws_lambda_powertools.event_handler.api_gateway import Response
 from aws_lambda_powertools.event_handler.middlewares import BaseMiddlewareHandler, NextMiddleware
 
-from ..transaction import Transaction
-from .core import HttpAnswer, HttpIdempotency, StoredResponse
+from .._transaction import Transaction
+from ._core import HttpAnswer, HttpIdempotency, StoredResponse
 
 #: Key of the :class:`~retrysafe.Transaction` in ``app.context`` while the route runs.
 TRANSACTION_KEY = "retrysafe_transaction"
@@ -31,7 +31,7 @@ TRANSACTION_KEY = "retrysafe_transaction"
 class IdempotencyMiddleware(BaseMiddlewareHandler[Any]):
     """Route middleware running the handler at most once per (tenant, operation, key).
 
-    Accepts the options of :class:`~retrysafe.http.core.HttpIdempotency`. The
+    Accepts the options of :class:`~retrysafe.http._core.HttpIdempotency`. The
     default operation is the matched route (``POST /orders/<order_id>``).
     """
 

@@ -20,7 +20,7 @@ from collections import OrderedDict
 from threading import Lock
 
 from ._value import set_field
-from .record import COMPLETED, Record
+from ._record import COMPLETED, Record
 
 #: The default byte budget: stored result text plus a fixed overhead per entry.
 DEFAULT_MAX_BYTES = 4 * 1024 * 1024

@@ -16,12 +16,12 @@ from typing import Any
 
 from ..names import KIND_ATTRIBUTE, OUTBOX_KIND, PARTITION_KEY, UNPUBLISHED_ATTRIBUTE
 from ..outbox.publisher import Publisher, handler
-from ..outbox.targets import SqsTarget
-from ..store import DynamoStore
-from .adapters import engine_of
-from .boundary import Boundary, SimulatedCrash
-from .drills import DrillFailed, DrillReport
-from .events import DrillContext, sqs_record
+from ..outbox._targets import SqsTarget
+from .._store import DynamoStore
+from ._adapters import engine_of
+from ._boundary import Boundary, SimulatedCrash
+from ._drills import DrillFailed, DrillReport
+from ._events import DrillContext, sqs_record
 
 
 def outbox_stream_event(store: DynamoStore) -> dict[str, Any]:

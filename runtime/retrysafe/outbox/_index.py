@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from ..codec import deserialize_item
+from .._codec import deserialize_item
 from ..names import OCCURRED_AT_ATTRIBUTE, OUTBOX_INDEX
-from ..store import DynamoStore
+from .._store import DynamoStore
 from .events import UNPUBLISHED_ATTRIBUTE
 
 INDEX_NAME = OUTBOX_INDEX

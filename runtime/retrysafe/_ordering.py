@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .codec import serialize, serialize_item
-from .store import DynamoStore
+from ._codec import serialize, serialize_item
+from ._store import DynamoStore
 
 #: The condition: absent item/attribute, or an older version.
 NEWER_CONDITION = "attribute_not_exists(#v) OR #v < :v"

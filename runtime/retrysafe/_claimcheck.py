@@ -95,7 +95,7 @@ def resolve_receipt(content: Any, client: Any = None) -> Any:
     ref = payload.get("body_ref")
     if not isinstance(ref, Mapping):
         raise ClaimCheckError("the receipt says its body is in S3 but carries no body_ref pointer")
-    from .webhook.receipt import encode_body
+    from .webhook._receipt import encode_body
 
     text, encoding = encode_body(fetch(ref, client))
     inline = {k: v for k, v in payload.items() if k != "body_ref"}

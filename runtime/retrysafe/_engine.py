@@ -11,7 +11,7 @@ Claim first
     uncacheable run releases the claim, also conditioned on the owner token;
     a claim that holds (or may hold) a committed checkpoint only ends its lease.
 
-Warm containers: with a :class:`~retrysafe.cache.RecordCache` (the store from the environment has
+Warm containers: with a :class:`~retrysafe._cache.RecordCache` (the store from the environment has
 one) a key this container completed or replayed is answered from memory before any of the above:
 a replay or a mismatch, zero round trips, the work not run.
 
@@ -31,7 +31,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ._value import Value, set_field
-from .config import LEASE_MARGIN_SECONDS, Mode, Retention
+from ._config import LEASE_MARGIN_SECONDS, Mode, Retention
 from .errors import (
     FencingError,
     KeyReuseMismatchError,
@@ -41,8 +41,8 @@ from .errors import (
     StoreUnavailableError,
     TransactionRaced,
 )
-from .keys import Scope
-from .observability import (
+from ._keys import Scope
+from ._observability import (
     EXECUTED,
     FENCING_REJECTED,
     IN_FLIGHT,
@@ -54,12 +54,12 @@ from .observability import (
     TAKEOVER,
     telemetry,
 )
-from .record import COMPLETED, PENDING, Record
-from .store import DynamoStore, request_token
-from .transaction import Transaction
+from ._record import COMPLETED, PENDING, Record
+from ._store import DynamoStore, request_token
+from ._transaction import Transaction
 
 if TYPE_CHECKING:
-    from .cache import RecordCache
+    from ._cache import RecordCache
 
 #: ``Engine(cache=...)``'s default: the store's own cache (:attr:`DynamoStore.cache`).
 STORE_CACHE: Any = object()
@@ -142,7 +142,7 @@ class Engine:
     """Executes intents against a :class:`DynamoStore`, optionally with a warm-container cache.
 
     ``cache``: by default the store's (the store from :meth:`DynamoStore.from_env` has one); pass a
-    :class:`~retrysafe.cache.RecordCache` of its own, or ``None`` for none.
+    :class:`~retrysafe._cache.RecordCache` of its own, or ``None`` for none.
     """
 
     def __init__(self, store: DynamoStore, *, cache: RecordCache | None = STORE_CACHE,

@@ -7,8 +7,8 @@ from collections.abc import Callable
 from typing import Any, Protocol, cast
 
 from .._adapter import lambda_entry_point, takes_options
-from ..transaction import Transaction
-from .core import HttpAnswer, HttpIdempotency, StoredResponse
+from .._transaction import Transaction
+from ._core import HttpAnswer, HttpIdempotency, StoredResponse
 
 Handler = Callable[[Any, Any, Transaction], Any]
 
@@ -28,7 +28,7 @@ def idempotent_http(func: Handler, **options: Any) -> HttpLambdaHandler:
     The handler receives a third argument, the :class:`~retrysafe.Transaction`
     in which it buffers its DynamoDB writes and outbox events; they commit
     with the completed record in one transaction. Options are those of
-    :class:`~retrysafe.http.core.HttpIdempotency` (``operation``, ``mode``,
+    :class:`~retrysafe.http._core.HttpIdempotency` (``operation``, ``mode``,
     ``tenant``, ``horizon_seconds``...). Configuration errors are raised here,
     at cold start.
 

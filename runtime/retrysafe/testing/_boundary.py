@@ -6,7 +6,7 @@ backend, or HTTP to moto's server) so that what happens around the call can be
 decided here. Two kinds of things plug into it:
 
 * a *server* layer in front of the embedded service
-  (:class:`~retrysafe.testing.dynamodb_semantics.DynamoSemantics`: atomic
+  (:class:`~retrysafe.testing._dynamodb_semantics.DynamoSemantics`: atomic
   requests, transactions, ``ClientRequestToken``);
 * *interceptors* between the caller and the service, as the network and the
   Lambda runtime are: a :class:`Boundary` (faults and the ledger) or a
@@ -44,7 +44,7 @@ from io import BytesIO
 from typing import Any, Protocol
 
 from ..names import OUTBOX_PREFIX, PARTITION_KEY, RECORD_PREFIX
-from ..record import from_item
+from .._record import from_item
 
 _PARAMS = "retrysafe_boundary_params"
 

@@ -18,9 +18,9 @@ import os
 from typing import Any
 
 from ._value import Value, set_field
-from .cache import RecordCache
-from .codec import check_limits
-from .config import table_name_from_env
+from ._cache import RecordCache
+from ._codec import check_limits
+from ._config import table_name_from_env
 from .errors import (
     BusinessConditionFailedError,
     ConfigurationError,
@@ -31,7 +31,7 @@ from .errors import (
     TransactionTooLargeError,
 )
 from .names import PARTITION_KEY, TTL_ATTRIBUTE, VERIFY_ENV
-from .record import PENDING, AttributeMap, Record, encode_checkpoints, from_item, to_item
+from ._record import PENDING, AttributeMap, Record, encode_checkpoints, from_item, to_item
 
 #: Operation error codes (after botocore's retries) and ``CancellationReasons`` codes that mean
 #: "throttled or unavailable: retry later". The two vocabularies differ (``ThrottlingException``
@@ -101,7 +101,7 @@ class DynamoStore:
         """The store named by ``RETRYSAFE_TABLE``, shared by every operation of this container.
 
         In Lambda's init phase its client is created at once and it is registered for SnapStart's
-        runtime hooks (:mod:`retrysafe.snapstart`). It keeps a :class:`~retrysafe.cache.RecordCache`
+        runtime hooks (:mod:`retrysafe._snapstart`). It keeps a :class:`~retrysafe._cache.RecordCache`
         (1024 records, 4 MiB of results) of the records this container completed or replayed: a replay
         that lands on the same warm container is answered from memory.
         """
@@ -112,7 +112,7 @@ class DynamoStore:
             if os.environ.get(VERIFY_ENV, "").lower() in ("1", "true", "yes"):
                 store.verify()
             if INIT_PHASE_ENV in os.environ:  # Lambda's init phase: the client exists before the first request
-                from . import snapstart
+                from . import _snapstart as snapstart
 
                 store.client  # noqa: B018
                 snapstart.register(store)  # and before a SnapStart snapshot, without connections

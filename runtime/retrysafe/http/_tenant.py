@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from .request import HttpRequest
+from ._request import HttpRequest
 
 TenantExtractor = Callable[[HttpRequest], "str | None"]
 

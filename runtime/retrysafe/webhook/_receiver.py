@@ -31,9 +31,9 @@ from typing import Any
 
 from .. import names
 from .._adapter import flushes_telemetry, wiring
-from ..claimcheck import ClaimCheck
-from ..config import Mode
-from ..engine import Completion, Engine, Intent
+from .._claimcheck import ClaimCheck
+from .._config import Mode
+from .._engine import Completion, Engine, Intent
 from ..errors import (
     ConfigurationError,
     MalformedRequestError,
@@ -43,17 +43,17 @@ from ..errors import (
     StoreUnavailableError,
     TransactionTooLargeError,
 )
-from ..fingerprint import fingerprint
-from ..http.core import HttpAnswer, StoredResponse, refusal
-from ..http.decorator import to_proxy
-from ..http.problem import Problem, problem_for
-from ..http.request import HttpRequest, parse_event
-from ..keys import Scope
-from ..observability import telemetry
-from ..store import DynamoStore
-from ..transaction import Transaction
-from .receipt import RECEIPT_EVENT, Receipt, metadata
-from .signatures import NO_HOOK, PROVIDERS, Provider, body_digest
+from .._fingerprint import fingerprint
+from ..http._core import HttpAnswer, StoredResponse, refusal
+from ..http._decorator import to_proxy
+from ..http._problem import Problem, problem_for
+from ..http._request import HttpRequest, parse_event
+from .._keys import Scope
+from .._observability import telemetry
+from .._store import DynamoStore
+from .._transaction import Transaction
+from ._receipt import RECEIPT_EVENT, Receipt, metadata
+from ._signatures import NO_HOOK, PROVIDERS, Provider, body_digest
 
 SECRET_ARN_ENV = names.WEBHOOK_SECRET_ARN_ENV
 SECRET_PARAMETER_ENV = names.WEBHOOK_SECRET_PARAMETER_ENV

@@ -18,11 +18,11 @@ from typing import Any
 
 from retrysafe import names
 
-from ..engine import Engine
+from .._engine import Engine
 from ..errors import KeyReuseMismatchError, RequestInFlightError, RetrysafeError
-from ..http.core import REPLAYED_HEADER, StoredResponse
+from ..http._core import REPLAYED_HEADER, StoredResponse
 from ..names import KEY_MESSAGE_ATTRIBUTE
-from .events import DrillContext, api_event, sqs_record, task_payload
+from ._events import DrillContext, api_event, sqs_record, task_payload
 
 #: executed | replayed | in_flight (409) | mismatch (422, TaskKeyMismatch) | refused (other 4xx problem)
 #: | unavailable (503) | failed (reported batch failure, 5xx, exception).

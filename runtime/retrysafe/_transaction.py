@@ -15,9 +15,9 @@ import json
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from .codec import serialize_item
+from ._codec import serialize_item
 from .errors import ConfigurationError
-from .keys import Scope
+from ._keys import Scope
 from .outbox.events import OutboxEvent, event_id
 
 if TYPE_CHECKING:
@@ -121,7 +121,7 @@ class Transaction:
             event_id=eid, event_type=event_type, aggregate_type=aggregate_type, aggregate_id=str(aggregate_id),
             payload=payload, occurred_at=occurred_at, sequence=sequence,
         )
-        from .outbox.targets import check_fits
+        from .outbox._targets import check_fits
 
         check_fits(event)
         self._appended += 1

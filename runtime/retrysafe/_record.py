@@ -6,7 +6,7 @@ must fit one write unit (1 KB) after compression.
 =========  ==================================================================
 attribute  meaning
 =========  ==================================================================
-``pk``     partition key, :attr:`retrysafe.keys.Scope.record_id`
+``pk``     partition key, :attr:`retrysafe._keys.Scope.record_id`
 ``st``     state: ``pending`` or ``completed``
 ``fp``     request fingerprint (hash only)
 ``exp``    expiry, epoch seconds: the table's TTL attribute, compared in every condition

@@ -1,7 +1,7 @@
 """The failure drills of the contract (docs/contract.md), run against a user's own decorated handler.
 
 Each drill uses a fresh intent, injects its fault at a real persistence
-boundary (:class:`~retrysafe.testing.boundary.Boundary` on the engine's
+boundary (:class:`~retrysafe.testing._boundary.Boundary` on the engine's
 DynamoDB client) or moves the engine's clock, and then asserts two things:
 the business effect of the intent happened exactly once (commits carrying
 business writes or events, seen at the boundary, plus the user's own
@@ -18,17 +18,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, Self
 
-from ..engine import Engine
-from .adapters import Answer
-from .boundary import ALWAYS, Boundary, Commit, SimulatedCrash, completes_record
-from .dynamodb_semantics import DynamoSemantics
+from .._engine import Engine
+from ._adapters import Answer
+from ._boundary import ALWAYS, Boundary, Commit, SimulatedCrash, completes_record
+from ._dynamodb_semantics import DynamoSemantics
 
 #: Answers a racing or retried duplicate may legitimately get.
 DUPLICATE_KINDS = frozenset({"executed", "replayed", "in_flight", "unavailable"})
 
 
 class Adapter(Protocol):
-    """What the drills need from a handler (see :mod:`retrysafe.testing.adapters`)."""
+    """What the drills need from a handler (see :mod:`retrysafe.testing._adapters`)."""
 
     name: str
     engine: Engine
@@ -270,7 +270,7 @@ class Drills:
         applying it again). With ``times=1`` the loss must be invisible: the
         invocation answers as without it (executed, never "in flight" because
         of its own claim), with one effect. With
-        :data:`~retrysafe.testing.boundary.ALWAYS` botocore's retries run out
+        :data:`~retrysafe.testing._boundary.ALWAYS` botocore's retries run out
         and the invocation fails (503, a failed record, an error); the client
         then retries (past the lease when one is held) until it gets an answer:
         one effect, and every later answer equals the first successful one.

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..names import KIND_ATTRIBUTE
-from ..observability import telemetry
+from .._observability import telemetry
 from .events import OUTBOX_KIND, OutboxMessage
 
 

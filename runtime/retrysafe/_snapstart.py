@@ -16,7 +16,7 @@ in process memory is then shared by all of them. For retrysafe that means:
   throttled table in lockstep.
 
 Owner tokens, writer tokens and intent instance ids come from ``os.urandom`` on every request
-(:func:`retrysafe.engine.new_token`), never from state made during init: they do not depend on
+(:func:`retrysafe._engine.new_token`), never from state made during init: they do not depend on
 the snapshot. Credentials need no hook: with SnapStart, Lambda gives the runtime container
 credentials, which botocore refreshes before they expire.
 
@@ -31,7 +31,7 @@ import random
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .store import DynamoStore
+    from ._store import DynamoStore
 
 _stores: list[DynamoStore] = []
 _registered = False

@@ -11,7 +11,7 @@ differs from DynamoDB exactly where idempotency lives:
 * it ignores ``ClientRequestToken``.
 
 :class:`DynamoSemantics` sits in front of it on a botocore client (through the
-client's :class:`~retrysafe.testing.boundary.Transport`, a ``before-send``
+client's :class:`~retrysafe.testing._boundary.Transport`, a ``before-send``
 handler that performs the real call itself) and gives what DynamoDB documents:
 
 * **each request atomic**: one lock (per process, shared by every installed
@@ -30,7 +30,7 @@ handler that performs the real call itself) and gives what DynamoDB documents:
   resends the same token when it retries, exactly as against DynamoDB.
 
 Faults (crashes, lost responses, throttling, cancellation reasons) are the
-business of :class:`~retrysafe.testing.boundary.Boundary`; they sit between
+business of :class:`~retrysafe.testing._boundary.Boundary`; they sit between
 the caller and this layer, as the network does.
 """
 
@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from typing import Any, Self
 
 from ..names import PARTITION_KEY, TTL_ATTRIBUTE
-from .boundary import Transport, error_response, json_response
+from ._boundary import Transport, error_response, json_response
 
 #: How long DynamoDB remembers a successful ``ClientRequestToken``, after that request completed.
 TOKEN_WINDOW_SECONDS = 600.0
