@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from ._codec import serialize_item
 from .errors import ConfigurationError
 from ._keys import Scope
-from .outbox.events import OutboxEvent, event_id
+from ._events import OutboxEvent, event_id
 
 if TYPE_CHECKING:
     from datetime import datetime

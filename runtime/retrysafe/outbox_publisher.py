@@ -5,7 +5,7 @@ and new deployments use :mod:`retrysafe.outbox.publisher` (``handler``),
 :mod:`retrysafe.outbox._targets` and :mod:`retrysafe.outbox._stream`.
 """
 
-from .outbox.events import OutboxMessage
+from ._events import OutboxMessage
 from .outbox.publisher import BATCH_SIZE, PARKED_METRIC, Publisher, default_publisher, handler
 from .outbox._stream import outbox_inserts
 from .outbox._targets import (

@@ -3,7 +3,7 @@
 =======================================  ===========================================================
 module                                   what it holds
 =======================================  ===========================================================
-:mod:`retrysafe.outbox.events`           an event as appended (:class:`OutboxEvent`) and as stored
+:mod:`retrysafe._events`           an event as appended (:class:`OutboxEvent`) and as stored
                                          (:class:`OutboxMessage`); the item layout and event ids
 :mod:`retrysafe.outbox._targets`          EventBridge, SNS and SQS targets, their limits, size checks
 :mod:`retrysafe.outbox._stream`           the outbox INSERTs among DynamoDB stream records
@@ -14,14 +14,14 @@ module                                   what it holds
 :mod:`retrysafe.outbox.pipe`             the EventBridge Pipes enrichment (Lambda ``handler``)
 =======================================  ===========================================================
 
-Importing this package loads only :mod:`retrysafe.outbox.events` (a handler's
+Importing this package loads only :mod:`retrysafe._events` (a handler's
 transaction needs it; the publishing side is imported where it runs). The
 modules ``retrysafe.outbox_publisher``, ``retrysafe.outbox_sweeper``,
 ``retrysafe.outbox_pipe`` and ``retrysafe.outbox_parked`` are aliases of the
 modules above, kept for functions deployed with those handler paths.
 """
 
-from .events import (
+from .._events import (
     OUTBOX_KIND,
     OUTBOX_PREFIX,
     PARKED,

@@ -14,7 +14,7 @@ from typing import Any
 from .._codec import deserialize_item
 from ..names import OCCURRED_AT_ATTRIBUTE, OUTBOX_INDEX
 from .._store import DynamoStore
-from .events import UNPUBLISHED_ATTRIBUTE
+from .._events import UNPUBLISHED_ATTRIBUTE
 
 INDEX_NAME = OUTBOX_INDEX
 

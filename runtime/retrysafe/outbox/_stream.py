@@ -12,7 +12,7 @@ from typing import Any
 
 from ..names import KIND_ATTRIBUTE
 from .._observability import telemetry
-from .events import OUTBOX_KIND, OutboxMessage
+from .._events import OUTBOX_KIND, OutboxMessage
 
 
 def outbox_inserts(records: Iterable[Any]) -> list[tuple[str, OutboxMessage | None]]:

@@ -39,7 +39,7 @@ from .. import names
 from .._value import Value, set_field
 from .._config import env_int
 from ..errors import ConfigurationError, EventTooLargeError
-from .events import OutboxEvent, OutboxMessage
+from .._events import OutboxEvent, OutboxMessage
 
 BUS_ENV = names.EVENT_BUS_ENV
 SOURCE_ENV = names.EVENT_SOURCE_ENV

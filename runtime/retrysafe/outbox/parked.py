@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._store import DynamoStore
-from .events import PARKED, OutboxMessage
+from .._events import PARKED, OutboxMessage
 from ._index import pages
 from .publisher import Publisher
 

@@ -41,7 +41,7 @@ from ..metrics import OUTBOX_EVENT_PARKED
 from ..names import PARTITION_KEY
 from .._observability import telemetry
 from .._store import DynamoStore
-from .events import OUTBOX_PREFIX, PARKED, UNPUBLISHED_ATTRIBUTE, OutboxMessage
+from .._events import OUTBOX_PREFIX, PARKED, UNPUBLISHED_ATTRIBUTE, OutboxMessage
 from ._stream import outbox_inserts
 from ._targets import MAX_ENTRIES, PERMANENT_CODES, Refusal, Target, target_from_env
 

@@ -23,7 +23,7 @@ from .. import names
 from .._config import env_int
 from ..errors import ConfigurationError, SweepIncompleteError
 from .._observability import telemetry
-from .events import UNPUBLISHED_SHARDS, OutboxMessage
+from .._events import UNPUBLISHED_SHARDS, OutboxMessage
 from ._index import pages
 from .publisher import BATCH_SIZE, Publisher, default_publisher
 

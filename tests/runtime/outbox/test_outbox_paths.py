@@ -72,9 +72,10 @@ def test_the_parked_command_runs_under_both_names(module: str) -> None:
     assert "republish" in done.stdout and "usage: python -m retrysafe.outbox.parked" in done.stdout
 
 
-def test_importing_the_outbox_package_loads_only_the_events() -> None:
+def test_importing_the_outbox_package_loads_no_publishing_side() -> None:
     """A handler's transaction imports ``retrysafe.outbox``: that must not pull in the publishing side or boto3."""
     code = ("import sys, retrysafe.outbox; "
             "print(sorted(m for m in sys.modules if m.startswith(('retrysafe.outbox.', 'boto'))))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
-    assert done.stdout.strip() == "['retrysafe.outbox.events']"
+    # The event format it needs lives in the core (retrysafe._events): no outbox submodule loads.
+    assert done.stdout.strip() == "[]"

@@ -43,8 +43,8 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from .. import names
-from .._value import Value, set_field
+from . import names
+from ._value import Value, set_field
 
 if TYPE_CHECKING:
     from datetime import datetime
