@@ -19,8 +19,8 @@ import json
 from collections import OrderedDict
 from threading import Lock
 
-from ._value import set_field
 from ._record import COMPLETED, Record
+from ._value import set_field
 
 #: The default byte budget: stored result text plus a fixed overhead per entry.
 DEFAULT_MAX_BYTES = 4 * 1024 * 1024

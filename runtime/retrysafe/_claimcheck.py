@@ -18,7 +18,6 @@ from typing import Any
 from . import names
 from .errors import ClaimCheckError, ConfigurationError
 
-BUCKET_ENV = names.CLAIM_CHECK_BUCKET_ENV
 #: Marks a webhook receipt whose body is in S3 (``body_ref`` holds the pointer).
 S3_ENCODING = "s3"
 
@@ -36,7 +35,7 @@ class ClaimCheck:
     def from_env(cls, environ: Mapping[str, str] | None = None) -> ClaimCheck | None:
         """The bucket of ``RETRYSAFE_CLAIM_CHECK_BUCKET``, or ``None`` when it is not set."""
         env = os.environ if environ is None else environ
-        bucket = env.get(BUCKET_ENV)
+        bucket = env.get(names.CLAIM_CHECK_BUCKET_ENV)
         return cls(bucket) if bucket else None
 
     @property

@@ -25,17 +25,9 @@ from . import names
 from ._value import Value, set_field
 from .errors import ConfigurationError
 
-TABLE_ENV = names.TABLE_ENV
-HORIZON_ENV = names.HORIZON_ENV
-LEASE_ENV = names.LEASE_ENV
-VERIFY_ENV = names.VERIFY_ENV
-
 DAY = 86_400
 DEFAULT_HORIZON_SECONDS = 7 * DAY
-MIN_HORIZON_SECONDS = names.MIN_HORIZON_SECONDS
 DEFAULT_LEASE_SECONDS = 60.0
-#: Extra lease beyond the Lambda's remaining time (:data:`retrysafe.names.LEASE_MARGIN_SECONDS`).
-LEASE_MARGIN_SECONDS = names.LEASE_MARGIN_SECONDS
 
 _N = TypeVar("_N", int, float)
 
@@ -71,11 +63,11 @@ class Retention(Value):
                  default_lease_seconds: float = DEFAULT_LEASE_SECONDS) -> None:
         set_field(self, "horizon_seconds", horizon_seconds)
         set_field(self, "default_lease_seconds", default_lease_seconds)
-        if self.horizon_seconds < MIN_HORIZON_SECONDS:
+        if self.horizon_seconds < names.MIN_HORIZON_SECONDS:
             raise ConfigurationError(
                 f"retry horizon {self.horizon_seconds}s is shorter than 24 hours; records must outlive "
                 "client retries, queue redelivery incl. DLQ redrive and operator replay. "
-                f"Set {HORIZON_ENV} (or horizon_seconds=) to at least {MIN_HORIZON_SECONDS}."
+                f"Set {names.HORIZON_ENV} (or horizon_seconds=) to at least {names.MIN_HORIZON_SECONDS}."
             )
         if self.default_lease_seconds <= 0:
             raise ConfigurationError(f"lease must be positive, got {self.default_lease_seconds}")
@@ -84,18 +76,18 @@ class Retention(Value):
     def from_env(cls, environ: Mapping[str, str] | None = None, horizon_seconds: int | None = None) -> Retention:
         """Read the horizon and lease from the environment; an explicit horizon wins."""
         env = os.environ if environ is None else environ
-        horizon = horizon_seconds if horizon_seconds is not None else env_int(env, HORIZON_ENV, DEFAULT_HORIZON_SECONDS)
-        lease = env_float(env, LEASE_ENV, DEFAULT_LEASE_SECONDS)
+        horizon = horizon_seconds if horizon_seconds is not None else env_int(env, names.HORIZON_ENV, DEFAULT_HORIZON_SECONDS)
+        lease = env_float(env, names.LEASE_ENV, DEFAULT_LEASE_SECONDS)
         return cls(horizon_seconds=horizon, default_lease_seconds=lease)
 
 
 def table_name_from_env(environ: Mapping[str, str] | None = None) -> str:
     """The idempotency table's name, or a :class:`ConfigurationError` that says how to set it."""
     env = os.environ if environ is None else environ
-    name = env.get(TABLE_ENV, "").strip()
+    name = env.get(names.TABLE_ENV, "").strip()
     if not name:
         raise ConfigurationError(
-            f"{TABLE_ENV} is not set: pass store=DynamoStore('my-table') or set {TABLE_ENV} "
+            f"{names.TABLE_ENV} is not set: pass store=DynamoStore('my-table') or set {names.TABLE_ENV} "
             "(the retrysafe_cdk constructs set it for you)."
         )
     return name

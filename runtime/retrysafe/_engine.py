@@ -30,17 +30,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ._value import Value, set_field
-from ._config import LEASE_MARGIN_SECONDS, Mode, Retention
-from .errors import (
-    FencingError,
-    KeyReuseMismatchError,
-    RecordConflict,
-    RequestInFlightError,
-    RetrysafeError,
-    StoreUnavailableError,
-    TransactionRaced,
-)
+from ._config import Mode, Retention
 from ._keys import Scope
 from ._observability import (
     EXECUTED,
@@ -57,6 +47,17 @@ from ._observability import (
 from ._record import COMPLETED, PENDING, Record
 from ._store import DynamoStore, request_token
 from ._transaction import Transaction
+from ._value import Value, set_field
+from .errors import (
+    FencingError,
+    KeyReuseMismatchError,
+    RecordConflict,
+    RequestInFlightError,
+    RetrysafeError,
+    StoreUnavailableError,
+    TransactionRaced,
+)
+from .names import LEASE_MARGIN_SECONDS
 
 if TYPE_CHECKING:
     from ._cache import RecordCache

@@ -49,9 +49,6 @@ from ._value import Value, set_field
 if TYPE_CHECKING:
     from datetime import datetime
 
-OUTBOX_PREFIX = names.OUTBOX_PREFIX
-OUTBOX_KIND = names.OUTBOX_KIND
-UNPUBLISHED_ATTRIBUTE = names.UNPUBLISHED_ATTRIBUTE
 UNPUBLISHED_SHARDS = 8
 #: ``obq`` value of a parked event (refused permanently by the target): outside the sweeper's shards.
 PARKED = "parked"
@@ -107,8 +104,8 @@ class OutboxEvent(Value):
         """The DynamoDB attribute map for this event."""
         shard = int(self.event_id.replace("-", "")[:8], 16) % UNPUBLISHED_SHARDS
         item: dict[str, dict[str, Any]] = {
-            names.PARTITION_KEY: {"S": OUTBOX_PREFIX + self.event_id},
-            names.KIND_ATTRIBUTE: {"S": OUTBOX_KIND},
+            names.PARTITION_KEY: {"S": names.OUTBOX_PREFIX + self.event_id},
+            names.KIND_ATTRIBUTE: {"S": names.OUTBOX_KIND},
             "eid": {"S": self.event_id},
             "etype": {"S": self.event_type},
             "aggt": {"S": self.aggregate_type},
@@ -116,7 +113,7 @@ class OutboxEvent(Value):
             "payload": {"S": self.payload_text},
             names.OCCURRED_AT_ATTRIBUTE: {"S": _utc_iso(self.occurred_at)},
             names.TTL_ATTRIBUTE: {"N": str(expires_at)},
-            UNPUBLISHED_ATTRIBUTE: {"S": f"u{shard}"},
+            names.UNPUBLISHED_ATTRIBUTE: {"S": f"u{shard}"},
         }
         if self.sequence is not None:
             item["seq"] = {"N": str(self.sequence)}

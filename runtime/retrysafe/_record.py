@@ -37,7 +37,6 @@ from .errors import ResponseTooLargeError
 PENDING = "pending"
 COMPLETED = "completed"
 
-TTL_ATTRIBUTE = names.TTL_ATTRIBUTE
 #: Results larger than this (bytes of JSON) are stored zlib-compressed when that is smaller.
 COMPRESS_THRESHOLD = 256
 #: DynamoDB's item limit is 400 KB; keep headroom for the other attributes.
@@ -160,7 +159,7 @@ def to_item(record: Record) -> AttributeMap:
         names.PARTITION_KEY: {"S": record.record_id},
         "st": {"S": record.state},
         "fp": {"S": record.fingerprint},
-        TTL_ATTRIBUTE: {"N": str(record.expires_at)},
+        names.TTL_ATTRIBUTE: {"N": str(record.expires_at)},
         "ca": {"N": str(record.created_at_ms)},
         "op": {"S": record.operation},
     }
@@ -200,7 +199,7 @@ def from_item(item: AttributeMap) -> Record:
         record_id=item[names.PARTITION_KEY]["S"],
         state=item.get("st", {}).get("S", PENDING),
         fingerprint=item.get("fp", {}).get("S", ""),
-        expires_at=int(item.get(TTL_ATTRIBUTE, {}).get("N", "0")),
+        expires_at=int(item.get(names.TTL_ATTRIBUTE, {}).get("N", "0")),
         created_at_ms=int(item.get("ca", {}).get("N", "0")),
         operation=item.get("op", {}).get("S", ""),
         owner=item.get("ow", {}).get("S"),

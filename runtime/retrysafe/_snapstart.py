@@ -6,7 +6,7 @@ in process memory is then shared by all of them. For retrysafe that means:
 
 - the DynamoDB client (botocore session, service model, endpoint, credentials provider) is
   created during init, so restored environments start with it (:meth:`DynamoStore.from_env`
-  creates it in the init phase and calls :func:`register`);
+  creates it in the init phase and calls :func:`register_snapstart`);
 - no pooled connection may be carried over: one socket copied into many environments is
   stale in all of them. The client's connections are closed before the snapshot, and again
   after each restore (hooks of other libraries run around ours);
@@ -21,7 +21,7 @@ the snapshot. Credentials need no hook: with SnapStart, Lambda gives the runtime
 credentials, which botocore refreshes before they expire.
 
 The hooks are registered through ``snapshot_restore_py``, which exists in Lambda's Python
-runtimes only; elsewhere :func:`register` does nothing.
+runtimes only; elsewhere :func:`register_snapstart` does nothing.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ _stores: list[DynamoStore] = []
 _registered = False
 
 
-def register(store: DynamoStore) -> bool:
+def register_snapstart(store: DynamoStore) -> bool:
     """Prepare ``store`` for SnapStart; the runtime hooks are registered with Lambda on the first call.
 
     Returns whether the hooks exist (``snapshot_restore_py`` is importable: in Lambda's Python 3.12+

@@ -17,10 +17,11 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from ._value import Value, set_field
 from ._cache import RecordCache
 from ._codec import check_limits
 from ._config import table_name_from_env
+from ._record import PENDING, AttributeMap, Record, encode_checkpoints, from_item, to_item
+from ._value import Value, set_field
 from .errors import (
     BusinessConditionFailedError,
     ConfigurationError,
@@ -31,7 +32,6 @@ from .errors import (
     TransactionTooLargeError,
 )
 from .names import PARTITION_KEY, TTL_ATTRIBUTE, VERIFY_ENV
-from ._record import PENDING, AttributeMap, Record, encode_checkpoints, from_item, to_item
 
 #: Operation error codes (after botocore's retries) and ``CancellationReasons`` codes that mean
 #: "throttled or unavailable: retry later". The two vocabularies differ (``ThrottlingException``
@@ -115,7 +115,7 @@ class DynamoStore:
                 from . import _snapstart as snapstart
 
                 store.client  # noqa: B018
-                snapstart.register(store)  # and before a SnapStart snapshot, without connections
+                snapstart.register_snapstart(store)  # and before a SnapStart snapshot, without connections
             _SHARED[name] = store
         return store
 

@@ -16,9 +16,9 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ._codec import serialize_item
-from .errors import ConfigurationError
-from ._keys import Scope
 from ._events import OutboxEvent, event_id
+from ._keys import Scope
+from .errors import ConfigurationError
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -121,7 +121,7 @@ class Transaction:
             event_id=eid, event_type=event_type, aggregate_type=aggregate_type, aggregate_id=str(aggregate_id),
             payload=payload, occurred_at=occurred_at, sequence=sequence,
         )
-        from .outbox._targets import check_fits
+        from ._limits import check_fits
 
         check_fits(event)
         self._appended += 1

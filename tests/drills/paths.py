@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from retrysafe import Engine, Transaction, idempotent_http, idempotent_sqs, idempotent_task, names
-from retrysafe.sqs import Message
 from retrysafe._store import DynamoStore
+from retrysafe.sqs import Message
 from retrysafe.testing._adapters import Answer, HttpAdapter, SqsAdapter, TaskAdapter, WebhookAdapter
 from retrysafe.webhook import GitHub, WebhookReceiver
 
@@ -110,7 +110,7 @@ class MemoryQueue:
 
     def entry_size(self, message: Any) -> int:
         """The size SQS counts (body and attributes)."""
-        from retrysafe.outbox._targets import message_size
+        from retrysafe._limits import message_size
 
         return message_size(message)
 

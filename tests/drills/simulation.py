@@ -25,11 +25,11 @@ from typing import Any
 
 from retrysafe import Engine, Transaction, idempotent_http, idempotent_sqs, names
 from retrysafe._config import LEASE_MARGIN_SECONDS, Retention
+from retrysafe._store import DynamoStore
 from retrysafe.outbox import OutboxMessage
 from retrysafe.outbox.publisher import Publisher
 from retrysafe.outbox.publisher import handler as publish_stream
 from retrysafe.sqs import Message
-from retrysafe._store import DynamoStore
 from retrysafe.testing import Boundary, Clock, SimulatedCrash
 from retrysafe.testing._adapters import Answer, classify_http
 from retrysafe.testing._events import DrillContext, api_event, sqs_record

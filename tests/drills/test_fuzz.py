@@ -17,9 +17,9 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from retrysafe import Engine, Transaction, idempotent_http, idempotent_sqs, names
 from retrysafe._keys import MAX_KEY_LENGTH
+from retrysafe._store import DynamoStore
 from retrysafe.outbox.publisher import handler as publish_stream
 from retrysafe.sqs import Message
-from retrysafe._store import DynamoStore
 from retrysafe.testing import Boundary
 from retrysafe.testing._events import DrillContext, api_event, sqs_record
 from retrysafe.testing._plugin import create_table

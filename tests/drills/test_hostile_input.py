@@ -28,13 +28,13 @@ from retrysafe import (
     idempotent_task,
     names,
 )
+from retrysafe._store import DynamoStore
 from retrysafe.errors import TaskPayloadError
 from retrysafe.names import IDEMPOTENCY_KEY_HEADER
 from retrysafe.outbox import OutboxMessage
 from retrysafe.outbox.publisher import Publisher
 from retrysafe.outbox.publisher import handler as publish_stream
 from retrysafe.sqs import Message
-from retrysafe._store import DynamoStore
 from retrysafe.testing._events import DrillContext, api_event, sqs_record, task_payload
 from retrysafe.testing._plugin import create_table
 

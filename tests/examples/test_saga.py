@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any, cast
 
 import pytest
-from retrysafe.errors import FencingError, TaskInProgress
 from retrysafe._keys import Scope
 from retrysafe._record import Record
+from retrysafe.errors import FencingError, TaskInProgress
 from retrysafe.testing._events import DrillContext
 
 from examples.saga.handlers import tasks

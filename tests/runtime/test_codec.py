@@ -98,7 +98,9 @@ def test_a_transaction_over_the_action_limit_is_refused_before_sending() -> None
 
 def test_the_transaction_and_the_store_use_the_codec() -> None:
     """One codec, no copies: the modules that encode do it through ``retrysafe._codec``."""
-    from retrysafe import _ordering as ordering, _store as store, _transaction as transaction
+    from retrysafe import _ordering as ordering
+    from retrysafe import _store as store
+    from retrysafe import _transaction as transaction
 
     assert store.check_limits is codec.check_limits
     assert transaction.serialize_item is codec.serialize_item

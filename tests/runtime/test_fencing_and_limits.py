@@ -9,6 +9,9 @@ import pytest
 from retrysafe import Engine, Mode, Transaction, idempotent_http, metrics, names
 from retrysafe._config import Retention
 from retrysafe._engine import Completion, Intent
+from retrysafe._keys import Scope
+from retrysafe._record import item_size
+from retrysafe._store import DynamoStore
 from retrysafe.errors import (
     ConfigurationError,
     FencingError,
@@ -16,9 +19,6 @@ from retrysafe.errors import (
     StoreUnavailableError,
     TransactionTooLargeError,
 )
-from retrysafe._keys import Scope
-from retrysafe._record import item_size
-from retrysafe._store import DynamoStore
 from retrysafe.testing._events import DrillContext, rest_event
 
 from tests.helpers import ORDERS, TABLE

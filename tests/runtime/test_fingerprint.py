@@ -10,8 +10,8 @@ import pytest
 import rfc8785
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from retrysafe.errors import InvalidInputError, TaskPayloadError
 from retrysafe._fingerprint import canonical_json, canonical_value
+from retrysafe.errors import InvalidInputError, TaskPayloadError
 from retrysafe.http._request import parse_event, raw_query_parameters
 from retrysafe.sqs import message_fingerprint
 from retrysafe.stepfunctions import TaskRequest

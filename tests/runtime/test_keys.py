@@ -10,8 +10,8 @@ import re
 
 import pytest
 from retrysafe import names
-from retrysafe.errors import InvalidKeyError
 from retrysafe._keys import MAX_KEY_LENGTH, Scope, parse_key
+from retrysafe.errors import InvalidKeyError
 
 URL_SAFE_43 = re.compile(r"^[A-Za-z0-9_-]{43}$")
 

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 from retrysafe import Engine, Mode, Transaction, idempotent_http, metrics
-from retrysafe.names import RECORD_PREFIX, REPLAYED_HEADER
 from retrysafe._observability import FENCING_REJECTED, telemetry
+from retrysafe.names import RECORD_PREFIX, REPLAYED_HEADER
 from retrysafe.testing import ALWAYS, Boundary, DynamoSemantics, instant_retries
 from retrysafe.testing._boundary import completes_record
 from retrysafe.testing._events import DrillContext, rest_event

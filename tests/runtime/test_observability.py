@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 from retrysafe import names
-from retrysafe.metrics import KEY_MISMATCH, REPLAYED
 from retrysafe._observability import Telemetry
+from retrysafe.metrics import KEY_MISMATCH, REPLAYED
 
 
 def _powertools_flush(counts: dict[str, int], capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:

@@ -10,9 +10,9 @@ import pytest
 from retrysafe import DynamoStore, Engine, Mode, RecordCache, idempotent_http
 from retrysafe._cache import ENTRY_OVERHEAD
 from retrysafe._config import DEFAULT_HORIZON_SECONDS
-from retrysafe.names import RECORD_PREFIX, REPLAYED_HEADER
 from retrysafe._record import COMPLETED, PENDING, Record
 from retrysafe._store import _SHARED
+from retrysafe.names import RECORD_PREFIX, REPLAYED_HEADER
 from retrysafe.testing import Clock, DynamoSemantics
 from retrysafe.testing._events import DrillContext, http_event
 

@@ -11,19 +11,18 @@ from typing import Any
 
 from .. import names
 from .._adapter import flushes_telemetry, wiring
-from .._value import Value, set_field
 from .._config import Mode
 from .._engine import Completion, Engine, Intent
-from ..errors import BusinessConditionFailedError, InvalidInputError, RetrysafeError, TenantRequiredError
 from .._fingerprint import is_unicode
 from .._keys import Scope, parse_key
 from .._store import DynamoStore
 from .._transaction import Transaction
+from .._value import Value, set_field
+from ..errors import BusinessConditionFailedError, InvalidInputError, RetrysafeError, TenantRequiredError
 from ._problem import Problem, problem_for
 from ._request import HttpRequest, parse_event
 from ._tenant import TenantExtractor, default_tenant
 
-REPLAYED_HEADER = names.REPLAYED_HEADER
 DEFAULT_REPLAY_HEADERS = ("content-type", "location", "content-location", "etag", "last-modified")
 NO_TENANT = "-"
 
@@ -79,7 +78,7 @@ class HttpAnswer(Value):
     def headers(self) -> dict[str, str]:
         """Response headers, with ``Idempotent-Replayed: true`` on replays."""
         if self.replayed:
-            return {**self.response.headers, REPLAYED_HEADER: "true"}
+            return {**self.response.headers, names.REPLAYED_HEADER: "true"}
         return dict(self.response.headers)
 
 
@@ -91,20 +90,8 @@ def problem_answer(problem: Problem) -> HttpAnswer:
 class HttpIdempotency:
     """Configuration and engine of one idempotent HTTP operation.
 
-    ``operation``: a stable name; default the route (``POST /orders``).
-    ``mode``: :attr:`Mode.ATOMIC` (local writes only) or :attr:`Mode.CLAIM_FIRST` (foreign effects).
-    ``header``: the key header (``Idempotency-Key``). ``key_required``: refuse requests without one (400).
-    ``tenant``: extractor of the authenticated tenant, or ``None`` when the API has no tenants.
-    ``fingerprint_query``: query parameters that are part of the request's identity (``None`` = all).
-    ``replay_headers``: response headers stored and replayed besides status and body.
-    ``horizon_seconds``: record lifetime (default ``RETRYSAFE_RETRY_HORIZON_SECONDS``, else 7 days).
-    ``wait_for_in_flight``: seconds to wait for an in-flight duplicate before answering 409.
-    ``on_state_conflict``: ``(error, event) -> response`` called when a condition on one of the
-    handler's own writes failed (nothing was committed), instead of answering 409 ``state-conflict``.
-    Its response (same form as the handler's) is returned, not stored. Typical use: a late replay,
-    after its record expired, finds the business item whose id derives from the key
-    (``error.current``) and answers with it rather than creating a second one.
-    ``store``/``engine``: where records live (default ``DynamoStore.from_env()``).
+    Its options are those of :func:`~retrysafe.http.idempotent_http`, documented there with their
+    defaults; the decorator and :class:`~retrysafe.IdempotencyMiddleware` build one of these.
     """
 
     def __init__(self, *, operation: str | None = None, mode: Mode | str = Mode.ATOMIC,
@@ -191,3 +178,12 @@ def refusal(error: Exception, problems: Callable[[Exception], Problem | None] = 
     if problem is None:
         raise error
     return problem_answer(problem)
+
+
+def to_proxy(answer: HttpAnswer) -> dict[str, Any]:
+    """The Lambda proxy response for an answer (the handler's own object on a first execution)."""
+    if isinstance(answer.original, dict) and "statusCode" in answer.original:
+        return answer.original
+    response = answer.response
+    return {"statusCode": response.status, "headers": answer.headers(), "body": response.body,
+            "isBase64Encoded": response.is_base64}

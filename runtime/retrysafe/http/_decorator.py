@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any, Protocol, cast
 
+from .. import names
 from .._adapter import lambda_entry_point, takes_options
+from .._config import Mode
+from .._engine import Engine
+from .._store import DynamoStore
 from .._transaction import Transaction
-from ._core import HttpAnswer, HttpIdempotency, StoredResponse
+from ..errors import BusinessConditionFailedError
+from ._core import DEFAULT_REPLAY_HEADERS, HttpIdempotency, StoredResponse, to_proxy
+from ._tenant import TenantExtractor, default_tenant
 
 Handler = Callable[[Any, Any, Transaction], Any]
 
@@ -22,15 +28,47 @@ class HttpLambdaHandler(Protocol):
 
 
 @takes_options
-def idempotent_http(func: Handler, **options: Any) -> HttpLambdaHandler:
-    """Make an API Gateway Lambda handler idempotent (``@idempotent_http`` or ``@idempotent_http(**options)``).
+def idempotent_http(
+    func: Handler, /, *,
+    operation: str | None = None,
+    mode: Mode | str = Mode.ATOMIC,
+    header: str = names.IDEMPOTENCY_KEY_HEADER,
+    key_required: bool = True,
+    tenant: TenantExtractor | None = default_tenant,
+    fingerprint_query: Collection[str] | None = None,
+    replay_headers: Collection[str] = DEFAULT_REPLAY_HEADERS,
+    horizon_seconds: int | None = None,
+    wait_for_in_flight: float = 0.0,
+    on_state_conflict: Callable[[BusinessConditionFailedError, Any], Any] | None = None,
+    store: DynamoStore | None = None,
+    engine: Engine | None = None,
+) -> HttpLambdaHandler:
+    """Make an API Gateway Lambda handler idempotent (``@idempotent_http`` or ``@idempotent_http(option=...)``).
 
     The handler receives a third argument, the :class:`~retrysafe.Transaction`
     in which it buffers its DynamoDB writes and outbox events; they commit
-    with the completed record in one transaction. Options are those of
-    :class:`~retrysafe.http._core.HttpIdempotency` (``operation``, ``mode``,
-    ``tenant``, ``horizon_seconds``...). Configuration errors are raised here,
-    at cold start.
+    with the completed record in one transaction. Configuration errors are
+    raised here, at cold start. The options (the same for
+    :class:`~retrysafe.IdempotencyMiddleware` and :class:`HttpIdempotency`):
+
+    - ``operation`` (default: the route, ``POST /orders``): a stable name of the operation.
+    - ``mode`` (default ``Mode.ATOMIC``, local writes only): ``Mode.CLAIM_FIRST`` when the
+      handler has foreign effects (``"atomic"`` / ``"claim_first"`` are accepted too).
+    - ``header`` (default ``Idempotency-Key``): the key header.
+    - ``key_required`` (default ``True``): refuse requests without a key (400); ``False`` runs them unkeyed.
+    - ``tenant`` (default :func:`default_tenant`): extractor of the authenticated tenant, ``None``
+      when the API has no tenants.
+    - ``fingerprint_query`` (default ``None``: all): query parameters that are part of the request's identity.
+    - ``replay_headers`` (default ``content-type``, ``location``, ``content-location``, ``etag``,
+      ``last-modified``): response headers stored and replayed besides status and body.
+    - ``horizon_seconds`` (default ``RETRYSAFE_RETRY_HORIZON_SECONDS``, else 7 days): record lifetime.
+    - ``wait_for_in_flight`` (default ``0.0``): seconds to wait for an in-flight duplicate before 409.
+    - ``on_state_conflict`` (default ``None``: 409 ``state-conflict``): ``(error, event) -> response``
+      called when a condition on one of the handler's own writes failed (nothing was committed).
+      Its response (same form as the handler's) is returned, not stored. Typical use: a late
+      replay, after its record expired, finds the business item whose id derives from the key
+      (``error.current``) and answers with it rather than creating a second one.
+    - ``store`` / ``engine`` (default ``DynamoStore.from_env()``): where records live.
 
     Example::
 
@@ -40,7 +78,10 @@ def idempotent_http(func: Handler, **options: Any) -> HttpLambdaHandler:
             txn.put({"pk": f"order#{order_id}", "total": 42}, table="orders")
             return {"statusCode": 201, "body": json.dumps({"id": order_id})}
     """
-    idempotency = HttpIdempotency(**options)
+    idempotency = HttpIdempotency(
+        operation=operation, mode=mode, header=header, key_required=key_required, tenant=tenant,
+        fingerprint_query=fingerprint_query, replay_headers=replay_headers, horizon_seconds=horizon_seconds,
+        wait_for_in_flight=wait_for_in_flight, on_state_conflict=on_state_conflict, store=store, engine=engine)
 
     def wrapper(event: Any, context: Any) -> dict[str, Any]:
         def call(txn: Transaction) -> tuple[StoredResponse, Any]:
@@ -69,12 +110,3 @@ def to_stored(response: Any, idempotency: HttpIdempotency) -> StoredResponse:
     # HTTP API v2 semantics: any other value is a 200 JSON body.
     body = response if isinstance(response, str) else json.dumps(response)
     return StoredResponse(200, {"Content-Type": "application/json"}, body)
-
-
-def to_proxy(answer: HttpAnswer) -> dict[str, Any]:
-    """The Lambda proxy response for an answer (the handler's own object on a first execution)."""
-    if isinstance(answer.original, dict) and "statusCode" in answer.original:
-        return answer.original
-    response = answer.response
-    return {"statusCode": response.status, "headers": answer.headers(), "body": response.body,
-            "isBase64Encoded": response.is_base64}

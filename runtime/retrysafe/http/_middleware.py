@@ -16,13 +16,20 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Callable, Collection
 from typing import Any
 
 from aws_lambda_powertools.event_handler.api_gateway import Response
 from aws_lambda_powertools.event_handler.middlewares import BaseMiddlewareHandler, NextMiddleware
 
+from .. import names
+from .._config import Mode
+from .._engine import Engine
+from .._store import DynamoStore
 from .._transaction import Transaction
-from ._core import HttpAnswer, HttpIdempotency, StoredResponse
+from ..errors import BusinessConditionFailedError
+from ._core import DEFAULT_REPLAY_HEADERS, HttpAnswer, HttpIdempotency, StoredResponse
+from ._tenant import TenantExtractor, default_tenant
 
 #: Key of the :class:`~retrysafe.Transaction` in ``app.context`` while the route runs.
 TRANSACTION_KEY = "retrysafe_transaction"
@@ -31,13 +38,30 @@ TRANSACTION_KEY = "retrysafe_transaction"
 class IdempotencyMiddleware(BaseMiddlewareHandler[Any]):
     """Route middleware running the handler at most once per (tenant, operation, key).
 
-    Accepts the options of :class:`~retrysafe.http._core.HttpIdempotency`. The
-    default operation is the matched route (``POST /orders/<order_id>``).
+    Its options are those of :func:`~retrysafe.http.idempotent_http`, documented there with their
+    defaults. The default operation is the matched route (``POST /orders/<order_id>``).
     """
 
-    def __init__(self, **options: Any) -> None:
+    def __init__(
+        self, *,
+        operation: str | None = None,
+        mode: Mode | str = Mode.ATOMIC,
+        header: str = names.IDEMPOTENCY_KEY_HEADER,
+        key_required: bool = True,
+        tenant: TenantExtractor | None = default_tenant,
+        fingerprint_query: Collection[str] | None = None,
+        replay_headers: Collection[str] = DEFAULT_REPLAY_HEADERS,
+        horizon_seconds: int | None = None,
+        wait_for_in_flight: float = 0.0,
+        on_state_conflict: Callable[[BusinessConditionFailedError, Any], Any] | None = None,
+        store: DynamoStore | None = None,
+        engine: Engine | None = None,
+    ) -> None:
         super().__init__()
-        self.idempotency = HttpIdempotency(**options)
+        self.idempotency = HttpIdempotency(
+            operation=operation, mode=mode, header=header, key_required=key_required, tenant=tenant,
+            fingerprint_query=fingerprint_query, replay_headers=replay_headers, horizon_seconds=horizon_seconds,
+            wait_for_in_flight=wait_for_in_flight, on_state_conflict=on_state_conflict, store=store, engine=engine)
 
     def handler(self, app: Any, next_middleware: NextMiddleware) -> Response[Any]:
         """Run, replay or refuse; see :class:`HttpIdempotency`."""

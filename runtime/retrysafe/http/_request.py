@@ -9,9 +9,9 @@ from collections.abc import Collection, Mapping
 from typing import Any
 from urllib.parse import unquote
 
+from .._fingerprint import canonical_json, fingerprint
 from .._value import Value, set_field
 from ..errors import MalformedRequestError
-from .._fingerprint import canonical_json, fingerprint
 
 #: Content types whose bodies are canonicalised as JSON (besides ``*/*+json`` and an absent Content-Type).
 JSON_MEDIA_TYPES = frozenset({"application/json"})

@@ -14,6 +14,7 @@ from typing import Any
 
 from ._request import HttpRequest
 
+#: What ``tenant=`` takes: the request -> its authenticated tenant (``None``: refused with 401).
 TenantExtractor = Callable[[HttpRequest], "str | None"]
 
 CONTEXT_KEYS = ("tenantId", "tenant_id", "tenant")
@@ -79,6 +80,7 @@ def _first(source: Mapping[str, Any], names: Sequence[str]) -> str | None:
     return None
 
 
+#: The tenant rule of ``@idempotent_http`` unless ``tenant=`` says otherwise: the authorizer's tenant.
 default_tenant: TenantExtractor = authorizer_tenant()
 
 

@@ -12,11 +12,8 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from .._codec import deserialize_item
-from ..names import OCCURRED_AT_ATTRIBUTE, OUTBOX_INDEX
 from .._store import DynamoStore
-from .._events import UNPUBLISHED_ATTRIBUTE
-
-INDEX_NAME = OUTBOX_INDEX
+from ..names import OCCURRED_AT_ATTRIBUTE, OUTBOX_INDEX, UNPUBLISHED_ATTRIBUTE
 
 
 def pages(store: DynamoStore, partition: str, *, before: str | None = None, limit: int | None = None,
@@ -34,7 +31,7 @@ def pages(store: DynamoStore, partition: str, *, before: str | None = None, limi
         condition += " AND #at < :before"
         names["#at"] = OCCURRED_AT_ATTRIBUTE
         values[":before"] = {"S": before}
-    request: dict[str, Any] = {"TableName": store.table_name, "IndexName": INDEX_NAME,
+    request: dict[str, Any] = {"TableName": store.table_name, "IndexName": OUTBOX_INDEX,
                                "KeyConditionExpression": condition, "ExpressionAttributeNames": names,
                                "ExpressionAttributeValues": values}
     if limit is not None:

@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ..names import KIND_ATTRIBUTE
+from .._events import OutboxMessage
 from .._observability import telemetry
-from .._events import OUTBOX_KIND, OutboxMessage
+from ..names import KIND_ATTRIBUTE, OUTBOX_KIND
 
 
 def outbox_inserts(records: Iterable[Any]) -> list[tuple[str, OutboxMessage | None]]:

@@ -1,27 +1,7 @@
 """Where outbox events go, and how much each target accepts per message and per request.
 
-Limits, from the services' documentation (checked November 2026):
-
-=============  ==========================================  ===========================================
-target         per message                                 per request
-=============  ==========================================  ===========================================
-EventBridge    ``PutEvents`` entry < 256 KB: 14 bytes for  10 entries, total entry size < 256 KB
-               ``Time`` + UTF-8 bytes of ``Source``,
-               ``DetailType``, ``Detail`` and ``Resources``
-SNS            ``PublishBatch``: body + message attributes  10 entries, sum of all messages <= the same
-               <= the topic's ``MaximumMessageSize``        limit (256 KiB unless raised, 1 MiB max)
-               (256 KiB default, up to 1 MiB)
-SQS            ``SendMessageBatch``: body + message         10 entries, sum of all messages <= 1 MiB
-               attributes <= the queue's
-               ``MaximumMessageSize`` (up to 1 MiB since
-               2025; 256 KiB here unless raised)
-=============  ==========================================  ===========================================
-
-``RETRYSAFE_OUTBOX_MAX_MESSAGE_BYTES`` raises the SNS/SQS per-message limit to
-what the topic or queue is configured for (at most 1 MiB). Producers that
-append events learn the target kind from ``RETRYSAFE_OUTBOX_TARGET``
-(``eventbridge``, ``sns`` or ``sqs``; the constructs set it); without it an
-event must fit the strictest target.
+The limits per target are tabled in :mod:`retrysafe.outbox`; producers measure events with the
+same functions (:mod:`retrysafe._limits`).
 
 ``send`` answers per event: accepted, refused for now (throttled, internal
 error: retried), or refused permanently (malformed, too large: parked, see
@@ -36,30 +16,22 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from .. import names
+from .._events import OutboxMessage
+from .._limits import (
+    DEFAULT_MESSAGE_BYTES,
+    EVENTBRIDGE_MAX_BYTES,
+    KIB,
+    attributes,
+    eventbridge_size,
+    max_message_bytes,
+    message_size,
+)
 from .._value import Value, set_field
-from .._config import env_int
-from ..errors import ConfigurationError, EventTooLargeError
-from .._events import OutboxEvent, OutboxMessage
+from ..errors import ConfigurationError
 
-BUS_ENV = names.EVENT_BUS_ENV
-SOURCE_ENV = names.EVENT_SOURCE_ENV
-TOPIC_ENV = names.TOPIC_ENV
-QUEUE_ENV = names.QUEUE_ENV
-KIND_ENV = names.OUTBOX_TARGET_ENV
-MAX_MESSAGE_ENV = names.OUTBOX_MAX_MESSAGE_ENV
-DEFAULT_SOURCE = names.DEFAULT_EVENT_SOURCE
-KEY_ATTRIBUTE = names.KEY_MESSAGE_ATTRIBUTE
-KINDS = names.TARGET_KINDS
-
-KIB = 1024
 #: Entries per PutEvents / PublishBatch / SendMessageBatch call.
 MAX_ENTRIES = 10
-EVENTBRIDGE_MAX_BYTES = 256 * KIB - 1  # "less than 256 KB", per entry and per request
-DEFAULT_MESSAGE_BYTES = 256 * KIB
-MAX_MESSAGE_BYTES = names.MAX_MESSAGE_BYTES
 SQS_MAX_REQUEST_BYTES = 1024 * KIB
-#: Size EventBridge counts for an entry's ``Time``.
-EVENTBRIDGE_TIME_BYTES = 14
 
 #: Per-entry error codes that no retry can fix (anything else is retried).
 PERMANENT_CODES = frozenset({
@@ -101,29 +73,6 @@ class Target(Protocol):
         """One batch call."""
 
 
-def _utf8(text: str) -> int:
-    return len(text.encode("utf-8", "surrogatepass"))
-
-
-def attributes(message: OutboxMessage) -> dict[str, dict[str, str]]:
-    """SNS/SQS message attributes: the event id (consumers' idempotency key) and type."""
-    return {KEY_ATTRIBUTE: {"DataType": "String", "StringValue": message.event_id},
-            names.EVENT_TYPE_MESSAGE_ATTRIBUTE: {"DataType": "String", "StringValue": message.event_type}}
-
-
-def message_size(message: OutboxMessage) -> int:
-    """SNS/SQS size: the body plus each attribute's name, data type and value (UTF-8 bytes)."""
-    size = _utf8(message.body())
-    for name, value in attributes(message).items():
-        size += _utf8(name) + _utf8(value["DataType"]) + _utf8(value["StringValue"])
-    return size
-
-
-def eventbridge_size(message: OutboxMessage, source: str) -> int:
-    """EventBridge's entry size: ``Time`` (14) + ``Source`` + ``DetailType`` + ``Detail``."""
-    return EVENTBRIDGE_TIME_BYTES + _utf8(source) + _utf8(message.event_type) + _utf8(message.body())
-
-
 def _batch_entries(messages: Sequence[OutboxMessage], body_field: str, *, fifo: bool) -> list[dict[str, Any]]:
     """``PublishBatch`` / ``SendMessageBatch`` entries: ids are positions, FIFO targets get group and dedup ids."""
     entries: list[dict[str, Any]] = []
@@ -156,7 +105,7 @@ class EventBridgeTarget:
     max_entry_bytes = EVENTBRIDGE_MAX_BYTES
     max_request_bytes = EVENTBRIDGE_MAX_BYTES
 
-    def __init__(self, bus_name: str, source: str = DEFAULT_SOURCE, client: Any = None) -> None:
+    def __init__(self, bus_name: str, source: str = names.DEFAULT_EVENT_SOURCE, client: Any = None) -> None:
         self.bus_name, self.source, self.client = bus_name, source, client or _client("events")
 
     def entry_size(self, message: OutboxMessage) -> int:
@@ -214,61 +163,18 @@ class SqsTarget:
         return _batch_refusals(messages, self.client.send_message_batch(QueueUrl=self.queue_url, Entries=entries))
 
 
-def max_message_bytes(environ: Mapping[str, str] | None = None) -> int:
-    """``RETRYSAFE_OUTBOX_MAX_MESSAGE_BYTES`` (SNS/SQS per-message limit), default 256 KiB, at most 1 MiB."""
-    value = env_int(os.environ if environ is None else environ, MAX_MESSAGE_ENV, DEFAULT_MESSAGE_BYTES, unit="bytes")
-    if not 1024 <= value <= MAX_MESSAGE_BYTES:
-        raise ConfigurationError(f"{MAX_MESSAGE_ENV} must be 1024..{MAX_MESSAGE_BYTES}, got {value}")
-    return value
-
-
 def target_from_env(environ: Mapping[str, str] | None = None) -> Target:
     """The target named by exactly one of the target variables."""
     env = os.environ if environ is None else environ
-    chosen = [name for name in (BUS_ENV, TOPIC_ENV, QUEUE_ENV) if env.get(name)]
+    chosen = [name for name in (names.EVENT_BUS_ENV, names.TOPIC_ENV, names.QUEUE_ENV) if env.get(name)]
     if len(chosen) != 1:
-        raise ConfigurationError(f"set exactly one of {BUS_ENV}, {TOPIC_ENV}, {QUEUE_ENV} "
+        raise ConfigurationError(f"set exactly one of {names.EVENT_BUS_ENV}, {names.TOPIC_ENV}, {names.QUEUE_ENV} "
                                  f"(found {', '.join(chosen) or 'none'})")
-    if chosen[0] == BUS_ENV:
-        return EventBridgeTarget(env[BUS_ENV], env.get(SOURCE_ENV) or DEFAULT_SOURCE)
-    if chosen[0] == TOPIC_ENV:
-        return SnsTarget(env[TOPIC_ENV], max_message_bytes=max_message_bytes(env))
-    return SqsTarget(env[QUEUE_ENV], max_message_bytes=max_message_bytes(env))
-
-
-def fits(message: OutboxMessage, environ: Mapping[str, str] | None = None) -> tuple[int, int, str]:
-    """(size, limit, target) of ``message`` for the configured target kind; the strictest when none is set.
-
-    Used where events are produced (``txn.append_event``, the webhook receiver)
-    so that what is accepted there is publishable later.
-    """
-    env = os.environ if environ is None else environ
-    kind = env.get(KIND_ENV) or (names.EVENTBRIDGE_TARGET if env.get(BUS_ENV) else names.SNS_TARGET
-                                 if env.get(TOPIC_ENV) else names.SQS_TARGET if env.get(QUEUE_ENV) else "")
-    if kind and kind not in KINDS:
-        raise ConfigurationError(f"{KIND_ENV}={kind!r}: choose one of {', '.join(KINDS)}")
-    source = env.get(SOURCE_ENV) or DEFAULT_SOURCE
-    if kind == names.EVENTBRIDGE_TARGET:
-        return eventbridge_size(message, source), EVENTBRIDGE_MAX_BYTES, kind
-    if kind in (names.SNS_TARGET, names.SQS_TARGET):
-        return message_size(message), max_message_bytes(env), kind
-    size = max(eventbridge_size(message, source), message_size(message))
-    return size, min(EVENTBRIDGE_MAX_BYTES, DEFAULT_MESSAGE_BYTES), "any target"
-
-
-def check_fits(event: OutboxEvent, environ: Mapping[str, str] | None = None) -> None:
-    """Refuse an event (:class:`EventTooLargeError`) that the configured target could never accept.
-
-    The exact envelope is measured only when the payload comes near the limit.
-    """
-    overhead = 2048 + 3 * (len(event.event_type) + len(event.aggregate_type) + len(event.aggregate_id))
-    if len(event.payload_text) * 4 + overhead < EVENTBRIDGE_MAX_BYTES:  # far below any limit, even as UTF-8
-        return
-    size, limit, kind = fits(event.message(), environ)
-    if size > limit:
-        raise EventTooLargeError(
-            f"outbox event {event.event_type!r} would be a {size}-byte message; {kind} accepts {limit} bytes. "
-            "Store large content elsewhere (e.g. S3, see retrysafe._claimcheck) and append a reference to it.")
+    if chosen[0] == names.EVENT_BUS_ENV:
+        return EventBridgeTarget(env[names.EVENT_BUS_ENV], env.get(names.EVENT_SOURCE_ENV) or names.DEFAULT_EVENT_SOURCE)
+    if chosen[0] == names.TOPIC_ENV:
+        return SnsTarget(env[names.TOPIC_ENV], max_message_bytes=max_message_bytes(env))
+    return SqsTarget(env[names.QUEUE_ENV], max_message_bytes=max_message_bytes(env))
 
 
 def _client(service: str) -> Any:

@@ -33,3 +33,5 @@ def handler(event: Any, context: Any = None) -> list[dict[str, Any]]:
     """Lambda entry point: Pipes sends the batch as a JSON array (a single record when not batching)."""
     records = event if isinstance(event, list) else [event]
     return envelopes([r for r in records if isinstance(r, Mapping)])
+
+__all__ = ["envelopes", "handler"]

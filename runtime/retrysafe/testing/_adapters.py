@@ -20,7 +20,7 @@ from retrysafe import names
 
 from .._engine import Engine
 from ..errors import KeyReuseMismatchError, RequestInFlightError, RetrysafeError
-from ..http._core import REPLAYED_HEADER, StoredResponse
+from ..http._core import StoredResponse
 from ..names import KEY_MESSAGE_ATTRIBUTE
 from ._events import DrillContext, api_event, sqs_record, task_payload
 
@@ -102,7 +102,7 @@ def classify_http(response: Any) -> Answer:
     raw_headers = {str(k): str(v) for k, v in (response.get("headers") or {}).items()}
     lowered = {k.lower(): v for k, v in raw_headers.items()}
     problem = lowered.get("content-type") == "application/problem+json"
-    if lowered.get(REPLAYED_HEADER.lower()) == "true":
+    if lowered.get(names.REPLAYED_HEADER.lower()) == "true":
         kind = "replayed"
     elif problem and status == 409 and _problem_type(response).endswith(("request-in-progress", "superseded")):
         kind = "in_flight"

@@ -43,8 +43,8 @@ from dataclasses import dataclass, field
 from io import BytesIO
 from typing import Any, Protocol
 
-from ..names import OUTBOX_PREFIX, PARTITION_KEY, RECORD_PREFIX
 from .._record import from_item
+from ..names import OUTBOX_PREFIX, PARTITION_KEY, RECORD_PREFIX
 
 _PARAMS = "retrysafe_boundary_params"
 

@@ -4,7 +4,7 @@ API Gateway proxy events (REST API v1 and HTTP API v2), SQS records and events (
 what ``ReceiveMessage`` returned), Step Functions task payloads, and a Lambda context whose remaining
 time is fixed, so that leases are predictable. The failure drills use them; so can your own tests::
 
-    from retrysafe.testing._events import DrillContext, http_event
+    from retrysafe.testing import DrillContext, http_event
 
     response = handler(http_event({"amount": 42}, key="order-1"), DrillContext())
 """

@@ -14,10 +14,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..names import KIND_ATTRIBUTE, OUTBOX_KIND, PARTITION_KEY, UNPUBLISHED_ATTRIBUTE
-from ..outbox.publisher import Publisher, handler
-from ..outbox._targets import SqsTarget
 from .._store import DynamoStore
+from ..names import KIND_ATTRIBUTE, OUTBOX_KIND, PARTITION_KEY, UNPUBLISHED_ATTRIBUTE
+from ..outbox._targets import SqsTarget
+from ..outbox.publisher import Publisher, handler
 from ._adapters import engine_of
 from ._boundary import Boundary, SimulatedCrash
 from ._drills import DrillFailed, DrillReport

@@ -10,10 +10,9 @@ from urllib.parse import quote
 
 from .. import names
 from .._claimcheck import S3_ENCODING
-from ..outbox import OutboxMessage
-from ..outbox._targets import fits
+from .._events import OutboxMessage
+from .._limits import fits
 
-RECEIPT_EVENT = names.WEBHOOK_RECEIPT_EVENT
 #: Longest header value kept as receipt metadata.
 MAX_METADATA = 256
 #: Largest payload (JSON, UTF-8) kept inline in the outbox item, whatever the target accepts: DynamoDB
@@ -84,7 +83,7 @@ class Receipt:
         stored = len(json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode("utf-8"))
         if stored > MAX_INLINE_PAYLOAD:
             return False, f"the receipt is {stored} bytes as stored (a DynamoDB item keeps at most {MAX_INLINE_PAYLOAD})"
-        message = OutboxMessage(event_id="0" * 36, event_type=RECEIPT_EVENT, aggregate_type=f"webhook:{self.source}",
+        message = OutboxMessage(event_id="0" * 36, event_type=names.WEBHOOK_RECEIPT_EVENT, aggregate_type=f"webhook:{self.source}",
                                 aggregate_id=self.key, payload=payload, occurred_at="2000-01-01T00:00:00.000+00:00")
         size, limit, kind = fits(message)
         return size <= limit, f"the receipt would be a {size}-byte message; {kind} accepts {limit}"

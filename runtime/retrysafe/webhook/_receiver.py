@@ -34,6 +34,11 @@ from .._adapter import flushes_telemetry, wiring
 from .._claimcheck import ClaimCheck
 from .._config import Mode
 from .._engine import Completion, Engine, Intent
+from .._fingerprint import fingerprint
+from .._keys import Scope
+from .._observability import telemetry
+from .._store import DynamoStore
+from .._transaction import Transaction
 from ..errors import (
     ConfigurationError,
     MalformedRequestError,
@@ -43,22 +48,12 @@ from ..errors import (
     StoreUnavailableError,
     TransactionTooLargeError,
 )
-from .._fingerprint import fingerprint
-from ..http._core import HttpAnswer, StoredResponse, refusal
-from ..http._decorator import to_proxy
+from ..http._core import HttpAnswer, StoredResponse, refusal, to_proxy
 from ..http._problem import Problem, problem_for
 from ..http._request import HttpRequest, parse_event
-from .._keys import Scope
-from .._observability import telemetry
-from .._store import DynamoStore
-from .._transaction import Transaction
-from ._receipt import RECEIPT_EVENT, Receipt, metadata
+from ._receipt import Receipt, metadata
 from ._signatures import NO_HOOK, PROVIDERS, Provider, body_digest
 
-SECRET_ARN_ENV = names.WEBHOOK_SECRET_ARN_ENV
-SECRET_PARAMETER_ENV = names.WEBHOOK_SECRET_PARAMETER_ENV
-PROVIDER_ENV = names.WEBHOOK_PROVIDER_ENV
-SOURCE_ENV = names.WEBHOOK_SOURCE_ENV
 #: Seconds a fetched secret is cached in the container (Powertools parameters cache).
 SECRET_MAX_AGE = 300
 #: The largest body accepted at all: Lambda's synchronous request payload limit (6 MB).
@@ -74,9 +69,9 @@ def secret_from_env() -> SecretSource:
     :data:`SECRET_MAX_AGE` seconds. A value that is a JSON list of strings holds
     several secrets (rotation).
     """
-    arn, parameter = os.environ.get(SECRET_ARN_ENV), os.environ.get(SECRET_PARAMETER_ENV)
+    arn, parameter = os.environ.get(names.WEBHOOK_SECRET_ARN_ENV), os.environ.get(names.WEBHOOK_SECRET_PARAMETER_ENV)
     if bool(arn) == bool(parameter):
-        raise ConfigurationError(f"set exactly one of {SECRET_ARN_ENV} or {SECRET_PARAMETER_ENV}; webhook secrets "
+        raise ConfigurationError(f"set exactly one of {names.WEBHOOK_SECRET_ARN_ENV} or {names.WEBHOOK_SECRET_PARAMETER_ENV}; webhook secrets "
                                  "are never read from plain environment variables")
 
     def load() -> Sequence[bytes]:
@@ -154,7 +149,7 @@ class WebhookReceiver:
             payload = receipt.claim_check_payload(self._store_body(receipt))
 
         def work(txn: Transaction) -> Completion:
-            txn.append_event(RECEIPT_EVENT, payload, aggregate_type=f"webhook:{receipt.source}",
+            txn.append_event(names.WEBHOOK_RECEIPT_EVENT, payload, aggregate_type=f"webhook:{receipt.source}",
                              aggregate_id=receipt.key, once_per_key=True)
             if self.on_receipt is not None:
                 self.on_receipt(receipt, txn)
@@ -216,8 +211,8 @@ def handler(event: Any, context: Any = None) -> dict[str, Any]:
     """
     global _default
     if _default is None:
-        name = os.environ.get(PROVIDER_ENV) or "github"
+        name = os.environ.get(names.WEBHOOK_PROVIDER_ENV) or "github"
         if name not in PROVIDERS:
-            raise ConfigurationError(f"{PROVIDER_ENV}={name!r}: choose one of {', '.join(PROVIDERS)}")
-        _default = WebhookReceiver(PROVIDERS[name](), source=os.environ.get(SOURCE_ENV) or None)
+            raise ConfigurationError(f"{names.WEBHOOK_PROVIDER_ENV}={name!r}: choose one of {', '.join(PROVIDERS)}")
+        _default = WebhookReceiver(PROVIDERS[name](), source=os.environ.get(names.WEBHOOK_SOURCE_ENV) or None)
     return _default(event, context)

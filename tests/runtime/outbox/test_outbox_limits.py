@@ -11,15 +11,15 @@ import boto3
 import pytest
 from retrysafe import metrics, names
 from retrysafe._engine import Completion, Engine, Intent
-from retrysafe.errors import EventTooLargeError
 from retrysafe._keys import Scope
+from retrysafe._transaction import Transaction
+from retrysafe.errors import EventTooLargeError
 from retrysafe.outbox import parked as outbox_parked
+from retrysafe.outbox._targets import EventBridgeTarget, SnsTarget, SqsTarget
 from retrysafe.outbox.parked import list_parked, republish
 from retrysafe.outbox.publisher import Publisher, handler
 from retrysafe.outbox.sweeper import sweep
-from retrysafe.outbox._targets import EventBridgeTarget, SnsTarget, SqsTarget
 from retrysafe.testing._outbox import outbox_stream_event
-from retrysafe._transaction import Transaction
 
 from tests.helpers import TABLE, receive_all
 

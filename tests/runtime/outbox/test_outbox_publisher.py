@@ -12,18 +12,18 @@ import pytest
 from botocore.exceptions import ClientError
 from retrysafe import names
 from retrysafe._engine import Completion, Engine, Intent
-from retrysafe.errors import ConfigurationError
 from retrysafe._keys import Scope
+from retrysafe._transaction import Transaction
+from retrysafe.errors import ConfigurationError, SweepIncompleteError
 from retrysafe.outbox import OutboxMessage
 from retrysafe.outbox import publisher as outbox_publisher
 from retrysafe.outbox import sweeper as outbox_sweeper
-from retrysafe.outbox.publisher import Publisher, handler
 from retrysafe.outbox._stream import outbox_inserts
-from retrysafe.outbox.sweeper import SweepIncompleteError, sweep
 from retrysafe.outbox._targets import EventBridgeTarget, SnsTarget, SqsTarget
+from retrysafe.outbox.publisher import Publisher, handler
+from retrysafe.outbox.sweeper import sweep
 from retrysafe.sqs import Message, idempotent_sqs
 from retrysafe.testing._events import DrillContext, sqs_event
-from retrysafe._transaction import Transaction
 
 from tests.helpers import TABLE, receive_all
 

@@ -12,13 +12,13 @@ import pytest
 from retrysafe import names
 from retrysafe._engine import Completion, Engine, Intent
 from retrysafe._keys import Scope
-from retrysafe.outbox.publisher import Publisher, handler
+from retrysafe._store import DynamoStore
+from retrysafe._transaction import Transaction
 from retrysafe.outbox._stream import outbox_inserts
 from retrysafe.outbox._targets import EventBridgeTarget
+from retrysafe.outbox.publisher import Publisher, handler
 from retrysafe.sqs import Message, idempotent_sqs
-from retrysafe._store import DynamoStore
 from retrysafe.testing._events import DrillContext, sqs_event
-from retrysafe._transaction import Transaction
 
 from tests.helpers import (
     ORDERS,

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 from retrysafe import Engine, Mode, Transaction, idempotent_task, names
 from retrysafe._engine import Completion, Intent
-from retrysafe.errors import ConfigurationError, TaskInProgress, TaskKeyMismatch, TaskPayloadError
 from retrysafe._keys import Scope
+from retrysafe.errors import ConfigurationError, TaskInProgress, TaskKeyMismatch, TaskPayloadError
 from retrysafe.testing._events import DrillContext
 
 from tests.helpers import EXECUTION, ORDERS, STATE_MACHINE, TABLE, payload

@@ -11,12 +11,12 @@ import boto3
 import pytest
 from retrysafe import names
 from retrysafe._claimcheck import ClaimCheck, ClaimCheckError, fetch
-from retrysafe.outbox.publisher import Publisher, handler
+from retrysafe._transaction import Transaction
 from retrysafe.outbox._targets import EventBridgeTarget
+from retrysafe.outbox.publisher import Publisher, handler
 from retrysafe.sqs import Message, idempotent_sqs
 from retrysafe.testing._events import DrillContext, rest_event, sqs_event
 from retrysafe.testing._outbox import outbox_stream_event
-from retrysafe._transaction import Transaction
 from retrysafe.webhook import GitHub, WebhookReceiver
 
 from tests.helpers import ORDERS, TABLE, receive_all
