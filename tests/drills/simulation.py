@@ -24,8 +24,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from retrysafe import Engine, Transaction, idempotent_http, idempotent_sqs, names
-from retrysafe._config import LEASE_MARGIN_SECONDS, Retention
+from retrysafe._config import Retention
 from retrysafe._store import DynamoStore
+from retrysafe.names import LEASE_MARGIN_SECONDS
 from retrysafe.outbox import OutboxMessage
 from retrysafe.outbox.publisher import Publisher
 from retrysafe.outbox.publisher import handler as publish_stream
