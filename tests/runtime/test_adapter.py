@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import importlib
+import inspect
 import json
 from collections.abc import Callable
 from typing import Any
@@ -126,9 +128,6 @@ def test_decorators_work_bare_and_with_options(store: DynamoStore) -> None:
 ])
 def test_a_decorator_and_the_classes_it_builds_take_the_same_options(decorator: str, configuration: str) -> None:
     """The options are spelled out on the decorator (documented there) and on what it configures: one list."""
-    import importlib
-    import inspect
-
     def options(path: str) -> list[tuple[str, Any, Any]]:
         module, name = path.rsplit(".", 1)
         target = getattr(importlib.import_module(module), name)

@@ -55,20 +55,24 @@ def idempotent_http(
     - ``mode`` (default ``Mode.ATOMIC``, local writes only): ``Mode.CLAIM_FIRST`` when the
       handler has foreign effects (``"atomic"`` / ``"claim_first"`` are accepted too).
     - ``header`` (default ``Idempotency-Key``): the key header.
-    - ``key_required`` (default ``True``): refuse requests without a key (400); ``False`` runs them unkeyed.
+    - ``key_required`` (default ``True``): refuse requests without a key (400); when ``False`` they run
+      without dedup, each as its own intent (its own ``derive_key()`` values and event ids).
     - ``tenant`` (default :func:`default_tenant`): extractor of the authenticated tenant, ``None``
       when the API has no tenants.
     - ``fingerprint_query`` (default ``None``: all): query parameters that are part of the request's identity.
     - ``replay_headers`` (default ``content-type``, ``location``, ``content-location``, ``etag``,
       ``last-modified``): response headers stored and replayed besides status and body.
-    - ``horizon_seconds`` (default ``RETRYSAFE_RETRY_HORIZON_SECONDS``, else 7 days): record lifetime.
-    - ``wait_for_in_flight`` (default ``0.0``): seconds to wait for an in-flight duplicate before 409.
+    - ``horizon_seconds`` (default ``RETRYSAFE_RETRY_HORIZON_SECONDS``, else 7 days): record lifetime;
+      under 24 hours is refused.
+    - ``wait_for_in_flight`` (default ``0.0``): seconds to wait for an in-flight duplicate and replay
+      it instead of answering 409.
     - ``on_state_conflict`` (default ``None``: 409 ``state-conflict``): ``(error, event) -> response``
       called when a condition on one of the handler's own writes failed (nothing was committed).
       Its response (same form as the handler's) is returned, not stored. Typical use: a late
       replay, after its record expired, finds the business item whose id derives from the key
       (``error.current``) and answers with it rather than creating a second one.
-    - ``store`` / ``engine`` (default ``DynamoStore.from_env()``): where records live.
+    - ``store`` / ``engine`` (default ``DynamoStore.from_env()``, which keeps a record cache per
+      container): where records live; a store you construct caches only if given a ``RecordCache``.
 
     Example::
 
