@@ -57,7 +57,6 @@ __all__ = [
 ]
 
 _ROUTINE = frozenset({EXECUTED, REPLAYED})
-_NOT_A_METRIC = metrics.NOT_METRICS
 _ALARMING = frozenset({FENCING_REJECTED, KEY_MISMATCH, RELEASE_FAILED})
 
 
@@ -114,7 +113,7 @@ class Telemetry:
         if self._enabled(level):
             log = {_DEBUG: self.logger.debug, _INFO: self.logger.info, _WARNING: self.logger.warning}[level]
             log(name, extra={"operation": operation, "record": record_id, **fields})
-        if name in _NOT_A_METRIC:
+        if name in metrics.NOT_METRICS:
             return
         with self._lock:
             self._counts[name] = self._counts.get(name, 0) + 1
