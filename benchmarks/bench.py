@@ -292,7 +292,7 @@ def where_the_cpu_goes(requests: int = 400) -> dict[str, Any]:
     """retrysafe (atomic) per-request CPU split (median µs): botocore's call, the handler's own work
     (:func:`workload.create_order`, its ``txn`` calls included), building the test event, and the rest:
     what retrysafe does around the handler (HTTP parsing, key and fingerprint, record, cache, answer)."""
-    from retrysafe.store import DynamoStore
+    from retrysafe import DynamoStore
 
     original = DynamoStore._call
     inside = {"call": 0, "handler": 0}

@@ -60,7 +60,7 @@ def ddb(aws: None) -> Any:
 def store(ddb: Any) -> Any:
     """A DynamoStore on the moto table, with its own client and DynamoDB's semantics (atomic calls, tokens)."""
     import boto3
-    from retrysafe.store import DynamoStore
+    from retrysafe._store import DynamoStore
     from retrysafe.testing import DynamoSemantics
 
     client = boto3.client("dynamodb", region_name="eu-west-1")

@@ -19,7 +19,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from retrysafe.testing.events import task_payload
+from retrysafe.testing._events import task_payload
 
 ROOT = Path(__file__).resolve().parents[1]
 TABLE = "idempotency"
@@ -30,7 +30,7 @@ EXECUTION = "arn:aws:states:eu-west-1:123456789012:execution:OrderSaga:order-1"
 
 def create_idempotency_table(client: Any, name: str = TABLE) -> None:
     """The table layout the constructs deploy (the same helper the drills plugin gives users)."""
-    from retrysafe.testing.plugin import create_table
+    from retrysafe.testing._plugin import create_table
 
     create_table(client, name)
 

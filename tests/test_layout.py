@@ -18,6 +18,7 @@ FOLDERS = {
     "drills": "the failure drills, the exploration and the soak (make soak)",
     "docs": "the documentation site, its snippets and the README",
     "bench": "the benchmark's DynamoDB model",
+    "typing": "what mypy accepts and refuses of the public API (tests/typing/api.py: type-checked, never run)",
 }
 
 

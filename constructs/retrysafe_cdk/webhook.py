@@ -30,7 +30,7 @@ from .targets import OutboxTarget
 PROVIDERS = names.WEBHOOK_PROVIDERS
 RECEIPT_EVENT = names.WEBHOOK_RECEIPT_EVENT
 CLAIM_CHECK_ENV = names.CLAIM_CHECK_BUCKET_ENV
-#: The object key prefix the runtime writes receipts' bodies under (``retrysafe.webhook.receipt``).
+#: The object key prefix the runtime writes receipts' bodies under (``retrysafe.webhook._receipt``).
 BODIES_PREFIX = names.CLAIM_CHECK_PREFIX
 
 

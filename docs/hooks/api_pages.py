@@ -2,8 +2,10 @@
 
 The pages are generated from the source tree at build time (never written to disk), so a module
 that is added, moved or renamed gets its page without editing the site. Private modules (a name
-part starting with ``_``) and ``__main__`` are left out. The local sandbox (``retrysafe_sandbox``)
-is a development tool with its own page, not part of the API.
+part starting with ``_``: the implementation) and ``__main__`` are left out; a public module of
+``retrysafe`` documents every name in its ``__all__``, including those it re-exports from the
+implementation (tests/runtime/test_exports.py keeps the public modules to the listed set). The
+local sandbox (``retrysafe_sandbox``) is a development tool with its own page, not part of the API.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ NAV_TITLE = "API reference"
 
 
 def reexports_only(path: Path) -> bool:
-    """Whether a module only re-exports names defined elsewhere (a package, or an alias kept for an old name)."""
+    """Whether a module only re-exports names defined elsewhere."""
     body = ast.parse(path.read_text(encoding="utf-8")).body
     return all(isinstance(node, (ast.Import, ast.ImportFrom)) or _is_docstring(node) or _is_all(node)
                for node in body)
@@ -38,8 +40,9 @@ def _is_all(node: ast.stmt) -> bool:
 def public_modules() -> dict[str, list[tuple[str, bool]]]:
     """Per top-level package: (dotted module name, shows only its docstring) of every public module, sorted.
 
-    Packages and modules that only re-export show their docstring: the names they re-export are
-    documented where they are defined.
+    In ``retrysafe`` every public module shows its members (``__all__``: what it defines and what it
+    re-exports from private modules, which have no page). In ``retrysafe_cdk``, packages and modules
+    that only re-export show their docstring: the names are documented where they are defined.
     """
     found: dict[str, list[tuple[str, bool]]] = {}
     for top, folder in PACKAGES.items():
@@ -52,14 +55,9 @@ def public_modules() -> dict[str, list[tuple[str, bool]]]:
             name = ".".join(parts)
             if any(p.startswith("_") for p in parts):
                 continue
-            modules.append((name, is_package or reexports_only(path) or _is_alias(path)))
+            modules.append((name, top != "retrysafe" and (is_package or reexports_only(path))))
         found[top] = sorted(modules)
     return found
-
-
-def _is_alias(path: Path) -> bool:
-    """A module kept as an alias of another (its docstring starts with "Alias of"): documented where it points."""
-    return path.read_text(encoding="utf-8").startswith('"""Alias of')
 
 
 def page(name: str, docstring_only: bool) -> str:
@@ -69,14 +67,21 @@ def page(name: str, docstring_only: bool) -> str:
 
 
 def on_config(config: MkDocsConfig, **_: Any) -> MkDocsConfig:
-    """Replace the ``API reference`` nav entry by the generated pages."""
+    """Replace the ``API reference`` nav entry (at any depth: it sits in the Reference section) by the pages."""
     sections = [{top: [{name: f"api/{name}.md"} for name, _ in modules]}
                 for top, modules in public_modules().items()]
-    nav = config.nav or []
+    _replace(config.nav or [], sections)
+    return config
+
+
+def _replace(nav: list[Any], sections: list[dict[str, Any]]) -> None:
     for index, entry in enumerate(nav):
         if isinstance(entry, dict) and NAV_TITLE in entry:
             nav[index] = {NAV_TITLE: sections}
-    return config
+        elif isinstance(entry, dict):
+            for value in entry.values():
+                if isinstance(value, list):
+                    _replace(value, sections)
 
 
 def on_files(files: Files, config: MkDocsConfig, **_: Any) -> Files:

@@ -42,8 +42,7 @@ def test_charge_card_survives_everything(orders_table: None, retrysafe_drills: C
 
 
 # --8<-- [start:boundary]
-from retrysafe.testing import Boundary, SimulatedCrash, engine_of
-from retrysafe.testing.events import DrillContext, api_event
+from retrysafe.testing import Boundary, DrillContext, SimulatedCrash, api_event, engine_of
 
 
 def test_retry_after_a_lost_response(orders_table: None) -> None:

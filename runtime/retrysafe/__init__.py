@@ -8,23 +8,27 @@ decorated handler stays cheap:
   handler), :func:`idempotent_sqs` and its :class:`Message` (SQS consumers),
   :func:`idempotent_task` (Lambda tasks of Step Functions);
 - the handler's transaction: :class:`Transaction` (writes, ``append_event``,
-  ``step``, ``derive_key``) and the order-aware writes :func:`put_if_newer`,
-  :func:`update_if_newer`;
-- configuration: :class:`Mode`, :class:`DynamoStore`, :class:`Engine` and
-  :class:`RecordCache` (``engine=Engine(store, cache=RecordCache(1024))``);
+  ``step``, ``derive_key``), the order-aware writes :func:`put_if_newer`,
+  :func:`update_if_newer`, and :class:`Scope` (keys derived outside a handler);
+- configuration: :class:`Mode`, :class:`DynamoStore`, :class:`Engine`,
+  :class:`RecordCache` (``engine=Engine(store, cache=RecordCache(1024))``) and
+  :func:`register_snapstart` (a store built by hand under Lambda SnapStart);
 - errors a handler catches: :class:`RetrysafeError` (the base of every error,
   all in :mod:`retrysafe.errors`) and :class:`BusinessConditionFailedError`.
 
-Everything else is imported from its module: the webhook receiver and its
-providers from :mod:`retrysafe.webhook`, the outbox publisher and sweeper from
-:mod:`retrysafe.outbox.publisher` and :mod:`retrysafe.outbox.sweeper`, the
-engine's parts from :mod:`retrysafe.engine`, test tools from :mod:`retrysafe.testing`.
+The other public modules: :mod:`retrysafe.errors`, :mod:`retrysafe.names` (every
+wire name: environment variables, headers, attributes), :mod:`retrysafe.metrics`,
+:mod:`retrysafe.http`, :mod:`retrysafe.sqs`, :mod:`retrysafe.stepfunctions`,
+:mod:`retrysafe.webhook`, :mod:`retrysafe.outbox` (with the deployed handlers
+:mod:`retrysafe.outbox.publisher`, :mod:`retrysafe.outbox.sweeper`,
+:mod:`retrysafe.outbox.pipe` and the command :mod:`retrysafe.outbox.parked`) and
+:mod:`retrysafe.testing`. Modules whose name starts with ``_`` are the
+implementation: not API, renamed or removed without notice.
 """
 
 from __future__ import annotations
 
 import importlib
-import warnings
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
@@ -32,51 +36,38 @@ __version__ = "0.1.0"
 #: Where each exported name is defined (imported on first use).
 _EXPORTS = {
     "BusinessConditionFailedError": "retrysafe.errors",
-    "DynamoStore": "retrysafe.store",
-    "Engine": "retrysafe.engine",
-    "IdempotencyMiddleware": "retrysafe.http.middleware",
+    "DynamoStore": "retrysafe._store",
+    "Engine": "retrysafe._engine",
+    "IdempotencyMiddleware": "retrysafe.http._middleware",
     "Message": "retrysafe.sqs",
-    "Mode": "retrysafe.config",
-    "RecordCache": "retrysafe.cache",
+    "Mode": "retrysafe._config",
+    "RecordCache": "retrysafe._cache",
     "RetrysafeError": "retrysafe.errors",
-    "TRANSACTION_KEY": "retrysafe.http.middleware",
-    "Transaction": "retrysafe.transaction",
-    "idempotent_http": "retrysafe.http.decorator",
+    "Scope": "retrysafe._keys",
+    "TRANSACTION_KEY": "retrysafe.http._middleware",
+    "Transaction": "retrysafe._transaction",
+    "idempotent_http": "retrysafe.http._decorator",
     "idempotent_sqs": "retrysafe.sqs",
     "idempotent_task": "retrysafe.stepfunctions",
-    "put_if_newer": "retrysafe.ordering",
-    "update_if_newer": "retrysafe.ordering",
-}
-
-#: Names this package exported until 0.1.0, still importable from here with a DeprecationWarning.
-_MOVED = {
-    "Completion": "retrysafe.engine",
-    "HttpIdempotency": "retrysafe.http.core",
-    "Intent": "retrysafe.engine",
-    "OutboxMessage": "retrysafe.outbox",
-    "Outcome": "retrysafe.engine",
-    "Publisher": "retrysafe.outbox.publisher",
-    "Retention": "retrysafe.config",
-    "Scope": "retrysafe.keys",
-    "TaskIdempotency": "retrysafe.stepfunctions",
-    "TaskInProgress": "retrysafe.errors",
-    "TaskKeyMismatch": "retrysafe.errors",
-    "TaskPayloadError": "retrysafe.errors",
-    "WebhookReceiver": "retrysafe.webhook",
+    "put_if_newer": "retrysafe._ordering",
+    "register_snapstart": "retrysafe._snapstart",
+    "update_if_newer": "retrysafe._ordering",
 }
 
 if TYPE_CHECKING:
-    from .cache import RecordCache
-    from .config import Mode
-    from .engine import Engine
+    from ._cache import RecordCache
+    from ._config import Mode
+    from ._engine import Engine
+    from ._keys import Scope
+    from ._ordering import put_if_newer, update_if_newer
+    from ._snapstart import register_snapstart
+    from ._store import DynamoStore
+    from ._transaction import Transaction
     from .errors import BusinessConditionFailedError, RetrysafeError
-    from .http.decorator import idempotent_http
-    from .http.middleware import TRANSACTION_KEY, IdempotencyMiddleware
-    from .ordering import put_if_newer, update_if_newer
+    from .http._decorator import idempotent_http
+    from .http._middleware import TRANSACTION_KEY, IdempotencyMiddleware
     from .sqs import Message, idempotent_sqs
     from .stepfunctions import idempotent_task
-    from .store import DynamoStore
-    from .transaction import Transaction
 
 __all__ = [
     "TRANSACTION_KEY",
@@ -88,11 +79,13 @@ __all__ = [
     "Mode",
     "RecordCache",
     "RetrysafeError",
+    "Scope",
     "Transaction",
     "idempotent_http",
     "idempotent_sqs",
     "idempotent_task",
     "put_if_newer",
+    "register_snapstart",
     "update_if_newer",
 ]
 
@@ -103,11 +96,6 @@ def __getattr__(name: str) -> Any:
         value = getattr(importlib.import_module(module), name)
         globals()[name] = value
         return value
-    module = _MOVED.get(name)
-    if module is not None:
-        warnings.warn(f"retrysafe.{name} is no longer exported from retrysafe: import it from {module}",
-                      DeprecationWarning, stacklevel=2)
-        return getattr(importlib.import_module(module), name)
     raise AttributeError(f"module 'retrysafe' has no attribute {name!r}")
 
 

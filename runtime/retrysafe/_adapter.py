@@ -5,26 +5,30 @@
 - :func:`flushes_telemetry`: an entry point that flushes the invocation's
   metrics on the way out, whatever happens;
 - :func:`takes_options` and :func:`lambda_entry_point`: a decorator usable bare
-  (``@idempotent_sqs``) or with options (``@idempotent_sqs(subscriber="billing")``),
-  whose Lambda handler carries its configuration as an attribute.
+  (``@idempotent_task``) or with options (``@idempotent_sqs(subscriber="billing")``),
+  whose Lambda handler carries its configuration as an attribute. The options are the
+  builder's own keyword-only parameters, typed: mypy refuses a misspelled or mistyped
+  option, and a required one that is missing (``tests/typing/api.py`` proves it).
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any, Concatenate, Protocol, TypeVar, overload
+from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar, overload
 
-from .config import Retention
-from .engine import Engine
-from .observability import telemetry
-from .store import DynamoStore
+from ._config import Retention
+from ._engine import Engine
+from ._observability import telemetry
+from ._store import DynamoStore
 
 H = TypeVar("H")
 L = TypeVar("L")
 H_contra = TypeVar("H_contra", contravariant=True)
 L_co = TypeVar("L_co", covariant=True)
 F = TypeVar("F", bound=Callable[..., Any])
+#: The options: the builder's parameters after the handler (keyword-only, typed).
+O = ParamSpec("O")
 
 
 def wiring(horizon_seconds: int | None, store: DynamoStore | None,
@@ -49,24 +53,28 @@ def flushes_telemetry(entry: F) -> F:
     return flushing  # type: ignore[return-value]  # same signature as entry
 
 
-class OptionTaking(Protocol[H_contra, L_co]):
-    """A decorator used bare (``@decorator``) or with options (``@decorator(**options)``)."""
+class OptionTaking(Protocol[H_contra, O, L_co]):
+    """A decorator used bare (``@decorator``) or with options (``@decorator(option=...)``).
+
+    Both forms are checked against the builder's signature: the bare form only when no option is
+    required, the call form option by option.
+    """
 
     @overload
-    def __call__(self, func: H_contra, /, **options: Any) -> L_co: ...
+    def __call__(self, func: H_contra, /, *args: O.args, **options: O.kwargs) -> L_co: ...
 
     @overload
-    def __call__(self, func: None = None, /, **options: Any) -> Callable[[H_contra], L_co]: ...
+    def __call__(self, func: None = None, /, *args: O.args, **options: O.kwargs) -> Callable[[H_contra], L_co]: ...
 
 
-def takes_options(build: Callable[Concatenate[H, ...], L]) -> OptionTaking[H, L]:
-    """Turn ``build(func, **options)`` into a decorator usable bare or with options."""
+def takes_options(build: Callable[Concatenate[H, O], L]) -> OptionTaking[H, O, L]:
+    """Turn ``build(func, *, option=default...)`` into a decorator usable bare or with those options."""
 
     @functools.wraps(build)
-    def decorator(func: Any = None, /, **options: Any) -> Any:
+    def decorator(func: Any = None, /, *args: Any, **options: Any) -> Any:
         if func is None:
-            return lambda f: build(f, **options)
-        return build(func, **options)
+            return lambda f: build(f, *args, **options)
+        return build(func, *args, **options)
 
     return decorator
 

@@ -2,9 +2,9 @@
 
 ``except RetrysafeError`` catches anything retrysafe refuses or fails with; the
 adapters answer each with the contract's response (HTTP: ``application/problem+json``,
-see :mod:`retrysafe.http.problem`; SQS: a batch item failure; Step Functions: the
+see :mod:`retrysafe.http`; SQS: a batch item failure; Step Functions: the
 error's class name as the Lambda ``errorType``). The classes are defined here and
-nowhere else; the modules that raise them re-export them under their old names.
+nowhere else, and this module is the one place to import them from.
 
 The hierarchy::
 
@@ -12,7 +12,7 @@ The hierarchy::
     ├── ConfigurationError            misconfigured deployment (cold start where possible)
     ├── InvalidKeyError               Idempotency-Key missing or malformed (400)
     ├── TenantRequiredError           no authenticated tenant (401)
-    ├── MalformedRequestError         not a usable API Gateway event (400; also a ValueError)
+    ├── MalformedRequestError         not a usable API Gateway event (400)
     ├── InvalidInputError             no canonical form, cannot be fingerprinted (400)
     ├── KeyReuseMismatchError         key reused with another request (422)
     │   └── TaskKeyMismatch           Step Functions: the state ran with another input
@@ -31,7 +31,7 @@ The hierarchy::
     ├── StoreRejectedError            DynamoDB refused a request as invalid (500)
     ├── SignatureError                webhook signature missing or wrong (401)
     ├── ClaimCheckError               a claim-checked S3 object is missing or altered
-    ├── UnreadableOutboxRecordError   an outbox stream record cannot be read (also a ValueError)
+    ├── UnreadableOutboxRecordError   an outbox stream record cannot be read
     └── SweepIncompleteError          the outbox sweeper left refused events for its next run
 """
 
@@ -40,7 +40,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .record import Record
+    from ._record import Record
 
 __all__ = [
     "BusinessConditionFailedError",
@@ -95,11 +95,8 @@ class TenantRequiredError(RetrysafeError):
     """No authenticated tenant could be found on a request that requires one."""
 
 
-class MalformedRequestError(RetrysafeError, ValueError):
-    """The event is not a usable API Gateway request (bad base64 body, missing method...).
-
-    Also a :class:`ValueError`, as it was before it joined the hierarchy.
-    """
+class MalformedRequestError(RetrysafeError):
+    """The event is not a usable API Gateway request (bad base64 body, missing method...)."""
 
 
 class KeyReuseMismatchError(RetrysafeError):
@@ -138,7 +135,7 @@ class FencingError(RetrysafeError):
 class RecordConflict(RetrysafeError):
     """The idempotency record's condition failed; ``current`` is the record DynamoDB returned (ALL_OLD).
 
-    Raised by :class:`~retrysafe.store.DynamoStore` and resolved by the engine
+    Raised by :class:`~retrysafe._store.DynamoStore` and resolved by the engine
     (replay, mismatch, in flight); it never reaches a handler's caller.
     """
 
@@ -224,11 +221,8 @@ class ClaimCheckError(RetrysafeError):
     """A claim-checked object is missing, or its size or SHA-256 differs from the pointer's."""
 
 
-class UnreadableOutboxRecordError(RetrysafeError, ValueError):
-    """An outbox INSERT whose image cannot be read as an outbox event (the pipe dead-letters it).
-
-    Also a :class:`ValueError`, as it was before it joined the hierarchy.
-    """
+class UnreadableOutboxRecordError(RetrysafeError):
+    """An outbox INSERT whose image cannot be read as an outbox event (the pipe dead-letters it)."""
 
 
 class SweepIncompleteError(RetrysafeError):

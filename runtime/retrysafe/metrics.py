@@ -16,7 +16,6 @@ from collections.abc import Mapping
 
 from . import names
 
-NAMESPACE_ENV = names.METRICS_NAMESPACE_ENV
 DEFAULT_NAMESPACE = "retrysafe"
 #: The value of the ``service`` dimension of every retrysafe metric.
 SERVICE = "retrysafe"
@@ -24,7 +23,7 @@ SERVICE = "retrysafe"
 DIMENSIONS: Mapping[str, str] = {"service": SERVICE}
 UNIT = "Count"
 
-# Outcome names (see :mod:`retrysafe.observability`).
+# Outcome names (see :mod:`retrysafe._observability`).
 EXECUTED = "Executed"
 REPLAYED = "Replayed"
 KEY_MISMATCH = "KeyMismatch"
@@ -48,4 +47,24 @@ METRIC_NAMES = (REPLAYED, KEY_MISMATCH, IN_FLIGHT, TAKEOVER, FENCING_REJECTED, R
 def namespace(environ: Mapping[str, str] | None = None) -> str:
     """The namespace metrics go to (``RETRYSAFE_METRICS_NAMESPACE``, default ``retrysafe``)."""
     env = os.environ if environ is None else environ
-    return env.get(NAMESPACE_ENV) or DEFAULT_NAMESPACE
+    return env.get(names.METRICS_NAMESPACE_ENV) or DEFAULT_NAMESPACE
+
+__all__ = [
+    "DEFAULT_NAMESPACE",
+    "DIMENSIONS",
+    "EXECUTED",
+    "FENCING_REJECTED",
+    "IN_FLIGHT",
+    "KEY_MISMATCH",
+    "METRIC_NAMES",
+    "NOT_METRICS",
+    "NOT_STORED",
+    "OUTBOX_EVENT_PARKED",
+    "RELEASED",
+    "RELEASE_FAILED",
+    "REPLAYED",
+    "SERVICE",
+    "TAKEOVER",
+    "UNIT",
+    "namespace",
+]

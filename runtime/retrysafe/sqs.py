@@ -36,18 +36,17 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol, cast
 
 from ._adapter import flushes_telemetry, lambda_entry_point, takes_options, wiring
+from ._claimcheck import resolve_receipt
+from ._config import Mode, env_float
+from ._engine import Completion, Engine, Intent
+from ._fingerprint import canonical_document, fingerprint, is_unicode, parse_json
+from ._keys import Scope
+from ._store import DynamoStore
+from ._transaction import Transaction
 from ._value import Value, set_field
-from .claimcheck import resolve_receipt
-from .config import Mode, env_float
-from .engine import Completion, Engine, Intent
 from .errors import ConfigurationError, InvalidInputError
-from .fingerprint import canonical_document, fingerprint, is_unicode, parse_json
-from .keys import Scope
 from .names import KEY_MESSAGE_ATTRIBUTE, VISIBILITY_TIMEOUT_ENV
-from .store import DynamoStore
-from .transaction import Transaction
 
-KEY_ATTRIBUTE = KEY_MESSAGE_ATTRIBUTE
 #: Dotted paths into the (unwrapped) JSON content that may carry a propagated event id.
 DEFAULT_KEY_PATHS: tuple[str, ...] = ("event_id",)
 
@@ -106,7 +105,7 @@ def _envelope(doc: Any) -> tuple[str | None, Any, dict[str, str]]:
     return None, doc, {}
 
 
-def default_key(paths: Sequence[str] = DEFAULT_KEY_PATHS, attribute: str = KEY_ATTRIBUTE) -> KeyExtractor:
+def default_key(paths: Sequence[str] = DEFAULT_KEY_PATHS, attribute: str = KEY_MESSAGE_ATTRIBUTE) -> KeyExtractor:
     """A key extractor: the ``attribute`` message attribute (SQS or SNS envelope), then ``paths`` in the content."""
 
     def extract(record: Any, content: Any) -> str | None:
@@ -130,7 +129,7 @@ def default_key(paths: Sequence[str] = DEFAULT_KEY_PATHS, attribute: str = KEY_A
 def message_fingerprint(body: str) -> str:
     """Hash of the canonical message content (envelope excluded), read from the body's text.
 
-    The content is canonicalised as :mod:`retrysafe.fingerprint` does (exact numbers, no
+    The content is canonicalised as :mod:`retrysafe._fingerprint` does (exact numbers, no
     duplicate member names); content that is not JSON is hashed as its text. Raises
     :class:`~retrysafe.errors.InvalidInputError` when the content has no canonical form.
     """
@@ -150,7 +149,7 @@ class _Parsed:
 
 
 def _canonical_content(body: str) -> _Parsed | str:
-    """What :func:`unwrap` finds, parsed by :func:`~retrysafe.fingerprint.parse_json` (exact numbers)."""
+    """What :func:`unwrap` finds, parsed by :func:`~retrysafe._fingerprint.parse_json` (exact numbers)."""
     is_json, doc = parse_json(body)
     if not is_json:
         return body
@@ -159,7 +158,10 @@ def _canonical_content(body: str) -> _Parsed | str:
 
 
 class SqsConsumer:
-    """Configuration and engine of one idempotent SQS consumer (see :func:`idempotent_sqs`)."""
+    """Configuration and engine of one idempotent SQS consumer.
+
+    Its options are those of :func:`idempotent_sqs`, documented there with their defaults.
+    """
 
     def __init__(self, handler: RecordHandler, *, subscriber: str, operation: str | None = None,
                  mode: Mode | str = Mode.ATOMIC, key: KeyExtractor | None = None, fifo: bool | None = None,
@@ -223,20 +225,39 @@ class SqsLambdaHandler(Protocol):
 
 
 @takes_options
-def idempotent_sqs(func: RecordHandler, **options: Any) -> SqsLambdaHandler:
+def idempotent_sqs(
+    func: RecordHandler, /, *,
+    subscriber: str,
+    operation: str | None = None,
+    mode: Mode | str = Mode.ATOMIC,
+    key: KeyExtractor | None = None,
+    fifo: bool | None = None,
+    visibility_timeout_seconds: float | None = None,
+    horizon_seconds: int | None = None,
+    store: DynamoStore | None = None,
+    engine: Engine | None = None,
+) -> SqsLambdaHandler:
     """Make an SQS record handler idempotent and turn it into the Lambda handler of its queue.
 
-    Used as ``@idempotent_sqs(**options)`` (``subscriber`` is required).
+    Used as ``@idempotent_sqs(subscriber="billing")``: ``subscriber`` is required, so the bare
+    form is refused (by mypy, and at import). The decorated function receives a :class:`Message`
+    and the :class:`~retrysafe.Transaction` that commits its writes and outbox events with the
+    processed-message record. Enable ``ReportBatchItemFailures`` on the event source mapping.
+    The options (the same for :class:`SqsConsumer`):
 
-    The decorated function receives a :class:`Message` and the
-    :class:`~retrysafe.Transaction` that commits its writes and outbox events
-    with the processed-message record. Options are those of
-    :class:`SqsConsumer`: ``subscriber`` (required), ``operation``, ``mode``
-    (``claim_first`` for foreign effects; the lease is the queue's visibility
-    timeout from ``visibility_timeout_seconds`` or
-    ``RETRYSAFE_VISIBILITY_TIMEOUT_SECONDS``), ``key``, ``fifo`` (default:
-    detected from the queue ARN), ``horizon_seconds``, ``store``/``engine``.
-    Enable ``ReportBatchItemFailures`` on the event source mapping.
+    - ``subscriber`` (required): the consumer's id; it scopes the processed-message records, so
+      two consumers of one event each process it once.
+    - ``operation`` (default: the function's name): the operation the records are scoped by.
+    - ``mode`` (default ``Mode.ATOMIC``): ``Mode.CLAIM_FIRST`` for foreign effects; its lease is the
+      queue's visibility timeout.
+    - ``key`` (default :func:`default_key`: the ``idempotency-key`` attribute, then an event id in
+      the body, else the message id): ``(record, content) -> key``.
+    - ``fifo`` (default ``None``: detected from the queue ARN): FIFO batch semantics (a failure
+      fails the rest of its message group in the batch).
+    - ``visibility_timeout_seconds`` (default ``RETRYSAFE_VISIBILITY_TIMEOUT_SECONDS``): the claim
+      lease in claim-first mode.
+    - ``horizon_seconds`` (default ``RETRYSAFE_RETRY_HORIZON_SECONDS``, else 7 days): record lifetime.
+    - ``store`` / ``engine`` (default ``DynamoStore.from_env()``): where records live.
 
     Example::
 
@@ -246,7 +267,9 @@ def idempotent_sqs(func: RecordHandler, **options: Any) -> SqsLambdaHandler:
             txn.update({"pk": f"invoice#{order['id']}"}, "SET total = :t", values={":t": order["total"]},
                        table="invoices")
     """
-    consumer = SqsConsumer(func, **options)
+    consumer = SqsConsumer(func, subscriber=subscriber, operation=operation, mode=mode, key=key, fifo=fifo,
+                           visibility_timeout_seconds=visibility_timeout_seconds, horizon_seconds=horizon_seconds,
+                           store=store, engine=engine)
 
     def wrapper(event: dict[str, Any], context: Any) -> dict[str, Any]:
         return consumer(event, context)
@@ -261,3 +284,6 @@ def _visibility_timeout(explicit: float | None) -> float | None:
     if value <= 0:
         raise ConfigurationError(f"the visibility timeout must be positive, got {value}")
     return value
+
+__all__ = ["DEFAULT_KEY_PATHS", "KeyExtractor", "Message", "RecordHandler", "SqsConsumer", "SqsLambdaHandler",
+           "default_key", "idempotent_sqs", "message_fingerprint", "unwrap"]

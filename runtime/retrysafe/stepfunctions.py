@@ -37,9 +37,13 @@ from collections.abc import Callable
 from typing import Any, Protocol, cast
 
 from ._adapter import flushes_telemetry, lambda_entry_point, takes_options, wiring
+from ._config import Mode
+from ._engine import Completion, Engine, Intent
+from ._fingerprint import canonical_value, fingerprint, is_unicode
+from ._keys import Scope
+from ._store import DynamoStore
+from ._transaction import Transaction
 from ._value import Value, set_field
-from .config import Mode
-from .engine import Completion, Engine, Intent
 from .errors import (
     BusinessConditionFailedError,
     FencingError,
@@ -52,11 +56,7 @@ from .errors import (
     TaskPayloadError,
     TransactionRaced,
 )
-from .fingerprint import canonical_value, fingerprint, is_unicode
-from .keys import Scope
 from .names import TASK_EXECUTION, TASK_INPUT, TASK_ITERATION, TASK_STATE, TASK_STATE_MACHINE
-from .store import DynamoStore
-from .transaction import Transaction
 
 TaskHandler = Callable[[Any, Any, Transaction], Any]
 
@@ -140,12 +140,7 @@ class TaskRequest(Value):
 class TaskIdempotency:
     """Configuration and engine of one idempotent Step Functions task.
 
-    ``tenant``: a fixed tenant name; default the state machine ARN from the payload.
-    ``operation``: a fixed operation name; default the state name.
-    ``horizon_seconds``: record lifetime (default ``RETRYSAFE_RETRY_HORIZON_SECONDS``, else 7 days);
-    keep it longer than the execution can be redriven or replayed.
-    ``lease_seconds``: claim lease; default the Lambda's remaining time plus a margin.
-    ``store``/``engine``: where records live (default ``DynamoStore.from_env()``).
+    Its options are those of :func:`idempotent_task`, documented there with their defaults.
     """
 
     def __init__(self, *, tenant: str | None = None, operation: str | None = None,
@@ -180,15 +175,28 @@ class TaskIdempotency:
 
 
 @takes_options
-def idempotent_task(func: TaskHandler, **options: Any) -> TaskFunction:
+def idempotent_task(
+    func: TaskHandler, /, *,
+    tenant: str | None = None,
+    operation: str | None = None,
+    horizon_seconds: int | None = None,
+    lease_seconds: float | None = None,
+    store: DynamoStore | None = None,
+    engine: Engine | None = None,
+) -> TaskFunction:
     """Make a Lambda task invoked by Step Functions idempotent per execution and state.
 
-    Used as ``@idempotent_task`` or ``@idempotent_task(**options)``.
+    Used as ``@idempotent_task`` or ``@idempotent_task(option=...)``. The handler receives the
+    state's ``input`` (not the whole payload), the Lambda context and the
+    :class:`~retrysafe.Transaction`; its return value (JSON-able) is stored and returned on every
+    retry. The options (the same for :class:`TaskIdempotency`):
 
-    The handler receives the state's ``input`` (not the whole payload), the
-    Lambda context and the :class:`~retrysafe.Transaction`; its return value
-    (JSON-able) is stored and returned on every retry. Options are those of
-    :class:`TaskIdempotency`.
+    - ``tenant`` (default: the state machine ARN from the payload): a fixed tenant name.
+    - ``operation`` (default: the state name): a fixed operation name.
+    - ``horizon_seconds`` (default ``RETRYSAFE_RETRY_HORIZON_SECONDS``, else 7 days): record
+      lifetime; keep it longer than the execution can be redriven or replayed.
+    - ``lease_seconds`` (default: the Lambda's remaining time plus a margin): the claim lease.
+    - ``store`` / ``engine`` (default ``DynamoStore.from_env()``): where records live.
 
     Example::
 
@@ -196,10 +204,14 @@ def idempotent_task(func: TaskHandler, **options: Any) -> TaskFunction:
         def charge(order, context, txn):
             return txn.step("charge", lambda: provider.charge(order["amount"], key=txn.derive_key("charge")))
     """
-    task = TaskIdempotency(**options)
+    task = TaskIdempotency(tenant=tenant, operation=operation, horizon_seconds=horizon_seconds,
+                           lease_seconds=lease_seconds, store=store, engine=engine)
 
     def wrapper(payload: Any, context: Any) -> Any:
         remaining = getattr(context, "get_remaining_time_in_millis", None)
         return task.run(payload, lambda request, txn: func(request.input, context, txn), remaining)
 
     return cast(TaskFunction, lambda_entry_point(func, wrapper, task=task))
+
+__all__ = ["NON_RETRIABLE_ERRORS", "RETRIABLE_ERRORS", "TaskFunction", "TaskHandler", "TaskIdempotency", "TaskRequest",
+           "idempotent_task"]

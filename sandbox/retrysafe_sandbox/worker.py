@@ -96,7 +96,7 @@ class Instruments:
     def count_outcomes(self) -> None:
         """Tally retrysafe's engine outcomes (``Executed``, ``Replayed``...) when the runtime is used."""
         try:
-            from retrysafe.observability import telemetry
+            from retrysafe._observability import telemetry
         except ImportError:
             return
         count = telemetry.count

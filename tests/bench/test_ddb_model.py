@@ -14,7 +14,7 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError
 from retrysafe import names
-from retrysafe.record import item_size as retrysafe_item_size
+from retrysafe._record import item_size as retrysafe_item_size
 
 from benchmarks.ddb_model import DynamoModel, Table, item_size
 from tests.helpers import create_business_table

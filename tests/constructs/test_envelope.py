@@ -21,11 +21,11 @@ import pytest
 from aws_cdk import aws_events as events
 from boto3.dynamodb.types import TypeDeserializer
 from retrysafe import names
+from retrysafe._transaction import Transaction
 from retrysafe.outbox import OutboxEvent, OutboxMessage
-from retrysafe.outbox.targets import EventBridgeTarget
+from retrysafe.outbox._targets import EventBridgeTarget
 from retrysafe.sqs import Message, idempotent_sqs
-from retrysafe.testing.events import DrillContext, sqs_event
-from retrysafe.transaction import Transaction
+from retrysafe.testing._events import DrillContext, sqs_event
 from retrysafe_cdk import IdempotencyTable, IdempotentRestApi, OutboxPipe, OutboxTarget, WebhookReceiver
 
 from tests.helpers import receive_all

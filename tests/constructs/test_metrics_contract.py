@@ -9,7 +9,7 @@ import aws_cdk as cdk
 import pytest
 from aws_cdk.assertions import Template
 from retrysafe import metrics, names
-from retrysafe.observability import Telemetry
+from retrysafe._observability import Telemetry
 from retrysafe_cdk import IdempotencyTable
 
 

@@ -18,11 +18,11 @@ from typing import Any
 import boto3
 import pytest
 from retrysafe import DynamoStore, names
+from retrysafe.outbox._targets import SqsTarget
 from retrysafe.outbox.publisher import Publisher
 from retrysafe.outbox.publisher import handler as publish
-from retrysafe.outbox.targets import SqsTarget
 from retrysafe.testing import engine_of, outbox_stream_event, publish_twice
-from retrysafe.testing.events import DrillContext, api_event, sqs_record, task_payload
+from retrysafe.testing._events import DrillContext, api_event, sqs_record, task_payload
 
 from tests.helpers import ROOT, CallCounter, create_business_table
 

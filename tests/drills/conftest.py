@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from retrysafe.store import DynamoStore
+from retrysafe._store import DynamoStore
 
 from tests.drills.handlers import ORDERS
 from tests.helpers import create_business_table

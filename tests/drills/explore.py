@@ -42,10 +42,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from retrysafe import Engine, RecordCache
-from retrysafe.config import DEFAULT_HORIZON_SECONDS
+from retrysafe._config import DEFAULT_HORIZON_SECONDS
 from retrysafe.names import RECORD_PREFIX, UNPUBLISHED_ATTRIBUTE
 from retrysafe.testing import Clock, DynamoSemantics, ttl_sweep
-from retrysafe.testing.boundary import CRASH_AFTER, CRASH_BEFORE
+from retrysafe.testing._boundary import CRASH_AFTER, CRASH_BEFORE
 
 from tests.drills.paths import BUSINESS, PATHS, TABLE, create_tables, store_for
 from tests.drills.scheduler import (

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from retrysafe import Engine, Transaction, idempotent_http, idempotent_sqs, idempotent_task, names
+from retrysafe._store import DynamoStore
 from retrysafe.sqs import Message
-from retrysafe.store import DynamoStore
-from retrysafe.testing.adapters import Answer, HttpAdapter, SqsAdapter, TaskAdapter, WebhookAdapter
+from retrysafe.testing._adapters import Answer, HttpAdapter, SqsAdapter, TaskAdapter, WebhookAdapter
 from retrysafe.webhook import GitHub, WebhookReceiver
 
 from tests.helpers import create_business_table
@@ -126,7 +126,7 @@ class MemoryQueue:
 
     def entry_size(self, message: Any) -> int:
         """The size SQS counts (body and attributes)."""
-        from retrysafe.outbox.targets import message_size
+        from retrysafe._limits import message_size
 
         return message_size(message)
 
@@ -187,8 +187,8 @@ class Outbox:
     def settle(self, client: Any, clock: Any) -> dict[str, int]:
         from retrysafe.outbox import OutboxMessage
         from retrysafe.outbox.publisher import Publisher
-        from retrysafe.testing.events import sqs_record
-        from retrysafe.testing.outbox import outbox_stream_event
+        from retrysafe.testing._events import sqs_record
+        from retrysafe.testing._outbox import outbox_stream_event
 
         queue = self.queue
         store = store_for(client)
@@ -248,7 +248,7 @@ PATHS: dict[str, Path] = {p.name: p for p in (
 
 def create_tables(client: Any) -> None:
     """The idempotency table as the constructs deploy it, and the business table."""
-    from retrysafe.testing.plugin import create_table
+    from retrysafe.testing._plugin import create_table
 
     create_table(client, TABLE)
     create_business_table(client, BUSINESS)

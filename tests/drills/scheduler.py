@@ -22,8 +22,8 @@ from typing import Any
 from botocore.config import Config
 from retrysafe import RecordCache
 from retrysafe.testing import ALWAYS, Boundary, DynamoSemantics, SimulatedCrash, instant_retries
-from retrysafe.testing.adapters import Answer
-from retrysafe.testing.boundary import CRASH_AFTER, CRASH_BEFORE, ERROR, LOST_RESPONSE, Fault, Transport
+from retrysafe.testing._adapters import Answer
+from retrysafe.testing._boundary import CRASH_AFTER, CRASH_BEFORE, ERROR, LOST_RESPONSE, Fault, Transport
 
 #: The engine's own client configuration (see ``DynamoStore.client``).
 CLIENT_CONFIG = Config(retries={"mode": "standard", "max_attempts": 4}, connect_timeout=2, read_timeout=10)

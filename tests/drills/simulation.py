@@ -24,15 +24,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from retrysafe import Engine, Transaction, idempotent_http, idempotent_sqs, names
-from retrysafe.config import LEASE_MARGIN_SECONDS, Retention
+from retrysafe._config import Retention
+from retrysafe._store import DynamoStore
+from retrysafe.names import LEASE_MARGIN_SECONDS
 from retrysafe.outbox import OutboxMessage
 from retrysafe.outbox.publisher import Publisher
 from retrysafe.outbox.publisher import handler as publish_stream
 from retrysafe.sqs import Message
-from retrysafe.store import DynamoStore
 from retrysafe.testing import Boundary, Clock, SimulatedCrash
-from retrysafe.testing.adapters import Answer, classify_http
-from retrysafe.testing.events import DrillContext, api_event, sqs_record
+from retrysafe.testing._adapters import Answer, classify_http
+from retrysafe.testing._events import DrillContext, api_event, sqs_record
 
 from tests.helpers import create_business_table
 
@@ -278,7 +279,7 @@ class Simulation:
                     self.fail(f"intent {intent.key} ({operation}): {value} {name}; expected {want} one")
 
     def order_id(self, operation: str, key: str) -> str:
-        from retrysafe.keys import Scope
+        from retrysafe._keys import Scope
 
         return Scope(self.tenant, operation, key).derive_key("order")[:16]
 
@@ -306,7 +307,7 @@ def setup() -> tuple[DynamoStore, Boundary]:
 def run_schedule(seed: int, store: DynamoStore, boundary: Boundary,
                  kind: type[Simulation] = Simulation) -> Simulation:
     """Run one schedule on fresh tables (moto copies every table on each transaction: keep them small)."""
-    from retrysafe.testing.plugin import create_table
+    from retrysafe.testing._plugin import create_table
 
     client = store.client
     create_table(client, store.table_name)

@@ -69,7 +69,7 @@ def test_a_replay_command_reruns_the_same_schedule(explorer: World) -> None:
 
 def test_the_exploration_replays_from_warm_record_caches(explorer: World, monkeypatch: pytest.MonkeyPatch) -> None:
     """Each schedule ends by replaying every answered intent in every process, so warm caches answer too."""
-    from retrysafe.cache import RecordCache
+    from retrysafe._cache import RecordCache
 
     hits: list[str] = []
     original = RecordCache.get
@@ -109,7 +109,7 @@ def test_the_exploration_catches_a_release_that_deletes_a_committed_checkpoint(
     """Mutation check: a failed run that deletes its claim although a checkpoint committed loses it.
 
     The claims the explorer watches are the ``PutItem`` claims its gate notes (owner, fingerprint, expiry)."""
-    from retrysafe.engine import Engine
+    from retrysafe._engine import Engine
 
     original = Engine._release
     monkeypatch.setattr(Engine, "_release", lambda engine, intent, owner, *, keep: original(engine, intent, owner,

@@ -16,13 +16,13 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from retrysafe import Engine, Transaction, idempotent_http, idempotent_sqs, names
-from retrysafe.keys import MAX_KEY_LENGTH
+from retrysafe._keys import MAX_KEY_LENGTH
+from retrysafe._store import DynamoStore
 from retrysafe.outbox.publisher import handler as publish_stream
 from retrysafe.sqs import Message
-from retrysafe.store import DynamoStore
 from retrysafe.testing import Boundary
-from retrysafe.testing.events import DrillContext, api_event, sqs_record
-from retrysafe.testing.plugin import create_table
+from retrysafe.testing._events import DrillContext, api_event, sqs_record
+from retrysafe.testing._plugin import create_table
 
 #: Every example gets its own key: hypothesis repeats generated values across examples.
 KEYS = (f"fuzz-{n}" for n in itertools.count())

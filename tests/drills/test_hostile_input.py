@@ -28,15 +28,15 @@ from retrysafe import (
     idempotent_task,
     names,
 )
+from retrysafe._store import DynamoStore
 from retrysafe.errors import TaskPayloadError
 from retrysafe.names import IDEMPOTENCY_KEY_HEADER
 from retrysafe.outbox import OutboxMessage
 from retrysafe.outbox.publisher import Publisher
 from retrysafe.outbox.publisher import handler as publish_stream
 from retrysafe.sqs import Message
-from retrysafe.store import DynamoStore
-from retrysafe.testing.events import DrillContext, api_event, sqs_record, task_payload
-from retrysafe.testing.plugin import create_table
+from retrysafe.testing._events import DrillContext, api_event, sqs_record, task_payload
+from retrysafe.testing._plugin import create_table
 
 KEYS = (f"hostile-{n}" for n in itertools.count())
 MACHINE = "arn:aws:states:eu-west-1:123456789012:stateMachine:Hostile"

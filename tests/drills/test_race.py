@@ -22,11 +22,11 @@ import boto3
 import pytest
 from botocore.config import Config
 from retrysafe import Engine, Transaction, idempotent_http, names
-from retrysafe.store import DynamoStore
+from retrysafe._store import DynamoStore
 from retrysafe.testing import Boundary, DynamoSemantics
-from retrysafe.testing.adapters import classify_http
-from retrysafe.testing.events import DrillContext, api_event
-from retrysafe.testing.plugin import create_table
+from retrysafe.testing._adapters import classify_http
+from retrysafe.testing._events import DrillContext, api_event
+from retrysafe.testing._plugin import create_table
 
 from tests.helpers import create_business_table
 

@@ -42,7 +42,7 @@ def test_randomized_schedules_keep_every_intent_at_most_once_and_replays_equal(w
 
 def test_the_simulation_catches_a_consumer_without_processed_message_tracking(world: Any) -> None:
     """Mutation check: the same flow with a consumer that applies every delivery must be caught."""
-    from retrysafe.keys import Scope
+    from retrysafe._keys import Scope
 
     from tests.drills import simulation as sim
 
@@ -56,7 +56,7 @@ def test_the_simulation_catches_a_consumer_without_processed_message_tracking(wo
 
             def apply_every_delivery(event: dict[str, Any], context: Any) -> dict[str, Any]:
                 from aws_lambda_powertools.utilities.data_classes import SQSRecord
-                from retrysafe.engine import Completion
+                from retrysafe._engine import Completion
                 from retrysafe.sqs import Message, unwrap
 
                 record = SQSRecord(event["Records"][0])

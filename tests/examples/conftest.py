@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from retrysafe.engine import Engine
+from retrysafe._engine import Engine
 
 from examples.saga.handlers import provider as provider_module
 from examples.saga.handlers import tasks

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from retrysafe import names
-from retrysafe.testing.events import DrillContext, rest_event
+from retrysafe.testing._events import DrillContext, rest_event
 
 from tests.helpers import ROOT
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any, cast
 
 import pytest
+from retrysafe._keys import Scope
+from retrysafe._record import Record
 from retrysafe.errors import FencingError, TaskInProgress
-from retrysafe.keys import Scope
-from retrysafe.record import Record
-from retrysafe.testing.events import DrillContext
+from retrysafe.testing._events import DrillContext
 
 from examples.saga.handlers import tasks
 from tests.examples.conftest import Saga

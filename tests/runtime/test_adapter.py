@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import importlib
+import inspect
 import json
 from collections.abc import Callable
 from typing import Any
@@ -11,11 +13,10 @@ from typing import Any
 import boto3
 import pytest
 from retrysafe import DynamoStore, Engine, idempotent_http, idempotent_sqs, idempotent_task, names
+from retrysafe._observability import telemetry
 from retrysafe.errors import ConfigurationError
-from retrysafe.http.core import HttpAnswer, StoredResponse
-from retrysafe.http.decorator import to_proxy
-from retrysafe.observability import telemetry
-from retrysafe.testing.events import DrillContext, api_event, sqs_record, task_payload
+from retrysafe.http._core import HttpAnswer, StoredResponse, to_proxy
+from retrysafe.testing._events import DrillContext, api_event, sqs_record, task_payload
 from retrysafe.webhook import GenericHmac, WebhookReceiver
 
 from tests.helpers import TABLE, CallCounter
@@ -117,3 +118,21 @@ def test_decorators_work_bare_and_with_options(store: DynamoStore) -> None:
     assert bare.__doc__ == configured.__doc__ == "Reserve stock."
     assert bare.__wrapped__ is reserve  # type: ignore[attr-defined]
     assert configured.task.tenant == "t" and bare.task.tenant is None
+
+
+@pytest.mark.parametrize(("decorator", "configuration"), [
+    ("retrysafe.http._decorator.idempotent_http", "retrysafe.http._core.HttpIdempotency"),
+    ("retrysafe.http._decorator.idempotent_http", "retrysafe.http._middleware.IdempotencyMiddleware"),
+    ("retrysafe.sqs.idempotent_sqs", "retrysafe.sqs.SqsConsumer"),
+    ("retrysafe.stepfunctions.idempotent_task", "retrysafe.stepfunctions.TaskIdempotency"),
+])
+def test_a_decorator_and_the_classes_it_builds_take_the_same_options(decorator: str, configuration: str) -> None:
+    """The options are spelled out on the decorator (documented there) and on what it configures: one list."""
+    def options(path: str) -> list[tuple[str, Any, Any]]:
+        module, name = path.rsplit(".", 1)
+        target = getattr(importlib.import_module(module), name)
+        parameters = inspect.signature(target).parameters.values()
+        return [(p.name, p.default, p.annotation) for p in parameters if p.kind is inspect.Parameter.KEYWORD_ONLY]
+
+    assert options(decorator) == options(configuration)
+    assert options(decorator), "no keyword-only options"

@@ -9,7 +9,7 @@ import boto3
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from retrysafe import codec
+from retrysafe import _codec as codec
 from retrysafe.errors import TransactionTooLargeError
 
 from tests.helpers import TABLE, create_idempotency_table
@@ -97,8 +97,10 @@ def test_a_transaction_over_the_action_limit_is_refused_before_sending() -> None
 
 
 def test_the_transaction_and_the_store_use_the_codec() -> None:
-    """One codec, no copies: the modules that encode do it through ``retrysafe.codec``."""
-    from retrysafe import ordering, store, transaction
+    """One codec, no copies: the modules that encode do it through ``retrysafe._codec``."""
+    from retrysafe import _ordering as ordering
+    from retrysafe import _store as store
+    from retrysafe import _transaction as transaction
 
     assert store.check_limits is codec.check_limits
     assert transaction.serialize_item is codec.serialize_item

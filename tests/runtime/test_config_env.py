@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 from retrysafe import names
-from retrysafe.config import Retention, env_float, env_int
+from retrysafe._config import Retention, env_float, env_int
+from retrysafe._limits import max_message_bytes
 from retrysafe.errors import ConfigurationError
 from retrysafe.outbox.sweeper import sweep_after_seconds
-from retrysafe.outbox.targets import max_message_bytes
 
 
 def test_unset_or_empty_gives_the_default() -> None:

@@ -6,7 +6,6 @@ import importlib
 import inspect
 import pkgutil
 
-import pytest
 import retrysafe
 from retrysafe import errors
 
@@ -73,33 +72,8 @@ def test_the_errors_page_draws_the_whole_hierarchy() -> None:
         parents.append(name)
 
 
-@pytest.mark.parametrize(("module", "name"), [
-    ("retrysafe.http.problem", "MalformedRequestError"),
-    ("retrysafe.webhook", "SignatureError"),
-    ("retrysafe.webhook", "PayloadTooLargeError"),
-    ("retrysafe.webhook.signatures", "SignatureError"),
-    ("retrysafe.webhook.receiver", "PayloadTooLargeError"),
-    ("retrysafe.claimcheck", "ClaimCheckError"),
-    ("retrysafe.store", "RecordConflict"),
-    ("retrysafe.outbox_pipe", "UnreadableOutboxRecordError"),
-    ("retrysafe.outbox_sweeper", "SweepIncompleteError"),
-    ("retrysafe.workflow", "TaskInProgress"),
-    ("retrysafe.workflow", "TaskKeyMismatch"),
-    ("retrysafe.workflow", "TaskPayloadError"),
-])
-def test_old_import_paths_still_work(module: str, name: str) -> None:
-    assert getattr(importlib.import_module(module), name) is getattr(errors, name)
-
-
-@pytest.mark.parametrize("name", ["MalformedRequestError", "UnreadableOutboxRecordError"])
-def test_errors_that_were_value_errors_still_are(name: str) -> None:
-    cls = getattr(errors, name)
-    assert issubclass(cls, ValueError)
-    assert issubclass(cls, errors.RetrysafeError)
-
-
 def test_a_malformed_event_is_still_a_400_problem() -> None:
-    from retrysafe.http.problem import problem_for
+    from retrysafe.http._problem import problem_for
 
     problem = problem_for(errors.MalformedRequestError("the event has no HTTP method"))
     assert problem is not None

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 from retrysafe import Engine, Mode, Transaction, idempotent_http, names
-from retrysafe.testing.events import DrillContext, http_event, rest_event
+from retrysafe.testing._events import DrillContext, http_event, rest_event
 
 from tests.helpers import ORDERS, outbox_items
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import ast
 import importlib
+import inspect
+import pkgutil
 import subprocess
 import sys
 from pathlib import Path
@@ -31,7 +33,6 @@ def test_the_lazy_map_the_type_checking_imports_and_all_name_the_same_things() -
     exports = retrysafe._EXPORTS
     assert sorted(exports) == sorted(retrysafe.__all__)
     assert _type_checking_imports() == exports
-    assert not set(exports) & set(retrysafe._MOVED)
 
 
 @pytest.mark.parametrize("name", sorted(retrysafe.__all__))
@@ -41,17 +42,8 @@ def test_every_export_is_the_object_its_module_defines(name: str) -> None:
     assert name in dir(retrysafe)
 
 
-@pytest.mark.parametrize("name", sorted(retrysafe._MOVED))
-def test_names_no_longer_exported_still_import_with_a_deprecation_warning(name: str) -> None:
-    module = importlib.import_module(retrysafe._MOVED[name])
-    with pytest.warns(DeprecationWarning, match=f"import it from {module.__name__}"):
-        value = getattr(retrysafe, name)
-    assert value is getattr(module, name)
-    assert name not in retrysafe.__all__
-
-
 def test_engine_internals_are_not_exported() -> None:
-    for internal in ("Intent", "Completion", "Outcome", "Scope", "Retention", "HttpIdempotency", "Publisher"):
+    for internal in ("Intent", "Completion", "Outcome", "Retention", "HttpIdempotency", "Publisher"):
         assert internal not in retrysafe.__all__
     with pytest.raises(AttributeError):
         retrysafe.no_such_name  # noqa: B018
@@ -64,3 +56,39 @@ def test_importing_the_package_loads_none_of_its_modules() -> None:
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                             cwd=INIT.parents[2])
     assert loaded.stdout.strip() == "[]"
+
+
+#: The public modules of 0.1.0: what users import. Everything else has a leading underscore (the implementation).
+PUBLIC_MODULES = {
+    "retrysafe", "retrysafe.errors", "retrysafe.names", "retrysafe.metrics", "retrysafe.http", "retrysafe.sqs",
+    "retrysafe.stepfunctions", "retrysafe.webhook", "retrysafe.outbox", "retrysafe.outbox.publisher",
+    "retrysafe.outbox.sweeper", "retrysafe.outbox.pipe", "retrysafe.outbox.parked", "retrysafe.testing",
+}
+#: Module paths that were never released and must not come back.
+REMOVED_ALIASES = ["retrysafe.outbox_publisher", "retrysafe.outbox_sweeper", "retrysafe.outbox_pipe",
+                   "retrysafe.outbox_parked", "retrysafe.workflow"]
+
+
+def test_the_public_modules_are_the_listed_set() -> None:
+    found = {"retrysafe"} | {module.name for module in pkgutil.walk_packages(retrysafe.__path__, "retrysafe.")
+                             if not any(part.startswith("_") for part in module.name.split("."))}
+    assert found == PUBLIC_MODULES
+
+
+@pytest.mark.parametrize("name", sorted(PUBLIC_MODULES))
+def test_every_public_module_declares_its_names_and_each_is_documented(name: str) -> None:
+    module = importlib.import_module(name)
+    exported = getattr(module, "__all__", None)
+    assert exported, f"{name} has no __all__"
+    assert len(set(exported)) == len(exported)
+    for attribute in exported:
+        value = getattr(module, attribute)
+        defined_as_this_name = getattr(value, "__name__", None) == attribute  # not a value such as default_tenant
+        if (inspect.isclass(value) or inspect.isfunction(value)) and defined_as_this_name:
+            assert inspect.getdoc(value), f"{name}.{attribute} has no docstring"
+
+
+@pytest.mark.parametrize("name", REMOVED_ALIASES)
+def test_no_alias_module_imports(name: str) -> None:
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module(name)

@@ -7,8 +7,11 @@ from typing import Any
 
 import pytest
 from retrysafe import Engine, Mode, Transaction, idempotent_http, metrics, names
-from retrysafe.config import Retention
-from retrysafe.engine import Completion, Intent
+from retrysafe._config import Retention
+from retrysafe._engine import Completion, Intent
+from retrysafe._keys import Scope
+from retrysafe._record import item_size
+from retrysafe._store import DynamoStore
 from retrysafe.errors import (
     ConfigurationError,
     FencingError,
@@ -16,10 +19,7 @@ from retrysafe.errors import (
     StoreUnavailableError,
     TransactionTooLargeError,
 )
-from retrysafe.keys import Scope
-from retrysafe.record import item_size
-from retrysafe.store import DynamoStore
-from retrysafe.testing.events import DrillContext, rest_event
+from retrysafe.testing._events import DrillContext, rest_event
 
 from tests.helpers import ORDERS, TABLE
 
@@ -78,7 +78,7 @@ def test_zombie_release_is_rejected_and_new_owners_claim_survives(ddb, store, cl
 
     def engine_b_claim() -> None:
         # C takes the key and is still working when A's release arrives.
-        from retrysafe.record import PENDING, Record
+        from retrysafe._record import PENDING, Record
 
         now = clock()
         store.claim(Record(SCOPE.record_id, PENDING, "fp-1", int(now) + 86400, int(now * 1000), "Charge",
@@ -97,7 +97,7 @@ def test_zombie_completion_rejected_while_new_owner_still_pending(ddb, store, cl
     def a_work(txn: Transaction) -> Completion:
         clock.advance(6)
         now = clock()
-        from retrysafe.record import PENDING, Record
+        from retrysafe._record import PENDING, Record
 
         store.claim(Record(SCOPE.record_id, PENDING, "fp-1", int(now) + 86400, int(now * 1000), "Charge",
                            owner="owner-B", lease_until_ms=int((now + 30) * 1000)), now)
@@ -111,7 +111,7 @@ def test_zombie_completion_rejected_while_new_owner_still_pending(ddb, store, cl
 
 
 def test_takeover_keeps_checkpoints_of_the_lapsed_claim(ddb, store, clock):
-    from retrysafe.record import PENDING, Record
+    from retrysafe._record import PENDING, Record
 
     now = clock()
     store.claim(Record(SCOPE.record_id, PENDING, "fp-1", int(now) + 86400, int(now * 1000), "Charge",
@@ -275,7 +275,7 @@ def test_business_item_over_400kb_is_refused_whole(ddb, store):
 
 def test_table_verification_at_cold_start_is_opt_in(aws, monkeypatch):
     import boto3
-    from retrysafe import store as store_module
+    from retrysafe import _store as store_module
 
     monkeypatch.setattr(store_module, "_SHARED", {})
     monkeypatch.setenv(names.TABLE_ENV, "missing-table")

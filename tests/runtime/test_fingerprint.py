@@ -10,12 +10,12 @@ import pytest
 import rfc8785
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from retrysafe._fingerprint import canonical_json, canonical_value
 from retrysafe.errors import InvalidInputError, TaskPayloadError
-from retrysafe.fingerprint import canonical_json, canonical_value
-from retrysafe.http.request import parse_event, raw_query_parameters
+from retrysafe.http._request import parse_event, raw_query_parameters
 from retrysafe.sqs import message_fingerprint
 from retrysafe.stepfunctions import TaskRequest
-from retrysafe.testing.events import http_event, rest_event
+from retrysafe.testing._events import http_event, rest_event
 
 # --- RFC 8785 -------------------------------------------------------------------------------------------
 

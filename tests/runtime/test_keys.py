@@ -1,4 +1,4 @@
-"""retrysafe.keys: the Idempotency-Key header's forms, the scope's record id and derived downstream keys.
+"""retrysafe._keys: the Idempotency-Key header's forms, the scope's record id and derived downstream keys.
 
 The record id and the derived keys are pinned: records in deployed tables and keys already sent to
 payment providers are found again only if neither ever changes.
@@ -10,8 +10,8 @@ import re
 
 import pytest
 from retrysafe import names
+from retrysafe._keys import MAX_KEY_LENGTH, Scope, parse_key
 from retrysafe.errors import InvalidKeyError
-from retrysafe.keys import MAX_KEY_LENGTH, Scope, parse_key
 
 URL_SAFE_43 = re.compile(r"^[A-Za-z0-9_-]{43}$")
 

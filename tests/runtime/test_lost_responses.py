@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 from retrysafe import Engine, Mode, Transaction, idempotent_http, metrics
+from retrysafe._observability import FENCING_REJECTED, telemetry
 from retrysafe.names import RECORD_PREFIX, REPLAYED_HEADER
-from retrysafe.observability import FENCING_REJECTED, telemetry
 from retrysafe.testing import ALWAYS, Boundary, DynamoSemantics, instant_retries
-from retrysafe.testing.boundary import completes_record
-from retrysafe.testing.events import DrillContext, rest_event
+from retrysafe.testing._boundary import completes_record
+from retrysafe.testing._events import DrillContext, rest_event
 
 from tests.helpers import ORDERS, TABLE, outbox_items
 
@@ -40,7 +40,7 @@ def lost(request: pytest.FixtureRequest, ddb: Any) -> Iterator[Boundary]:
 
 @pytest.fixture
 def engine(lost: Boundary) -> Engine:
-    from retrysafe.store import DynamoStore
+    from retrysafe._store import DynamoStore
 
     return Engine(DynamoStore(TABLE, client=lost.client))
 

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from retrysafe import metrics, names, stepfunctions
-from retrysafe.webhook import signatures
+from retrysafe.webhook import _signatures as signatures
 
 from tests.helpers import ROOT
 
@@ -57,10 +57,10 @@ ALLOWED = {
     "runtime/retrysafe/metrics.py": ("the metric names' definition", set(metrics.METRIC_NAMES)),
     "runtime/retrysafe/__init__.py": (("export maps name the exception classes, and the module retrysafe.outbox "
                                        "(also the default event source)"), ERROR_NAMES | {names.DEFAULT_EVENT_SOURCE}),
-    "tests/runtime/outbox/test_outbox_paths.py": ("names the module retrysafe.outbox (also the default event source)",
-                                             {names.DEFAULT_EVENT_SOURCE}),
-    "tests/runtime/test_errors.py": ("tests of the old import paths name the classes as attributes", ERROR_NAMES),
-    "tests/runtime/stepfunctions/test_stepfunctions_alias.py": ("tests of the alias name the classes as attributes", ERROR_NAMES),
+    "tests/runtime/test_exports.py": ("lists the public modules (retrysafe.outbox: also the default event source)",
+                                      {names.DEFAULT_EVENT_SOURCE}),
+    "tests/runtime/test_layering.py": ("names the room retrysafe.outbox (also the default event source)",
+                                       {names.DEFAULT_EVENT_SOURCE}),
 }
 #: Folders whose files may spell the HTTP headers, and why.
 ALLOWED_HEADERS = {
@@ -138,8 +138,6 @@ def test_every_handler_path_resolves_to_a_callable() -> None:
     assert set(names.HANDLERS) == {value for name, value in defined_names().items() if name.endswith("_HANDLER")}
     for path in names.HANDLERS:
         assert callable(resolve(path)), path
-    for old, current in names.LEGACY_HANDLERS.items():  # earlier releases' paths: the same function
-        assert current in names.HANDLERS and resolve(old) is resolve(current), old
 
 
 def test_webhook_providers_are_the_runtime_signature_schemes() -> None:

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 from retrysafe import names
+from retrysafe._observability import Telemetry
 from retrysafe.metrics import KEY_MISMATCH, REPLAYED
-from retrysafe.observability import Telemetry
 
 
 def _powertools_flush(counts: dict[str, int], capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
@@ -114,7 +114,7 @@ def test_a_first_request_and_its_replay_do_not_load_powertools() -> None:
 import io, json, sys, contextlib
 from moto import mock_aws
 import boto3
-from retrysafe.testing.events import api_event, DrillContext
+from retrysafe.testing._events import api_event, DrillContext
 with mock_aws():
     ddb = boto3.client("dynamodb", region_name="eu-west-1")
     ddb.create_table(TableName="t", KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
@@ -142,10 +142,10 @@ def test_emf_lines_reuse_the_encoded_document_with_a_fresh_timestamp(monkeypatch
     import types
 
     from retrysafe import metrics
-    from retrysafe.observability import emf_line
+    from retrysafe._observability import emf_line
 
     clock = iter([1_800_000_000.0, 1_800_000_001.5, 1_800_000_002.0])
-    monkeypatch.setattr("retrysafe.observability.time", types.SimpleNamespace(time=lambda: next(clock)))
+    monkeypatch.setattr("retrysafe._observability.time", types.SimpleNamespace(time=lambda: next(clock)))
     first, second = (json.loads(emf_line({metrics.REPLAYED: 1}, "ns", metrics.DIMENSIONS)) for _ in range(2))
     assert (first["_aws"]["Timestamp"], second["_aws"]["Timestamp"]) == (1_800_000_000_000, 1_800_000_001_500)
     assert _without_timestamp(first) == _without_timestamp(second)

@@ -8,13 +8,13 @@ from typing import Any
 
 import pytest
 from retrysafe import DynamoStore, Engine, Mode, RecordCache, idempotent_http
-from retrysafe.cache import ENTRY_OVERHEAD
-from retrysafe.config import DEFAULT_HORIZON_SECONDS
+from retrysafe._cache import ENTRY_OVERHEAD
+from retrysafe._config import DEFAULT_HORIZON_SECONDS
+from retrysafe._record import COMPLETED, PENDING, Record
+from retrysafe._store import _SHARED
 from retrysafe.names import RECORD_PREFIX, REPLAYED_HEADER
-from retrysafe.record import COMPLETED, PENDING, Record
-from retrysafe.store import _SHARED
 from retrysafe.testing import Clock, DynamoSemantics
-from retrysafe.testing.events import DrillContext, http_event
+from retrysafe.testing._events import DrillContext, http_event
 
 from tests.helpers import TABLE, CallCounter
 from tests.runtime.http.test_http_contract import OrdersApi, orders_in

@@ -7,7 +7,7 @@ import zlib
 from typing import Any
 
 import pytest
-from retrysafe.record import COMPLETED, Record, from_item, to_item
+from retrysafe._record import COMPLETED, Record, from_item, to_item
 
 
 def _result(size: int) -> dict[str, Any]:

@@ -16,12 +16,12 @@ from typing import Any
 
 import pytest
 from retrysafe import Engine, Mode, RecordCache, Transaction, idempotent_http, metrics
+from retrysafe._observability import FENCING_REJECTED, telemetry
+from retrysafe._store import DynamoStore
 from retrysafe.names import RECORD_PREFIX, REPLAYED_HEADER
-from retrysafe.observability import FENCING_REJECTED, telemetry
-from retrysafe.store import DynamoStore
 from retrysafe.testing import ALWAYS, Boundary, Clock, DynamoSemantics, instant_retries
-from retrysafe.testing.boundary import completes_record
-from retrysafe.testing.events import DrillContext, rest_event
+from retrysafe.testing._boundary import completes_record
+from retrysafe.testing._events import DrillContext, rest_event
 
 from tests.helpers import ORDERS, TABLE, problem
 

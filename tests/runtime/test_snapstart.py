@@ -17,10 +17,11 @@ from typing import Any
 
 import pytest
 from botocore.retries.standard import ExponentialBackoff
-from retrysafe import DynamoStore, Engine, Mode, idempotent_http, names, snapstart
-from retrysafe import store as store_module
-from retrysafe.engine import new_token
-from retrysafe.testing.events import DrillContext, api_event
+from retrysafe import DynamoStore, Engine, Mode, idempotent_http, names
+from retrysafe import _snapstart as snapstart
+from retrysafe import _store as store_module
+from retrysafe._engine import new_token
+from retrysafe.testing._events import DrillContext, api_event
 
 from tests.helpers import TABLE, CallCounter
 
@@ -97,7 +98,7 @@ def test_the_client_is_created_in_init_and_kept_across_the_snapshot(hooks: FakeH
 def test_a_store_made_before_the_hooks_exist_gets_its_client_before_the_snapshot(hooks: FakeHooks) -> None:
     """A store registered by hand (not through ``from_env``) without a client has one once the snapshot is taken."""
     own = DynamoStore("own-table")
-    assert snapstart.register(own) and own._client is None
+    assert snapstart.register_snapstart(own) and own._client is None
     hooks.snapshot()
     assert own._client is not None
 
@@ -106,7 +107,7 @@ def test_outside_lambda_nothing_is_registered(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setattr(snapstart, "_stores", [])
     monkeypatch.setattr(snapstart, "_registered", False)
     monkeypatch.setitem(sys.modules, "snapshot_restore_py", None)  # importing it raises ImportError, as outside Lambda
-    assert snapstart.register(DynamoStore(TABLE)) is False
+    assert snapstart.register_snapstart(DynamoStore(TABLE)) is False
 
 
 def test_connections_are_closed_before_the_snapshot_and_after_restore(hooks: FakeHooks) -> None:
@@ -122,7 +123,7 @@ def test_connections_are_closed_before_the_snapshot_and_after_restore(hooks: Fak
         host, port = server.get_host_and_port()
         store = DynamoStore(TABLE, region_name="eu-west-1")
         store._client = _client_for(f"http://{host}:{port}")
-        snapstart.register(store)
+        snapstart.register_snapstart(store)
         create_idempotency_table(store.client)
         store.verify()  # a real round trip: the pool now holds a connection
         assert _open_connections(store.client) == 1

@@ -17,14 +17,13 @@ from typing import Any
 
 import pytest
 from botocore.validate import ParamValidator
-from retrysafe import DynamoStore, Engine, Mode, idempotent_http, names
+from retrysafe import DynamoStore, Engine, Mode, idempotent_http, names, put_if_newer, update_if_newer
 from retrysafe.outbox import OutboxMessage
+from retrysafe.outbox._targets import SqsTarget
 from retrysafe.outbox.parked import list_parked
 from retrysafe.outbox.publisher import Publisher
 from retrysafe.outbox.sweeper import sweep
-from retrysafe.outbox.targets import SqsTarget
-from retrysafe.testing.events import DrillContext, api_event
-from retrysafe.webhook import put_if_newer, update_if_newer
+from retrysafe.testing._events import DrillContext, api_event
 
 from tests.helpers import ORDERS, TABLE
 

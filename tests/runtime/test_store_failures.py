@@ -8,12 +8,12 @@ from typing import Any
 
 import pytest
 from retrysafe import Engine, Mode, Transaction, idempotent_http, idempotent_task, names
+from retrysafe._store import DynamoStore
 from retrysafe.errors import StoreRejectedError, StoreUnavailableError, TransactionRaced
 from retrysafe.sqs import idempotent_sqs
-from retrysafe.store import DynamoStore
 from retrysafe.testing import ALWAYS, Boundary, DynamoSemantics, instant_retries
-from retrysafe.testing.boundary import Reason
-from retrysafe.testing.events import DrillContext, rest_event, sqs_record
+from retrysafe.testing._boundary import Reason
+from retrysafe.testing._events import DrillContext, rest_event, sqs_record
 
 from tests.helpers import ORDERS, TABLE, payload, problem
 

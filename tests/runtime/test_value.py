@@ -13,19 +13,19 @@ import retrysafe
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from hypothesis import given
 from hypothesis import strategies as st
+from retrysafe._config import Mode, Retention
+from retrysafe._engine import Completion, Intent, Outcome
+from retrysafe._keys import Scope
+from retrysafe._record import Record
+from retrysafe._store import ClaimResult
 from retrysafe._value import Value
-from retrysafe.config import Mode, Retention
-from retrysafe.engine import Completion, Intent, Outcome
-from retrysafe.http.core import HttpAnswer, StoredResponse
-from retrysafe.http.problem import Problem
-from retrysafe.http.request import HttpRequest
-from retrysafe.keys import Scope
+from retrysafe.http._core import HttpAnswer, StoredResponse
+from retrysafe.http._problem import Problem
+from retrysafe.http._request import HttpRequest
 from retrysafe.outbox import OutboxEvent, OutboxMessage
-from retrysafe.outbox.targets import Refusal
-from retrysafe.record import Record
+from retrysafe.outbox._targets import Refusal
 from retrysafe.sqs import Message
 from retrysafe.stepfunctions import TaskRequest
-from retrysafe.store import ClaimResult
 
 text = st.text(max_size=8)
 json_values = st.recursive(

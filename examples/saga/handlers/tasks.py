@@ -18,8 +18,7 @@ import functools
 import os
 from typing import Any
 
-from retrysafe import Transaction
-from retrysafe.keys import Scope
+from retrysafe import Scope, Transaction
 from retrysafe.stepfunctions import idempotent_task
 
 from .provider import FakePaymentProvider

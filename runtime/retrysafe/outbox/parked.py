@@ -26,9 +26,9 @@ from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..store import DynamoStore
-from .events import PARKED, OutboxMessage
-from .index import pages
+from .._events import PARKED, OutboxMessage
+from .._store import DynamoStore
+from ._index import pages
 from .publisher import Publisher
 
 
@@ -86,6 +86,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(json.dumps(counts))
     return 0 if counts["parked"] == counts["failed"] == 0 else 1
 
+
+__all__ = ["ParkedEvent", "list_parked", "main", "republish"]
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import UnreadableOutboxRecordError
-from .stream import outbox_inserts
+from ._stream import outbox_inserts
 
 
 def envelopes(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -33,3 +33,5 @@ def handler(event: Any, context: Any = None) -> list[dict[str, Any]]:
     """Lambda entry point: Pipes sends the batch as a JSON array (a single record when not batching)."""
     records = event if isinstance(event, list) else [event]
     return envelopes([r for r in records if isinstance(r, Mapping)])
+
+__all__ = ["envelopes", "handler"]

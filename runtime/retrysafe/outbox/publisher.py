@@ -1,7 +1,7 @@
 """Outbox publishing: the DynamoDB Streams publisher, and the :class:`Publisher` the sweeper shares.
 
 ``handler`` receives the idempotency table's stream and publishes its outbox
-INSERTs (:mod:`retrysafe.outbox.stream`). Each event goes to exactly one
+INSERTs (:mod:`retrysafe.outbox._stream`). Each event goes to exactly one
 target, chosen by the environment:
 
 ``RETRYSAFE_EVENT_BUS_NAME``  EventBridge ``PutEvents`` (source ``RETRYSAFE_EVENT_SOURCE``, default
@@ -10,7 +10,7 @@ target, chosen by the environment:
 ``RETRYSAFE_QUEUE_URL``       SQS ``SendMessageBatch`` (body = the envelope)
 
 Batches are cut by the target's limits (entries, bytes per message and per
-request: :mod:`retrysafe.outbox.targets`), not in fixed chunks. An event the
+request: :mod:`retrysafe.outbox._targets`), not in fixed chunks. An event the
 target refuses permanently (larger than a message may be, malformed) is
 *parked*: its item is marked ``obq = parked`` (the sweeper no longer sees it),
 the ``OutboxEventParked`` metric is counted, and the stream moves on. List and
@@ -37,18 +37,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from .._events import PARKED, OutboxMessage
+from .._observability import telemetry
+from .._store import DynamoStore
 from ..metrics import OUTBOX_EVENT_PARKED
-from ..names import PARTITION_KEY
-from ..observability import telemetry
-from ..store import DynamoStore
-from .events import OUTBOX_PREFIX, PARKED, UNPUBLISHED_ATTRIBUTE, OutboxMessage
-from .stream import outbox_inserts
-from .targets import MAX_ENTRIES, PERMANENT_CODES, Refusal, Target, target_from_env
+from ..names import OUTBOX_PREFIX, PARTITION_KEY, UNPUBLISHED_ATTRIBUTE
+from ._stream import outbox_inserts
+from ._targets import MAX_ENTRIES, PERMANENT_CODES, Refusal, Target, target_from_env
 
-#: Most entries per batch call (the byte limits usually cut batches first).
-BATCH_SIZE = MAX_ENTRIES
-#: The metric counting parked events (an alarm in the constructs watches it; defined in :mod:`retrysafe.metrics`).
-PARKED_METRIC = OUTBOX_EVENT_PARKED
 _DEFAULT_LIMIT = 256 * 1024
 
 
@@ -74,7 +70,7 @@ class Publisher:
         return failed
 
     def _batches(self, messages: Sequence[OutboxMessage], failed: set[str]) -> Iterable[list[OutboxMessage]]:
-        limit_entries = getattr(self.target, "max_entries", BATCH_SIZE)
+        limit_entries = getattr(self.target, "max_entries", MAX_ENTRIES)
         limit_entry = getattr(self.target, "max_entry_bytes", _DEFAULT_LIMIT)
         limit_request = getattr(self.target, "max_request_bytes", _DEFAULT_LIMIT)
         measure = getattr(self.target, "entry_size", None)
@@ -163,7 +159,7 @@ class Publisher:
         except BotoCoreError as error:
             telemetry.logger.warning("outbox event not parked", extra={"error": type(error).__name__})
             return False
-        telemetry.count(PARKED_METRIC, "outbox", message.event_id, event_type=message.event_type, reason=reason)
+        telemetry.count(OUTBOX_EVENT_PARKED, "outbox", message.event_id, event_type=message.event_type, reason=reason)
         return True
 
 
@@ -198,4 +194,4 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
-__all__ = ["BATCH_SIZE", "PARKED_METRIC", "Publisher", "default_publisher", "handler"]
+__all__ = ["Publisher", "default_publisher", "handler"]

@@ -20,14 +20,14 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from .. import names
-from ..config import env_int
+from .._config import env_int
+from .._events import UNPUBLISHED_SHARDS, OutboxMessage
+from .._observability import telemetry
 from ..errors import ConfigurationError, SweepIncompleteError
-from ..observability import telemetry
-from .events import UNPUBLISHED_SHARDS, OutboxMessage
-from .index import pages
-from .publisher import BATCH_SIZE, Publisher, default_publisher
+from ._index import pages
+from ._targets import MAX_ENTRIES
+from .publisher import Publisher, default_publisher
 
-SWEEP_AFTER_ENV = names.SWEEP_AFTER_ENV
 DEFAULT_SWEEP_AFTER_SECONDS = 900
 #: Stop starting new pages when the invocation has less than this left (milliseconds).
 TIME_RESERVE_MS = 10_000
@@ -47,7 +47,7 @@ def sweep(publisher: Publisher, older_than_seconds: float, *, now: datetime | No
         return remaining_ms is None or remaining_ms() > TIME_RESERVE_MS
 
     for shard in range(UNPUBLISHED_SHARDS):
-        for items in pages(publisher.store, f"u{shard}", before=cutoff_text, limit=BATCH_SIZE * 10,
+        for items in pages(publisher.store, f"u{shard}", before=cutoff_text, limit=MAX_ENTRIES * 10,
                            keep_going=keep_going):
             page = [OutboxMessage.from_item(item) for item in items]
             missed = publisher.publish(page)
@@ -62,9 +62,9 @@ def sweep(publisher: Publisher, older_than_seconds: float, *, now: datetime | No
 
 def sweep_after_seconds(environ: Mapping[str, str] | None = None) -> int:
     """``RETRYSAFE_SWEEP_AFTER_SECONDS`` (default 900): how old an unpublished item must be to be swept."""
-    value = env_int(os.environ if environ is None else environ, SWEEP_AFTER_ENV, DEFAULT_SWEEP_AFTER_SECONDS)
+    value = env_int(os.environ if environ is None else environ, names.SWEEP_AFTER_ENV, DEFAULT_SWEEP_AFTER_SECONDS)
     if value < 0:
-        raise ConfigurationError(f"{SWEEP_AFTER_ENV} must not be negative, got {value}")
+        raise ConfigurationError(f"{names.SWEEP_AFTER_ENV} must not be negative, got {value}")
     return value
 
 
@@ -76,3 +76,4 @@ def handler(event: Any = None, context: Any = None, publisher: Publisher | None 
     finally:
         telemetry.flush()
 
+__all__ = ["DEFAULT_SWEEP_AFTER_SECONDS", "TIME_RESERVE_MS", "handler", "sweep", "sweep_after_seconds"]

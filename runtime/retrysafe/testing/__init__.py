@@ -1,7 +1,7 @@
 """Failure drills for retrysafe handlers, shipped with the library (see ``docs/drills.md``).
 
 Nothing here is imported by ``import retrysafe``: the pytest plugin
-(:mod:`retrysafe.testing.plugin`) imports pytest, and moto is imported only by
+imports pytest, and moto is imported only by
 the fixtures that need it, so Lambda packages never load them.
 
 - :class:`Drills` -- the failure drills of the contract (``docs/contract.md``) against one handler
@@ -11,15 +11,31 @@ the fixtures that need it, so Lambda packages never load them.
 - :class:`DynamoSemantics` -- DynamoDB's documented semantics in front of moto (atomic calls,
   transactions, ``ClientRequestToken``); :func:`ttl_sweep`, :func:`instant_retries`
 - :class:`Clock`, :class:`DrillFailed`, :class:`DrillReport`
+- Lambda events and contexts for your own tests: :class:`DrillContext` (fixed remaining time),
+  :func:`api_event`, :func:`http_event`, :func:`rest_event` (API Gateway v2 / v1),
+  :func:`sqs_record`, :func:`sqs_event`, :func:`queue_arn`, :func:`task_payload` (Step Functions)
+
+The pytest plugin (fixtures ``retrysafe_table``, ``retrysafe_clock``, ``retrysafe_drills``) is
+registered through the ``pytest11`` entry point and needs no import.
 """
 
 from __future__ import annotations
 
-from .adapters import Answer, HttpAdapter, SqsAdapter, TaskAdapter, WebhookAdapter, engine_of
-from .boundary import ALWAYS, Boundary, Commit, SimulatedCrash
-from .drills import Clock, DrillFailed, DrillReport, Drills
-from .dynamodb_semantics import DynamoSemantics, instant_retries, ttl_sweep
-from .outbox import outbox_stream_event, publish_twice
+from ._adapters import Answer, HttpAdapter, SqsAdapter, TaskAdapter, WebhookAdapter, engine_of
+from ._boundary import ALWAYS, Boundary, Commit, SimulatedCrash
+from ._drills import Clock, DrillFailed, DrillReport, Drills
+from ._dynamodb_semantics import DynamoSemantics, instant_retries, ttl_sweep
+from ._events import (
+    DrillContext,
+    api_event,
+    http_event,
+    queue_arn,
+    rest_event,
+    sqs_event,
+    sqs_record,
+    task_payload,
+)
+from ._outbox import outbox_stream_event, publish_twice
 
 __all__ = [
     "ALWAYS",
@@ -27,6 +43,7 @@ __all__ = [
     "Boundary",
     "Clock",
     "Commit",
+    "DrillContext",
     "DrillFailed",
     "DrillReport",
     "Drills",
@@ -36,9 +53,16 @@ __all__ = [
     "SqsAdapter",
     "TaskAdapter",
     "WebhookAdapter",
+    "api_event",
     "engine_of",
+    "http_event",
     "instant_retries",
     "outbox_stream_event",
     "publish_twice",
+    "queue_arn",
+    "rest_event",
+    "sqs_event",
+    "sqs_record",
+    "task_payload",
     "ttl_sweep",
 ]

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 from retrysafe import Engine, Mode, RecordCache, Transaction, idempotent_http, names
-from retrysafe.keys import Scope
-from retrysafe.testing.events import DrillContext, http_event, rest_event
+from retrysafe._keys import Scope
+from retrysafe.testing._events import DrillContext, http_event, rest_event
 
 from tests.helpers import ORDERS, problem
 
@@ -144,15 +144,15 @@ def test_in_flight_duplicate_is_409_with_retry_after(ddb, store, calls, make_eve
 def test_in_flight_duplicate_is_one_round_trip(ddb, store, calls, make_event):
     first = build(store, OrdersApi(), Mode.CLAIM_FIRST)
     # A claim that is held by a live invocation (simulated by claiming directly).
-    from retrysafe.engine import Intent
-    from retrysafe.http.request import parse_event
+    from retrysafe._engine import Intent
+    from retrysafe.http._request import parse_event
 
     event = make_event({"amount": 1})
     request = parse_event(event)
     intent = Intent(Scope("tenant-a", request.route, "key-1"), request.fingerprint(), Mode.CLAIM_FIRST)
     import time
 
-    from retrysafe.record import PENDING, Record
+    from retrysafe._record import PENDING, Record
 
     now = time.time()
     store.claim(Record(intent.scope.record_id, PENDING, intent.fingerprint, int(now) + 86400, int(now * 1000),

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from retrysafe import names
-from retrysafe.testing.events import DrillContext, http_event, rest_event
+from retrysafe.testing._events import DrillContext, http_event, rest_event
 
 from tests.helpers import problem
 from tests.runtime.http.test_http_contract import OrdersApi, build, orders_in

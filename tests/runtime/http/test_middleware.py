@@ -13,7 +13,7 @@ from aws_lambda_powertools.event_handler import (
     content_types,
 )
 from retrysafe import TRANSACTION_KEY, Engine, IdempotencyMiddleware, Mode, names
-from retrysafe.testing.events import DrillContext, http_event, rest_event
+from retrysafe.testing._events import DrillContext, http_event, rest_event
 
 from tests.helpers import ORDERS
 

@@ -10,16 +10,16 @@ from typing import Any
 import boto3
 import pytest
 from retrysafe import metrics, names
-from retrysafe.engine import Completion, Engine, Intent
+from retrysafe._engine import Completion, Engine, Intent
+from retrysafe._keys import Scope
+from retrysafe._transaction import Transaction
 from retrysafe.errors import EventTooLargeError
-from retrysafe.keys import Scope
 from retrysafe.outbox import parked as outbox_parked
+from retrysafe.outbox._targets import EventBridgeTarget, SnsTarget, SqsTarget
 from retrysafe.outbox.parked import list_parked, republish
 from retrysafe.outbox.publisher import Publisher, handler
 from retrysafe.outbox.sweeper import sweep
-from retrysafe.outbox.targets import EventBridgeTarget, SnsTarget, SqsTarget
-from retrysafe.testing.outbox import outbox_stream_event
-from retrysafe.transaction import Transaction
+from retrysafe.testing._outbox import outbox_stream_event
 
 from tests.helpers import TABLE, receive_all
 
@@ -143,7 +143,7 @@ def test_an_event_larger_than_the_target_accepts_is_parked_without_a_call(store:
 
 
 def test_batches_respect_eventbridge_and_sns_request_totals(store: Any) -> None:
-    from retrysafe.outbox.stream import outbox_inserts
+    from retrysafe.outbox._stream import outbox_inserts
 
     commit(store, [{"blob": str(i) * (100 * KB)} for i in range(5)])
     messages = [m for _, m in outbox_inserts(outbox_stream_event(store)["Records"]) if m is not None]

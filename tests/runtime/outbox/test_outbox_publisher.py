@@ -11,19 +11,19 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError
 from retrysafe import names
-from retrysafe.engine import Completion, Engine, Intent
-from retrysafe.errors import ConfigurationError
-from retrysafe.keys import Scope
+from retrysafe._engine import Completion, Engine, Intent
+from retrysafe._keys import Scope
+from retrysafe._transaction import Transaction
+from retrysafe.errors import ConfigurationError, SweepIncompleteError
 from retrysafe.outbox import OutboxMessage
 from retrysafe.outbox import publisher as outbox_publisher
 from retrysafe.outbox import sweeper as outbox_sweeper
+from retrysafe.outbox._stream import outbox_inserts
+from retrysafe.outbox._targets import EventBridgeTarget, SnsTarget, SqsTarget
 from retrysafe.outbox.publisher import Publisher, handler
-from retrysafe.outbox.stream import outbox_inserts
-from retrysafe.outbox.sweeper import SweepIncompleteError, sweep
-from retrysafe.outbox.targets import EventBridgeTarget, SnsTarget, SqsTarget
+from retrysafe.outbox.sweeper import sweep
 from retrysafe.sqs import Message, idempotent_sqs
-from retrysafe.testing.events import DrillContext, sqs_event
-from retrysafe.transaction import Transaction
+from retrysafe.testing._events import DrillContext, sqs_event
 
 from tests.helpers import TABLE, receive_all
 

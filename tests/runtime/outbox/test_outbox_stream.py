@@ -10,15 +10,15 @@ from typing import Any
 import boto3
 import pytest
 from retrysafe import names
-from retrysafe.engine import Completion, Engine, Intent
-from retrysafe.keys import Scope
+from retrysafe._engine import Completion, Engine, Intent
+from retrysafe._keys import Scope
+from retrysafe._store import DynamoStore
+from retrysafe._transaction import Transaction
+from retrysafe.outbox._stream import outbox_inserts
+from retrysafe.outbox._targets import EventBridgeTarget
 from retrysafe.outbox.publisher import Publisher, handler
-from retrysafe.outbox.stream import outbox_inserts
-from retrysafe.outbox.targets import EventBridgeTarget
 from retrysafe.sqs import Message, idempotent_sqs
-from retrysafe.store import DynamoStore
-from retrysafe.testing.events import DrillContext, sqs_event
-from retrysafe.transaction import Transaction
+from retrysafe.testing._events import DrillContext, sqs_event
 
 from tests.helpers import (
     ORDERS,
@@ -138,8 +138,8 @@ def test_a_1mb_github_delivery_through_the_real_stream_is_consumed_once(clients:
     import hashlib
     import hmac
 
-    from retrysafe.claimcheck import ClaimCheck
-    from retrysafe.testing.events import rest_event
+    from retrysafe._claimcheck import ClaimCheck
+    from retrysafe.testing._events import rest_event
     from retrysafe.webhook import GitHub, WebhookReceiver
 
     s3 = boto3.client("s3", region_name="eu-west-1", endpoint_url=server)

@@ -8,10 +8,10 @@ from typing import Any
 import boto3
 import pytest
 from retrysafe import names
+from retrysafe._transaction import Transaction
 from retrysafe.errors import ConfigurationError
 from retrysafe.sqs import Message, idempotent_sqs
-from retrysafe.testing.events import DrillContext, sqs_event, sqs_record
-from retrysafe.transaction import Transaction
+from retrysafe.testing._events import DrillContext, sqs_event, sqs_record
 
 from tests.helpers import ORDERS, receive_all
 

@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 from retrysafe import Engine, Mode, Transaction, idempotent_task, names
-from retrysafe.engine import Completion, Intent
+from retrysafe._engine import Completion, Intent
+from retrysafe._keys import Scope
 from retrysafe.errors import ConfigurationError, TaskInProgress, TaskKeyMismatch, TaskPayloadError
-from retrysafe.keys import Scope
-from retrysafe.testing.events import DrillContext
+from retrysafe.testing._events import DrillContext
 
 from tests.helpers import EXECUTION, ORDERS, STATE_MACHINE, TABLE, payload
 

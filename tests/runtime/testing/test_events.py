@@ -1,4 +1,4 @@
-"""retrysafe.testing.events: the builders produce events Powertools' data classes read as Lambda's would."""
+"""retrysafe.testing._events: the builders produce events Powertools' data classes read as Lambda's would."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from aws_lambda_powertools.utilities.data_classes import (
     SQSEvent,
 )
 from retrysafe import names
-from retrysafe.testing.events import (
+from retrysafe.testing._events import (
     DrillContext,
     api_event,
     http_event,

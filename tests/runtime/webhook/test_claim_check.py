@@ -10,13 +10,13 @@ from typing import Any
 import boto3
 import pytest
 from retrysafe import names
-from retrysafe.claimcheck import ClaimCheck, ClaimCheckError, fetch
+from retrysafe._claimcheck import ClaimCheck, ClaimCheckError, fetch
+from retrysafe._transaction import Transaction
+from retrysafe.outbox._targets import EventBridgeTarget
 from retrysafe.outbox.publisher import Publisher, handler
-from retrysafe.outbox.targets import EventBridgeTarget
 from retrysafe.sqs import Message, idempotent_sqs
-from retrysafe.testing.events import DrillContext, rest_event, sqs_event
-from retrysafe.testing.outbox import outbox_stream_event
-from retrysafe.transaction import Transaction
+from retrysafe.testing._events import DrillContext, rest_event, sqs_event
+from retrysafe.testing._outbox import outbox_stream_event
 from retrysafe.webhook import GitHub, WebhookReceiver
 
 from tests.helpers import ORDERS, TABLE, receive_all
@@ -135,7 +135,7 @@ def test_a_tampered_or_expired_object_fails_the_record_not_the_batch(store: Any,
         got.append(base64.b64decode(message.content["payload"]["body"]))
 
     consumer = idempotent_sqs(work, subscriber="ci", store=store)
-    from retrysafe.testing.events import sqs_record
+    from retrysafe.testing._events import sqs_record
 
     s3.put_object(Bucket=BUCKET, Key=ref["key"], Body=body + b"!")  # altered in place
     bad = sqs_record(envelope, message_id="m-1")

@@ -14,14 +14,14 @@ import boto3
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from retrysafe import names
+from retrysafe import names, put_if_newer, update_if_newer
+from retrysafe._transaction import Transaction
 from retrysafe.errors import ConfigurationError
+from retrysafe.outbox._targets import SqsTarget
 from retrysafe.outbox.publisher import Publisher
 from retrysafe.outbox.sweeper import sweep
-from retrysafe.outbox.targets import SqsTarget
 from retrysafe.sqs import Message, idempotent_sqs
-from retrysafe.testing.events import DrillContext, http_event, rest_event, sqs_event
-from retrysafe.transaction import Transaction
+from retrysafe.testing._events import DrillContext, http_event, rest_event, sqs_event
 from retrysafe.webhook import (
     GenericHmac,
     GitHub,
@@ -29,10 +29,8 @@ from retrysafe.webhook import (
     WebhookReceiver,
     handler,
     parse_secrets,
-    put_if_newer,
-    update_if_newer,
 )
-from retrysafe.webhook import receiver as receiver_module
+from retrysafe.webhook import _receiver as receiver_module
 
 from tests.helpers import ORDERS, TABLE, outbox_items, receive_all
 
@@ -223,8 +221,8 @@ def test_replayed_webhook_has_one_effect_downstream(store: Any, ddb: Any) -> Non
 def test_signatures_accept_exactly_the_signed_bytes(body: bytes, secret: bytes, flip: int) -> None:
     import base64
 
-    from retrysafe.http.request import HttpRequest, parse_event
-    from retrysafe.webhook import SignatureError
+    from retrysafe.errors import SignatureError
+    from retrysafe.http._request import HttpRequest, parse_event
 
     def request(data: bytes, headers: dict[str, str]) -> HttpRequest:
         return parse_event(http_event(raw_body=base64.b64encode(data).decode(), base64=True, key=None,

@@ -15,12 +15,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from retrysafe import names
-from retrysafe.http.request import HttpRequest, parse_event
-from retrysafe.testing.events import DrillContext, http_event, rest_event
+from retrysafe.errors import SignatureError
+from retrysafe.http._request import HttpRequest, parse_event
+from retrysafe.testing._events import DrillContext, http_event, rest_event
 from retrysafe.webhook import (
     GenericHmac,
     GitHub,
-    SignatureError,
     StandardWebhooks,
     Stripe,
     WebhookReceiver,

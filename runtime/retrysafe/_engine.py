@@ -1,0 +1,388 @@
+"""The claim/commit engine: one state machine for HTTP, SQS, webhook and workflow paths.
+
+Atomic mode
+    run the work -> ONE ``TransactWriteItems`` (completed record conditioned
+    ``attribute_not_exists(pk) OR exp < now`` + the work's writes + events);
+    work that wrote nothing but the record: ONE conditional ``PutItem`` instead.
+    If the record exists, DynamoDB returns it (ALL_OLD) and the engine replays,
+    refuses a mismatch or reports the duplicate in flight: 1 round trip either way.
+Claim first
+    conditional claim (lease + owner token) -> run -> ONE ``TransactWriteItems``
+    completing the record conditioned on the owner token. A failed or
+    uncacheable run releases the claim, also conditioned on the owner token;
+    a claim that holds (or may hold) a committed checkpoint only ends its lease.
+
+Warm containers: with a :class:`~retrysafe._cache.RecordCache` (the store from the environment has
+one) a key this container completed or replayed is answered from memory before any of the above:
+a replay or a mismatch, zero round trips, the work not run.
+
+Lost responses: every write carries this invocation's token and is refused when
+repeated, so a retried call that meets its own write (a claim, a checkpoint, the
+completed record) goes on as if the first answer had arrived.
+
+The adapters translate :class:`Outcome` and the errors into their transport.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from ._config import Mode, Retention
+from ._keys import Scope
+from ._observability import (
+    EXECUTED,
+    FENCING_REJECTED,
+    IN_FLIGHT,
+    KEY_MISMATCH,
+    NOT_STORED,
+    RELEASE_FAILED,
+    RELEASED,
+    REPLAYED,
+    TAKEOVER,
+    telemetry,
+)
+from ._record import COMPLETED, PENDING, Record
+from ._store import DynamoStore, request_token
+from ._transaction import Transaction
+from ._value import Value, set_field
+from .errors import (
+    FencingError,
+    KeyReuseMismatchError,
+    RecordConflict,
+    RequestInFlightError,
+    RetrysafeError,
+    StoreUnavailableError,
+    TransactionRaced,
+)
+from .names import LEASE_MARGIN_SECONDS
+
+if TYPE_CHECKING:
+    from ._cache import RecordCache
+
+#: ``Engine(cache=...)``'s default: the store's own cache (:attr:`DynamoStore.cache`).
+STORE_CACHE: Any = object()
+#: How often a raced atomic transaction is retried before answering "in flight".
+RACE_RETRIES = 3
+#: Poll interval while waiting for an in-flight duplicate to complete.
+POLL_SECONDS = 0.1
+
+
+_DEFAULT_RETENTION = Retention()
+
+
+class Intent(Value):
+    """What to execute at most once.
+
+    ``lease_seconds``: lease of a claim (default: the Lambda's remaining time, or
+    the retention's default lease). ``wait_seconds``: wait up to this long for an
+    in-flight duplicate to complete, then replay it.
+    """
+
+    __slots__ = ("fingerprint", "lease_seconds", "mode", "retention", "scope", "wait_seconds")
+
+    fingerprint: str
+    lease_seconds: float | None
+    mode: Mode
+    retention: Retention
+    scope: Scope
+    wait_seconds: float
+
+    def __init__(self, scope: Scope, fingerprint: str, mode: Mode = Mode.ATOMIC,
+                 retention: Retention = _DEFAULT_RETENTION, lease_seconds: float | None = None,
+                 wait_seconds: float = 0.0) -> None:
+        set_field(self, "scope", scope)
+        set_field(self, "fingerprint", fingerprint)
+        set_field(self, "mode", mode)
+        set_field(self, "retention", retention)
+        set_field(self, "lease_seconds", lease_seconds)
+        set_field(self, "wait_seconds", wait_seconds)
+
+
+class Completion(Value):
+    """What the work produced. ``store=False`` (a 5xx, a transient failure) commits nothing and frees the key."""
+
+    __slots__ = ("resource", "result", "store")
+
+    resource: str | None
+    result: Any
+    store: bool
+
+    def __init__(self, result: Any, store: bool = True, resource: str | None = None) -> None:
+        set_field(self, "result", result)
+        set_field(self, "store", store)
+        set_field(self, "resource", resource)
+
+
+class Outcome(Value):
+    """The result to answer with, and whether it was replayed from a stored record."""
+
+    __slots__ = ("replayed", "result", "stored")
+
+    replayed: bool
+    result: Any
+    stored: bool
+
+    def __init__(self, result: Any, replayed: bool, stored: bool) -> None:
+        set_field(self, "result", result)
+        set_field(self, "replayed", replayed)
+        set_field(self, "stored", stored)
+
+
+Work = Callable[[Transaction], Completion]
+
+
+def new_token() -> str:
+    """A random writer token (owner of a claim, writer of a completed record, intent instance)."""
+    return os.urandom(12).hex()
+
+
+class Engine:
+    """Executes intents against a :class:`DynamoStore`, optionally with a warm-container cache.
+
+    ``cache``: by default the store's (the store from :meth:`DynamoStore.from_env` has one); pass a
+    :class:`~retrysafe._cache.RecordCache` of its own, or ``None`` for none.
+    """
+
+    def __init__(self, store: DynamoStore, *, cache: RecordCache | None = STORE_CACHE,
+                 clock: Callable[[], float] = time.time) -> None:
+        self.store = store
+        self.cache: RecordCache | None = store.cache if cache is STORE_CACHE else cache
+        self.clock = clock
+
+    def execute(self, intent: Intent, work: Work, remaining_ms: Callable[[], int] | None = None) -> Outcome:
+        """Run ``work`` at most once for ``intent`` and return what to answer.
+
+        Raises :class:`KeyReuseMismatchError`, :class:`RequestInFlightError`,
+        :class:`FencingError`, or whatever ``work`` raised (after releasing its claim).
+        """
+        now = self.clock()
+        record_id = intent.scope.record_id
+        if self.cache is not None:
+            cached = self.cache.get(record_id, now)
+            if cached is not None:
+                return self._resolve(intent, cached, now)
+        if intent.mode is Mode.ATOMIC:
+            return self._atomic(intent, work, now)
+        return self._claim_first(intent, work, now, remaining_ms)
+
+    def execute_unkeyed(self, scope: Scope, work: Work, retention: Retention = _DEFAULT_RETENTION) -> Outcome:
+        """Run ``work`` without deduplication (an operation whose key is optional and absent).
+
+        Each call is its own intent: ``scope``'s tenant and operation with a fresh random
+        key, so derived keys and event ids never repeat. The work's writes and events
+        still commit together in one transaction.
+        """
+        writer = new_token()
+        own = Scope(scope.tenant, scope.operation, f"unkeyed/{writer}")
+        txn = Transaction(own, self.store.table_name, int(self.clock()) + retention.horizon_seconds, instance=writer)
+        completion = work(txn)
+        if completion.store:
+            self.store.transact(txn.actions(), token=request_token(writer, "unkeyed"))
+        return Outcome(completion.result, replayed=False, stored=False)
+
+    # -- atomic ------------------------------------------------------------
+    def _atomic(self, intent: Intent, work: Work, now: float) -> Outcome:
+        writer = new_token()
+        expires_at = int(now) + intent.retention.horizon_seconds
+        txn = Transaction(intent.scope, self.store.table_name, expires_at, instance=writer)
+        completion = work(txn)
+        if not completion.store:
+            self._count(NOT_STORED, intent)
+            return Outcome(completion.result, replayed=False, stored=False)
+        record = self._completed(intent, completion, now, expires_at, writer)
+        actions = txn.actions()
+        for attempt in range(RACE_RETRIES + 1):
+            try:
+                if actions:
+                    self.store.commit(record, actions, self.clock(), token=request_token(writer, "commit", str(attempt)))
+                else:  # nothing but the record: a conditional PutItem costs half a transaction's write units
+                    self.store.put_absent(record, self.clock())
+                break
+            except RecordConflict as conflict:
+                if _written_by(conflict.current, writer, COMPLETED):
+                    break  # our own commit: its response was lost and botocore retried
+                return self._resolve(intent, conflict.current, self.clock())
+            except TransactionRaced:
+                if attempt == RACE_RETRIES:
+                    self._count(IN_FLIGHT, intent)
+                    raise RequestInFlightError(1) from None
+                _back_off(attempt)
+        return self._executed(intent, record, completion)
+
+    # -- claim first -------------------------------------------------------
+    def _claim_first(self, intent: Intent, work: Work, now: float,
+                     remaining_ms: Callable[[], int] | None) -> Outcome:
+        owner = new_token()  # the fencing token
+        expires_at = int(now) + intent.retention.horizon_seconds
+        lease = self._lease_seconds(intent, remaining_ms)
+        claim = Record(record_id=intent.scope.record_id, state=PENDING, fingerprint=intent.fingerprint,
+                       expires_at=expires_at, created_at_ms=int(now * 1000), operation=intent.scope.operation,
+                       owner=owner, lease_until_ms=int((now + lease) * 1000), instance=owner)
+        try:
+            claimed = self.store.claim(claim, now)
+        except RecordConflict as conflict:
+            return self._resolve(intent, conflict.current, now)
+        except TransactionRaced:
+            self._count(IN_FLIGHT, intent)
+            raise RequestInFlightError(1) from None
+        except StoreUnavailableError:
+            # Every answer was lost or refused: the claim (or a takeover, holding checkpoints) may be
+            # ours. End its lease if so, so the client's retry takes over at once instead of waiting.
+            self._release(intent, owner, keep=True)
+            raise
+        if claimed.previous is not None:
+            self._count(TAKEOVER, intent)
+        held = claimed.held
+        steps = _Steps()
+        txn = Transaction(intent.scope, self.store.table_name, expires_at, held.checkpoints,
+                          checkpoint_writer=lambda name, saved, actions: self._checkpoint(
+                              intent, owner, name, saved, actions, steps),
+                          instance=held.instance or owner)
+        try:
+            completion = work(txn)
+        except BaseException:
+            self._release(intent, owner, keep=steps.keep(txn))
+            raise
+        if not completion.store:
+            self._release(intent, owner, keep=steps.keep(txn))
+            self._count(NOT_STORED, intent)
+            return Outcome(completion.result, replayed=False, stored=False)
+        record = self._completed(intent, completion, now, expires_at, owner)
+        try:
+            self._commit_claimed(record, txn, owner)
+        except RecordConflict as conflict:
+            current = conflict.current
+            if _written_by(current, owner, COMPLETED):
+                return self._executed(intent, record, completion)  # our own commit, response lost
+            self._count(FENCING_REJECTED, intent)
+            if current is not None and current.state == COMPLETED and current.fingerprint == intent.fingerprint:
+                return self._replay(intent, current)
+            raise FencingError("this invocation's claim was taken over; its writes were discarded") from None
+        except BaseException as error:
+            if self._release(intent, owner, keep=steps.keep(txn)) is COMPLETED and isinstance(error, Exception):
+                return self._executed(intent, record, completion)  # the commit had been applied after all
+            raise
+        return self._executed(intent, record, completion)
+
+    def _commit_claimed(self, record: Record, txn: Transaction, owner: str) -> None:
+        """The completing transaction of a claim, re-sent when a concurrent transaction raced it."""
+        actions = txn.actions()
+        for attempt in range(RACE_RETRIES + 1):
+            try:
+                self.store.commit(record, actions, self.clock(), owner=owner,
+                                  token=request_token(owner, "commit", str(attempt)))
+                return
+            except TransactionRaced:
+                if attempt == RACE_RETRIES:
+                    raise
+                _back_off(attempt)
+
+    def _lease_seconds(self, intent: Intent, remaining_ms: Callable[[], int] | None) -> float:
+        if intent.lease_seconds is not None:
+            return intent.lease_seconds
+        if remaining_ms is not None:
+            return max(remaining_ms(), 0) / 1000.0 + LEASE_MARGIN_SECONDS
+        return intent.retention.default_lease_seconds
+
+    def _checkpoint(self, intent: Intent, owner: str, name: str, checkpoints: dict[str, Any],
+                    actions: list[dict[str, Any]], steps: _Steps) -> None:
+        steps.sent = True  # from here on the claim may hold a committed checkpoint: never delete it
+        try:
+            self.store.checkpoint(intent.scope.record_id, owner, name, checkpoints, actions,
+                                  token=request_token(owner, "step", name))
+        except RecordConflict as conflict:
+            current = conflict.current
+            if _written_by(current, owner, PENDING) and current is not None and name in current.checkpoints:
+                return  # our own checkpoint: its response was lost and botocore retried
+            self._count(FENCING_REJECTED, intent, step="checkpoint")
+            raise FencingError("this invocation's claim was taken over; its checkpoint was discarded") from None
+
+    def _release(self, intent: Intent, owner: str, *, keep: bool) -> str | None:
+        """Free the claim after a failed or uncacheable run; returns the state of a record that is no longer ours.
+
+        With ``keep`` (the claim holds or may hold a committed checkpoint) only its lease
+        ends, so the next attempt resumes from what DynamoDB holds. A release that fails
+        (DynamoDB unavailable) is logged and left to the lease: the run's own error is
+        what the caller gets.
+        """
+        try:
+            released, current = self.store.release(intent.scope.record_id, owner, keep_checkpoints=keep)
+        except RetrysafeError as error:
+            self._count(RELEASE_FAILED, intent, error=type(error).__name__)
+            return None
+        if released:
+            self._count(RELEASED, intent)
+            return None
+        if _written_by(current, owner, COMPLETED):
+            return COMPLETED
+        self._count(FENCING_REJECTED, intent, step="release")
+        return None
+
+    # -- shared outcomes -----------------------------------------------------
+    def _resolve(self, intent: Intent, current: Record | None, now: float) -> Outcome:
+        """Answer for a key that is already taken: replay, mismatch, or in flight (optionally waiting)."""
+        if current is None:  # removed between our write and DynamoDB's answer: treat as in flight
+            self._count(IN_FLIGHT, intent)
+            raise RequestInFlightError(1)
+        if current.fingerprint != intent.fingerprint:
+            self._count(KEY_MISMATCH, intent)
+            raise KeyReuseMismatchError("this idempotency key was already used with a different request")
+        if current.state == COMPLETED:
+            return self._replay(intent, current)
+        deadline = now + intent.wait_seconds
+        while self.clock() < deadline:
+            time.sleep(POLL_SECONDS)
+            latest = self.store.get(intent.scope.record_id)
+            if latest is None or latest.is_expired(self.clock()):
+                break
+            if latest.state == COMPLETED:
+                return self._resolve(intent, latest, self.clock())
+            current = latest
+        self._count(IN_FLIGHT, intent)
+        raise RequestInFlightError(max(1, math.ceil(current.lease_remaining(self.clock()))))
+
+    def _replay(self, intent: Intent, record: Record) -> Outcome:
+        if self.cache is not None:
+            self.cache.put(record)
+        self._count(REPLAYED, intent)
+        return Outcome(record.result, replayed=True, stored=True)
+
+    def _completed(self, intent: Intent, completion: Completion, now: float, expires_at: int, writer: str) -> Record:
+        return Record(record_id=intent.scope.record_id, state=COMPLETED, fingerprint=intent.fingerprint,
+                      expires_at=expires_at, created_at_ms=int(now * 1000), operation=intent.scope.operation,
+                      owner=writer, result=completion.result, resource=completion.resource)
+
+    def _executed(self, intent: Intent, record: Record, completion: Completion) -> Outcome:
+        if self.cache is not None:
+            self.cache.put(record)
+        self._count(EXECUTED, intent)
+        return Outcome(completion.result, replayed=False, stored=True)
+
+    def _count(self, name: str, intent: Intent, **fields: Any) -> None:
+        telemetry.count(name, intent.scope.operation, intent.scope.record_id, **fields)
+
+
+class _Steps:
+    """Whether a claim sent a checkpoint (its outcome may be unknown)."""
+
+    __slots__ = ("sent",)
+
+    def __init__(self) -> None:
+        self.sent = False
+
+    def keep(self, txn: Transaction) -> bool:
+        """True when the claim holds or may hold a committed checkpoint: never delete it."""
+        return self.sent or bool(txn.checkpoints)
+
+
+def _written_by(record: Record | None, writer: str, state: str) -> bool:
+    """True when ``record`` is this invocation's own write (in ``state``)."""
+    return record is not None and record.owner == writer and record.state == state
+
+
+def _back_off(attempt: int) -> None:
+    time.sleep((0.01 + 0.04 * os.urandom(1)[0] / 255) * (attempt + 1))  # jittered

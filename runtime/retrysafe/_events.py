@@ -1,0 +1,183 @@
+"""Outbox events: what a transaction appends, and how an event becomes a DynamoDB item.
+
+An event is written in the same ``TransactWriteItems`` as the business change
+that caused it, into the idempotency table, where the table's stream feeds the
+publisher. Its id is derived from the operation identity, the intent's instance
+and its position in the operation: a retry or takeover of the same instance
+produces the same ids (consumers dedupe on them), while a new intent with the
+same key after the record expired gets new ids (a consumer that still remembers
+the old ids must not drop its events).
+
+=============  =============================================================
+attribute      meaning
+=============  =============================================================
+``pk``         ``outbox#`` + event id
+``kind``       ``outbox`` (the stream filter selects INSERTs with this value)
+``eid``        event id (a UUID derived from the scope, the intent instance and the event's index)
+``etype``      event type, e.g. ``OrderPlaced``
+``aggt``       aggregate type, e.g. ``Order``
+``aggid``      aggregate id
+``seq``        per-aggregate sequence number (optional; pass the aggregate's version)
+``payload``    JSON text
+``at``         occurred-at, ISO-8601 UTC
+``exp``        TTL (epoch seconds)
+``obq``        unpublished marker (sparse index key for the sweeper: ``u0``..``u7``), removed once
+               published; ``parked`` once the target refused the event permanently
+``parked_at``  when it was parked, with ``park_reason`` (see :mod:`retrysafe.outbox.parked`)
+=============  =============================================================
+
+An event has two forms, on purpose. :class:`OutboxEvent` is what a handler
+appends: its payload as the handler gave it (any value JSON can encode, with
+``str`` as the fallback) and its time as a ``datetime``; it becomes an item.
+:class:`OutboxMessage` is what the table holds: the payload decoded from the
+stored JSON text and the time as that text; it becomes the envelope consumers
+receive. :meth:`OutboxEvent.message` is the one conversion between them, so a
+size check at append time measures exactly what the publisher, the sweeper or
+the pipe will send, whichever of them reads it back.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from . import names
+from ._value import Value, set_field
+
+if TYPE_CHECKING:
+    from datetime import datetime
+
+UNPUBLISHED_SHARDS = 8
+#: ``obq`` value of a parked event (refused permanently by the target): outside the sweeper's shards.
+PARKED = "parked"
+
+#: Compact JSON (payloads as stored, envelopes as sent); one encoder, reused per event.
+_compact = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, default=str).encode
+
+
+def event_id(record_id: str, index: int, instance: str = "") -> str:
+    """Deterministic event id: the same intent instance appending its ``index``-th event gets the same id."""
+    digest = bytearray(hashlib.sha256(f"event/v2|{record_id}|{instance}|{index}".encode()).digest()[:16])
+    digest[6] = (digest[6] & 0x0F) | 0x50  # the layout of a name-based UUID (version 5, RFC 4122 variant)
+    digest[8] = (digest[8] & 0x3F) | 0x80
+    h = digest.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
+class OutboxEvent(Value):
+    """One event appended to the outbox, as the handler gave it (see the module docstring for the two forms)."""
+
+    __slots__ = (
+        "_text",
+        "aggregate_id",
+        "aggregate_type",
+        "event_id",
+        "event_type",
+        "occurred_at",
+        "payload",
+        "sequence",
+    )
+
+    aggregate_id: str
+    aggregate_type: str
+    event_id: str
+    event_type: str
+    occurred_at: datetime
+    payload: Any
+    sequence: int | None
+    _text: str | None
+
+    def __init__(self, event_id: str, event_type: str, aggregate_type: str, aggregate_id: str, payload: Any,
+                 occurred_at: datetime, sequence: int | None = None) -> None:
+        set_field(self, "_text", None)
+        set_field(self, "event_id", event_id)
+        set_field(self, "event_type", event_type)
+        set_field(self, "aggregate_type", aggregate_type)
+        set_field(self, "aggregate_id", aggregate_id)
+        set_field(self, "payload", payload)
+        set_field(self, "occurred_at", occurred_at)
+        set_field(self, "sequence", sequence)
+
+    def to_item(self, expires_at: int) -> dict[str, dict[str, Any]]:
+        """The DynamoDB attribute map for this event."""
+        shard = int(self.event_id.replace("-", "")[:8], 16) % UNPUBLISHED_SHARDS
+        item: dict[str, dict[str, Any]] = {
+            names.PARTITION_KEY: {"S": names.OUTBOX_PREFIX + self.event_id},
+            names.KIND_ATTRIBUTE: {"S": names.OUTBOX_KIND},
+            "eid": {"S": self.event_id},
+            "etype": {"S": self.event_type},
+            "aggt": {"S": self.aggregate_type},
+            "aggid": {"S": self.aggregate_id},
+            "payload": {"S": self.payload_text},
+            names.OCCURRED_AT_ATTRIBUTE: {"S": _utc_iso(self.occurred_at)},
+            names.TTL_ATTRIBUTE: {"N": str(expires_at)},
+            names.UNPUBLISHED_ATTRIBUTE: {"S": f"u{shard}"},
+        }
+        if self.sequence is not None:
+            item["seq"] = {"N": str(self.sequence)}
+        return item
+
+    @property
+    def payload_text(self) -> str:
+        """The payload as stored: compact JSON text (computed once)."""
+        text = self._text
+        if text is None:
+            text = _compact(self.payload)
+            set_field(self, "_text", text)
+        return text
+
+    def message(self) -> OutboxMessage:
+        """The message the publisher will send for this event."""
+        return OutboxMessage(event_id=self.event_id, event_type=self.event_type, aggregate_type=self.aggregate_type,
+                             aggregate_id=self.aggregate_id, payload=json.loads(self.payload_text),
+                             occurred_at=_utc_iso(self.occurred_at), sequence=self.sequence)
+
+
+class OutboxMessage(Value):
+    """An outbox event as the table holds it, read back from the stream or the index (payload decoded)."""
+
+    __slots__ = ("aggregate_id", "aggregate_type", "event_id", "event_type", "occurred_at", "payload", "sequence")
+
+    aggregate_id: str
+    aggregate_type: str
+    event_id: str
+    event_type: str
+    occurred_at: str
+    payload: Any
+    sequence: int | None
+
+    def __init__(self, event_id: str, event_type: str, aggregate_type: str, aggregate_id: str, payload: Any,
+                 occurred_at: str, sequence: int | None = None) -> None:
+        set_field(self, "event_id", event_id)
+        set_field(self, "event_type", event_type)
+        set_field(self, "aggregate_type", aggregate_type)
+        set_field(self, "aggregate_id", aggregate_id)
+        set_field(self, "payload", payload)
+        set_field(self, "occurred_at", occurred_at)
+        set_field(self, "sequence", sequence)
+
+    @classmethod
+    def from_item(cls, item: Mapping[str, Any]) -> OutboxMessage:
+        """Build from a deserialized outbox item (see the table above)."""
+        seq = item.get("seq")
+        return cls(event_id=str(item["eid"]), event_type=str(item["etype"]), aggregate_type=str(item["aggt"]),
+                   aggregate_id=str(item["aggid"]), payload=json.loads(item["payload"]),
+                   occurred_at=str(item[names.OCCURRED_AT_ATTRIBUTE]), sequence=None if seq is None else int(seq))
+
+    def envelope(self) -> dict[str, Any]:
+        """What consumers receive: the event with its id, type, aggregate, sequence and time."""
+        return {"event_id": self.event_id, "event_type": self.event_type, "aggregate_type": self.aggregate_type,
+                "aggregate_id": self.aggregate_id, "sequence": self.sequence, "occurred_at": self.occurred_at,
+                "payload": self.payload}
+
+    def body(self) -> str:
+        """The envelope as compact JSON text."""
+        return _compact(self.envelope())
+
+
+def _utc_iso(moment: datetime) -> str:
+    from datetime import UTC
+
+    return moment.astimezone(UTC).isoformat(timespec="milliseconds")

@@ -1,0 +1,388 @@
+"""DynamoDB persistence of idempotency records: every call the engine makes, and nothing else.
+
+Each method is one DynamoDB round trip (a claim that takes over a lapsed lease: two).
+Conditions compare the expiry attribute itself (TTL deletion lags by up to two days)
+and every write after a claim is conditioned on the owner token (fencing).
+
+Lost responses: botocore retries a call whose response was lost (timeout, reset)
+with the same parameters, after DynamoDB may have applied it. Every record write is
+therefore non-reentrant (its condition fails when it was already applied) and carries
+the writer's token, so the record DynamoDB returns (``ALL_OLD``) shows the retry
+its own write. Transactions also carry a ``ClientRequestToken``, which DynamoDB honours
+for 10 minutes (a retried transaction then answers success without applying again).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from ._cache import RecordCache
+from ._codec import check_limits
+from ._config import table_name_from_env
+from ._record import PENDING, AttributeMap, Record, encode_checkpoints, from_item, to_item
+from ._value import Value, set_field
+from .errors import (
+    BusinessConditionFailedError,
+    ConfigurationError,
+    RecordConflict,
+    StoreRejectedError,
+    StoreUnavailableError,
+    TransactionRaced,
+    TransactionTooLargeError,
+)
+from .names import PARTITION_KEY, TTL_ATTRIBUTE, VERIFY_ENV
+
+#: Operation error codes (after botocore's retries) and ``CancellationReasons`` codes that mean
+#: "throttled or unavailable: retry later". The two vocabularies differ (``ThrottlingException``
+#: vs ``ThrottlingError``). A transaction still in progress under our token has an unknown outcome.
+_UNAVAILABLE = frozenset({
+    "ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded",
+    "InternalServerError", "ServiceUnavailable", "InternalFailure", "LimitExceededException",
+    "TransactionInProgressException", "ThrottlingError", "ProvisionedThroughputExceeded",
+})
+#: ``CancellationReasons`` codes of a transaction that DynamoDB refused as invalid.
+_REJECTED_REASONS = frozenset({"ValidationError", "ItemCollectionSizeLimitExceeded"})
+
+_ABSENT_CONDITION = f"attribute_not_exists({PARTITION_KEY}) OR #exp < :now"
+_TAKEOVER_CONDITION = "#st = :pending AND #ow = :previous AND #fp = :fp AND #le < :now_ms AND #exp >= :now"
+_OWNER_CONDITION = "#ow = :ow AND #st = :pending"
+_CHECKPOINT_CONDITION = "#ow = :ow AND #st = :pending AND attribute_not_exists(#cp.#step)"
+
+
+#: Set by Lambda during a function's init phase (``on-demand``, ``provisioned-concurrency``, ``snap-start``).
+INIT_PHASE_ENV = "AWS_LAMBDA_INITIALIZATION_TYPE"
+
+_SHARED: dict[str, DynamoStore] = {}
+
+
+class ClaimResult(Value):
+    """A successful claim: ``held`` is the record this owner now holds (with the checkpoints and
+    instance of a lapsed claim it took over, named by ``previous``)."""
+
+    __slots__ = ("held", "previous")
+
+    held: Record
+    previous: Record | None
+
+    def __init__(self, held: Record, previous: Record | None = None) -> None:
+        set_field(self, "held", held)
+        set_field(self, "previous", previous)
+
+
+def request_token(*parts: str) -> str:
+    """A ``ClientRequestToken`` (at most 36 characters) naming one logical transaction."""
+    import hashlib
+
+    return hashlib.sha256("|".join(parts).encode("utf-8")).hexdigest()[:32]
+
+
+class DynamoStore:
+    """The idempotency table. One instance per table, shared by every operation using it.
+
+    The boto3 client is created on first use (not at import) with botocore's
+    standard retry mode; pass ``client`` to bring your own. ``cache`` keeps this
+    container's completed records for replays with zero DynamoDB calls (engines
+    built on this store use it unless given their own); the store :meth:`from_env`
+    returns has one, a store constructed directly has none unless passed.
+    """
+
+    def __init__(self, table_name: str, *, client: Any = None, region_name: str | None = None,
+                 cache: RecordCache | None = None) -> None:
+        if not table_name:
+            raise ConfigurationError("DynamoStore needs a table name")
+        self.table_name = table_name
+        self.cache = cache
+        self._client = client
+        self._region = region_name
+
+    @classmethod
+    def from_env(cls) -> DynamoStore:
+        """The store named by ``RETRYSAFE_TABLE``, shared by every operation of this container.
+
+        In Lambda's init phase its client is created at once and it is registered for SnapStart's
+        runtime hooks (:mod:`retrysafe._snapstart`). It keeps a :class:`~retrysafe._cache.RecordCache`
+        (1024 records, 4 MiB of results) of the records this container completed or replayed: a replay
+        that lands on the same warm container is answered from memory.
+        """
+        name = table_name_from_env()
+        store = _SHARED.get(name)
+        if store is None:
+            store = cls(name, cache=RecordCache())
+            if os.environ.get(VERIFY_ENV, "").lower() in ("1", "true", "yes"):
+                store.verify()
+            if INIT_PHASE_ENV in os.environ:  # Lambda's init phase: the client exists before the first request
+                from . import _snapstart as snapstart
+
+                store.client  # noqa: B018
+                snapstart.register_snapstart(store)  # and before a SnapStart snapshot, without connections
+            _SHARED[name] = store
+        return store
+
+    def verify(self) -> None:
+        """Check at cold start that the table exists and is keyed by ``pk`` (one ``DescribeTable`` call).
+
+        Off by default (it costs a round trip and ``dynamodb:DescribeTable`` on every cold start);
+        ``RETRYSAFE_VERIFY_TABLE=true`` turns it on for :meth:`from_env`. Without it, a missing
+        table is a :class:`ConfigurationError` on the first request instead.
+        """
+        table = self._call("describe_table", TableName=self.table_name)["Table"]
+        keys = [(k["AttributeName"], k["KeyType"]) for k in table.get("KeySchema", [])]
+        if keys != [(PARTITION_KEY, "HASH")]:
+            raise ConfigurationError(
+                f"idempotency table {self.table_name!r} has key schema {keys}; retrysafe needs a table "
+                f"whose only key is the partition key {PARTITION_KEY!r} (string), as IdempotencyTable deploys it"
+            )
+
+    @property
+    def client(self) -> Any:
+        """The low-level DynamoDB client (created on first use; in Lambda's init phase by :meth:`from_env`).
+
+        The store's own client skips botocore's client-side parameter validation: every request
+        the store and the engine send is built here, and the test suite checks each shape against
+        botocore's service model (DynamoDB validates again). A client you pass keeps its own config.
+        """
+        if self._client is None:
+            import botocore.session
+            from botocore.config import Config
+
+            config = Config(retries={"mode": "standard", "max_attempts": 4}, connect_timeout=2, read_timeout=10,
+                            tcp_keepalive=True, parameter_validation=False)
+            self._client = botocore.session.Session().create_client("dynamodb", region_name=self._region,
+                                                                    config=config)
+        return self._client
+
+    # -- the record operations ---------------------------------------------
+    def claim(self, record: Record, now: float) -> ClaimResult:
+        """Claim-first mode: take the key with a lease, as ``record.owner``.
+
+        A new or expired key is claimed with one conditional ``PutItem`` that replaces
+        everything of a previous intent (its checkpoints included). A pending claim with
+        the same fingerprint whose lease lapsed (a crashed invocation) is taken over with
+        a second call that keeps its checkpoints and instance. A claim whose response was
+        lost finds its own owner token and holds the key. Raises :class:`RecordConflict`
+        with the current record when the key is taken.
+        """
+        try:
+            self._put_absent(record, now)
+            return ClaimResult(record)
+        except _ConditionFailed as failed:
+            current = failed.record
+        if current is not None and current.owner == record.owner:
+            return ClaimResult(current)  # our own claim: the response was lost and botocore retried
+        if (current is None or current.state != PENDING or current.fingerprint != record.fingerprint
+                or current.lease_remaining(now) > 0 or current.lease_until_ms is None):
+            raise RecordConflict(current)
+        return self._take_over(record, current, now)
+
+    def put_absent(self, record: Record, now: float) -> None:
+        """Atomic mode with nothing to write but the completed ``record``: one conditional ``PutItem``.
+
+        The key must be absent or expired, as for :meth:`commit` without ``owner``, but without a
+        transaction (transactional writes cost double). A ``PutItem`` carries no ``ClientRequestToken``:
+        a retry whose first attempt was applied meets its own record, which the :class:`RecordConflict`
+        carries (``ALL_OLD``) with ``record.owner``, the writer's token. Raises :class:`RecordConflict`,
+        :class:`TransactionRaced` (a concurrent transaction held the item), :class:`StoreUnavailableError`
+        or :class:`StoreRejectedError`.
+        """
+        try:
+            self._put_absent(record, now)
+        except _ConditionFailed as failed:
+            raise RecordConflict(failed.record) from None
+
+    def _put_absent(self, record: Record, now: float) -> None:
+        """``record`` where its key is absent or expired; raises :class:`_ConditionFailed` with the current item."""
+        self._call("put_item", TableName=self.table_name, Item=to_item(record),
+                   ConditionExpression=_ABSENT_CONDITION, ExpressionAttributeNames={"#exp": TTL_ATTRIBUTE},
+                   ExpressionAttributeValues={":now": {"N": str(int(now))}},
+                   ReturnValuesOnConditionCheckFailure="ALL_OLD")
+
+    def _take_over(self, record: Record, previous: Record, now: float) -> ClaimResult:
+        values: AttributeMap = {
+            ":pending": {"S": PENDING}, ":previous": {"S": previous.owner or ""}, ":fp": {"S": record.fingerprint},
+            ":ow": {"S": record.owner or ""}, ":le": {"N": str(record.lease_until_ms)},
+            ":now": {"N": str(int(now))}, ":now_ms": {"N": str(int(now * 1000))},
+        }
+        try:
+            response = self._call(
+                "update_item", TableName=self.table_name, Key={PARTITION_KEY: {"S": record.record_id}},
+                UpdateExpression="SET #ow = :ow, #le = :le", ConditionExpression=_TAKEOVER_CONDITION,
+                ExpressionAttributeNames={"#st": "st", "#ow": "ow", "#fp": "fp", "#le": "le", "#exp": TTL_ATTRIBUTE},
+                ExpressionAttributeValues=values, ReturnValues="ALL_NEW",
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )
+        except _ConditionFailed as failed:
+            if failed.record is not None and failed.record.owner == record.owner:
+                return ClaimResult(failed.record, previous)  # our own takeover, response lost
+            raise RecordConflict(failed.record) from None
+        return ClaimResult(from_item(response["Attributes"]), previous)
+
+    def commit(self, record: Record, actions: list[dict[str, Any]], now: float, owner: str | None = None,
+               token: str | None = None) -> None:
+        """Write the completed ``record`` together with ``actions`` in one ``TransactWriteItems``.
+
+        Without ``owner`` (atomic mode) the record must be absent or expired; with
+        it (claim-first) the record must still be pending under that owner.
+        ``record.owner`` (the writer's token) stays on the completed record, so a retry
+        whose first attempt was applied recognises its own write in the
+        :class:`RecordConflict`. ``token`` is the ``ClientRequestToken``.
+        Raises :class:`RecordConflict`, :class:`BusinessConditionFailedError`,
+        :class:`TransactionRaced`, :class:`StoreUnavailableError` or :class:`StoreRejectedError`.
+        """
+        put: dict[str, Any] = {"TableName": self.table_name, "Item": to_item(record),
+                               "ReturnValuesOnConditionCheckFailure": "ALL_OLD"}
+        if owner is None:
+            put["ConditionExpression"] = _ABSENT_CONDITION
+            put["ExpressionAttributeNames"] = {"#exp": TTL_ATTRIBUTE}
+            put["ExpressionAttributeValues"] = {":now": {"N": str(int(now))}}
+        else:
+            put["ConditionExpression"] = _OWNER_CONDITION
+            put["ExpressionAttributeNames"] = {"#ow": "ow", "#st": "st"}
+            put["ExpressionAttributeValues"] = {":ow": {"S": owner}, ":pending": {"S": PENDING}}
+        self.transact([{"Put": put}, *actions], record_first=True, token=token)
+
+    def transact(self, items: list[dict[str, Any]], *, record_first: bool = False, token: str | None = None) -> None:
+        """Run ``items`` as one ``TransactWriteItems`` (with ``token`` as its ``ClientRequestToken``).
+
+        With ``record_first`` a failed condition on the first action raises
+        :class:`RecordConflict`; a failed condition on any business action raises
+        :class:`BusinessConditionFailedError` with its index among those actions.
+        The other cancellation reasons: ``TransactionConflict`` raises
+        :class:`TransactionRaced`; ``ThrottlingError`` and ``ProvisionedThroughputExceeded``
+        :class:`StoreUnavailableError`; ``ValidationError`` and ``ItemCollectionSizeLimitExceeded``
+        :class:`StoreRejectedError` (:class:`TransactionTooLargeError` for an item over 400 KB).
+        """
+        if not items:
+            return
+        check_limits(items)
+        request: dict[str, Any] = {"TransactItems": items}
+        if token is not None:
+            request["ClientRequestToken"] = token
+        try:
+            self._call("transact_write_items", **request)
+        except _Cancelled as cancelled:
+            raise _cancellation(cancelled.reasons, record_first) from None
+
+    def checkpoint(self, record_id: str, owner: str, step: str, checkpoints: dict[str, Any],
+                   actions: list[dict[str, Any]], token: str | None = None) -> None:
+        """Save a claim's ``checkpoints`` (``step`` is the new one) with ``actions`` in one ``TransactWriteItems``.
+
+        The record must still be pending under ``owner`` and must not hold ``step`` yet:
+        raises :class:`RecordConflict` when fenced off, or when this very checkpoint was
+        already applied (the current record then holds ``step`` under ``owner``).
+        """
+        update = {"TableName": self.table_name, "Key": {PARTITION_KEY: {"S": record_id}}, "UpdateExpression": "SET #cp = :cp",
+                  "ConditionExpression": _CHECKPOINT_CONDITION,
+                  "ExpressionAttributeNames": {"#cp": "cp", "#ow": "ow", "#st": "st", "#step": step},
+                  "ExpressionAttributeValues": {":cp": encode_checkpoints(checkpoints), ":ow": {"S": owner},
+                                                ":pending": {"S": PENDING}},
+                  "ReturnValuesOnConditionCheckFailure": "ALL_OLD"}
+        self.transact([{"Update": update}, *actions], record_first=True, token=token)
+
+    def release(self, record_id: str, owner: str, *, keep_checkpoints: bool = False) -> tuple[bool, Record | None]:
+        """Free a pending claim held by ``owner`` so a retry runs again.
+
+        The claim is deleted; with ``keep_checkpoints`` (the claim holds, or may hold,
+        committed checkpoints) its lease is ended instead, so the next attempt with
+        the same fingerprint takes over at once and resumes after the last checkpoint.
+        Returns ``(True, None)`` when released, including a retried delete whose first
+        attempt was applied (nothing left); ``(False, current)`` when the record is no
+        longer this owner's pending claim (fenced off, or completed).
+        """
+        condition: dict[str, Any] = {
+            "ConditionExpression": _OWNER_CONDITION, "ExpressionAttributeNames": {"#ow": "ow", "#st": "st"},
+            "ExpressionAttributeValues": {":ow": {"S": owner}, ":pending": {"S": PENDING}},
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+        }
+        key = {PARTITION_KEY: {"S": record_id}}
+        try:
+            if keep_checkpoints:
+                condition["ExpressionAttributeNames"]["#le"] = "le"
+                condition["ExpressionAttributeValues"][":ended"] = {"N": "0"}
+                self._call("update_item", TableName=self.table_name, Key=key, UpdateExpression="SET #le = :ended",
+                           **condition)
+            else:
+                self._call("delete_item", TableName=self.table_name, Key=key, **condition)
+        except _ConditionFailed as failed:
+            return failed.record is None, failed.record
+        return True, None
+
+    def get(self, record_id: str) -> Record | None:
+        """Read a record with a consistent read (used only when waiting for an in-flight duplicate)."""
+        response = self._call("get_item", TableName=self.table_name, Key={PARTITION_KEY: {"S": record_id}}, ConsistentRead=True)
+        item = response.get("Item")
+        return from_item(item) if item else None
+
+    # -- error mapping -------------------------------------------------------
+    def _call(self, operation: str, **kwargs: Any) -> dict[str, Any]:
+        try:
+            result: dict[str, Any] = getattr(self.client, operation)(**kwargs)
+            return result
+        except Exception as error:
+            raise self._translate(error) from error
+
+    def _translate(self, error: Exception) -> Exception:
+        response = getattr(error, "response", None)
+        if not isinstance(response, dict):
+            from botocore.exceptions import BotoCoreError
+
+            if isinstance(error, BotoCoreError):  # connection errors, timeouts after retries
+                return StoreUnavailableError(f"DynamoDB unreachable after retries ({type(error).__name__})")
+            return error
+        code = response.get("Error", {}).get("Code", "")
+        if code == "ConditionalCheckFailedException":
+            item = response.get("Item")
+            return _ConditionFailed(from_item(item) if item else None)
+        if code == "TransactionCanceledException":
+            return _Cancelled(response.get("CancellationReasons") or [])
+        if code == "TransactionConflictException":
+            return TransactionRaced(str(error))
+        if code == "ResourceNotFoundException":
+            return ConfigurationError(
+                f"idempotency table {self.table_name!r} (or a table in the transaction) does not exist in this "
+                "account/region: check RETRYSAFE_TABLE and the function's region"
+            )
+        if code in ("AccessDeniedException", "UnrecognizedClientException"):
+            return ConfigurationError(f"no access to DynamoDB table {self.table_name!r}: {response['Error'].get('Message')}")
+        message = str(response.get("Error", {}).get("Message", ""))
+        if code == "ValidationException" and "size" in message.lower():
+            return TransactionTooLargeError(f"DynamoDB refused the transaction as too large: {message}")
+        if code in _UNAVAILABLE or response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) >= 500:
+            return StoreUnavailableError(f"DynamoDB unavailable after retries ({code})")
+        return StoreRejectedError(f"DynamoDB rejected the request ({code}): {message}")
+
+
+def _cancellation(reasons: list[dict[str, Any]], record_first: bool) -> Exception:
+    """The error for a cancelled transaction, from its ``CancellationReasons`` (one per action, in order)."""
+    business = reasons
+    if record_first:
+        first = reasons[0] if reasons else {}
+        if first.get("Code") == "ConditionalCheckFailed":
+            return RecordConflict(from_item(first["Item"]) if first.get("Item") else None)
+        business = reasons[1:]
+    for index, reason in enumerate(business):
+        if reason.get("Code") == "ConditionalCheckFailed":
+            return BusinessConditionFailedError(index, reason.get("Item"))
+    codes = {str(r.get("Code")) for r in reasons} - {"None"}
+    described = ", ".join(f"{r.get('Code')}: {r.get('Message', '')}" for r in reasons if r.get("Code") != "None")
+    for reason in reasons:
+        if reason.get("Code") == "ValidationError" and "size" in str(reason.get("Message", "")).lower():
+            return TransactionTooLargeError(f"DynamoDB cancelled the transaction: {described}")
+    if codes & _REJECTED_REASONS:
+        return StoreRejectedError(f"DynamoDB cancelled the transaction: {described}")
+    if codes & _UNAVAILABLE:
+        return StoreUnavailableError(f"DynamoDB cancelled the transaction: {described}")
+    if "TransactionConflict" in codes:
+        return TransactionRaced("a concurrent transaction touched the same items")
+    return StoreRejectedError(f"DynamoDB cancelled the transaction: {described or 'no reason given'}")
+
+
+class _ConditionFailed(Exception):
+    def __init__(self, record: Record | None) -> None:
+        self.record = record
+
+
+class _Cancelled(Exception):
+    def __init__(self, reasons: list[dict[str, Any]]) -> None:
+        self.reasons = reasons
+

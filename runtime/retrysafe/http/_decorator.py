@@ -1,0 +1,116 @@
+"""``@idempotent_http``: the HTTP contract for plain Lambda handlers behind API Gateway (REST v1, HTTP API v2)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Collection
+from typing import Any, Protocol, cast
+
+from .. import names
+from .._adapter import lambda_entry_point, takes_options
+from .._config import Mode
+from .._engine import Engine
+from .._store import DynamoStore
+from .._transaction import Transaction
+from ..errors import BusinessConditionFailedError
+from ._core import DEFAULT_REPLAY_HEADERS, HttpIdempotency, StoredResponse, to_proxy
+from ._tenant import TenantExtractor, default_tenant
+
+Handler = Callable[[Any, Any, Transaction], Any]
+
+
+class HttpLambdaHandler(Protocol):
+    """What ``@idempotent_http`` returns: the Lambda handler, with its :class:`HttpIdempotency` attached."""
+
+    idempotency: HttpIdempotency
+
+    def __call__(self, event: Any, context: Any) -> dict[str, Any]: ...
+
+
+@takes_options
+def idempotent_http(
+    func: Handler, /, *,
+    operation: str | None = None,
+    mode: Mode | str = Mode.ATOMIC,
+    header: str = names.IDEMPOTENCY_KEY_HEADER,
+    key_required: bool = True,
+    tenant: TenantExtractor | None = default_tenant,
+    fingerprint_query: Collection[str] | None = None,
+    replay_headers: Collection[str] = DEFAULT_REPLAY_HEADERS,
+    horizon_seconds: int | None = None,
+    wait_for_in_flight: float = 0.0,
+    on_state_conflict: Callable[[BusinessConditionFailedError, Any], Any] | None = None,
+    store: DynamoStore | None = None,
+    engine: Engine | None = None,
+) -> HttpLambdaHandler:
+    """Make an API Gateway Lambda handler idempotent (``@idempotent_http`` or ``@idempotent_http(option=...)``).
+
+    The handler receives a third argument, the :class:`~retrysafe.Transaction`
+    in which it buffers its DynamoDB writes and outbox events; they commit
+    with the completed record in one transaction. Configuration errors are
+    raised here, at cold start. The options (the same for
+    :class:`~retrysafe.IdempotencyMiddleware` and :class:`HttpIdempotency`):
+
+    - ``operation`` (default: the route, ``POST /orders``): a stable name of the operation.
+    - ``mode`` (default ``Mode.ATOMIC``, local writes only): ``Mode.CLAIM_FIRST`` when the
+      handler has foreign effects (``"atomic"`` / ``"claim_first"`` are accepted too).
+    - ``header`` (default ``Idempotency-Key``): the key header.
+    - ``key_required`` (default ``True``): refuse requests without a key (400); when ``False`` they run
+      without dedup, each as its own intent (its own ``derive_key()`` values and event ids).
+    - ``tenant`` (default :func:`default_tenant`): extractor of the authenticated tenant, ``None``
+      when the API has no tenants.
+    - ``fingerprint_query`` (default ``None``: all): query parameters that are part of the request's identity.
+    - ``replay_headers`` (default ``content-type``, ``location``, ``content-location``, ``etag``,
+      ``last-modified``): response headers stored and replayed besides status and body.
+    - ``horizon_seconds`` (default ``RETRYSAFE_RETRY_HORIZON_SECONDS``, else 7 days): record lifetime;
+      under 24 hours is refused.
+    - ``wait_for_in_flight`` (default ``0.0``): seconds to wait for an in-flight duplicate and replay
+      it instead of answering 409.
+    - ``on_state_conflict`` (default ``None``: 409 ``state-conflict``): ``(error, event) -> response``
+      called when a condition on one of the handler's own writes failed (nothing was committed).
+      Its response (same form as the handler's) is returned, not stored. Typical use: a late
+      replay, after its record expired, finds the business item whose id derives from the key
+      (``error.current``) and answers with it rather than creating a second one.
+    - ``store`` / ``engine`` (default ``DynamoStore.from_env()``, which keeps a record cache per
+      container): where records live; a store you construct caches only if given a ``RecordCache``.
+
+    Example::
+
+        @idempotent_http(operation="CreateOrder")
+        def handler(event, context, txn):
+            order_id = txn.derive_key("order")
+            txn.put({"pk": f"order#{order_id}", "total": 42}, table="orders")
+            return {"statusCode": 201, "body": json.dumps({"id": order_id})}
+    """
+    idempotency = HttpIdempotency(
+        operation=operation, mode=mode, header=header, key_required=key_required, tenant=tenant,
+        fingerprint_query=fingerprint_query, replay_headers=replay_headers, horizon_seconds=horizon_seconds,
+        wait_for_in_flight=wait_for_in_flight, on_state_conflict=on_state_conflict, store=store, engine=engine)
+
+    def wrapper(event: Any, context: Any) -> dict[str, Any]:
+        def call(txn: Transaction) -> tuple[StoredResponse, Any]:
+            original = func(event, context, txn)
+            return to_stored(original, idempotency), original
+
+        remaining = getattr(context, "get_remaining_time_in_millis", None)
+        answer = idempotency.handle(event, call, remaining, convert=lambda r: to_stored(r, idempotency))
+        return to_proxy(answer)
+
+    return cast(HttpLambdaHandler, lambda_entry_point(func, wrapper, idempotency=idempotency))
+
+
+def to_stored(response: Any, idempotency: HttpIdempotency) -> StoredResponse:
+    """Reduce a proxy-integration response (or an HTTP API v2 plain value) to what is stored."""
+    if isinstance(response, dict) and "statusCode" in response:
+        headers = dict(response.get("headers") or {})
+        for name, values in (response.get("multiValueHeaders") or {}).items():
+            if values and name not in headers:
+                headers[name] = values[0]
+        body = response.get("body")
+        if body is not None and not isinstance(body, str):
+            body = json.dumps(body)
+        return StoredResponse(int(response["statusCode"]), idempotency.select_headers(headers), body or "",
+                              bool(response.get("isBase64Encoded")))
+    # HTTP API v2 semantics: any other value is a 200 JSON body.
+    body = response if isinstance(response, str) else json.dumps(response)
+    return StoredResponse(200, {"Content-Type": "application/json"}, body)

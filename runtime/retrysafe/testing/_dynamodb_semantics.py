@@ -1,0 +1,207 @@
+"""DynamoDB's documented semantics in front of moto, for tests whose outcome depends on them.
+
+moto is the embedded DynamoDB and does almost everything right (expressions,
+types, conditions, ``ReturnValuesOnConditionCheckFailure``, streams), but it
+differs from DynamoDB exactly where idempotency lives:
+
+* its ``UpdateItem`` is not atomic under threads (the condition is evaluated,
+  then a bare item holding only the key is stored, then the update applied);
+* a cancelled ``TransactWriteItems`` restores a copy of the tables taken before
+  it started, losing a write another thread committed meanwhile;
+* it ignores ``ClientRequestToken``.
+
+:class:`DynamoSemantics` sits in front of it on a botocore client (through the
+client's :class:`~retrysafe.testing._boundary.Transport`, a ``before-send``
+handler that performs the real call itself) and gives what DynamoDB documents:
+
+* **each request atomic**: one lock (per process, shared by every installed
+  client) around every request, so requests interleave only between calls.
+  This works for in-process ``mock_aws`` and for moto's server on 127.0.0.1
+  when that server is only used through installed clients of this process;
+* **transactions all-or-nothing, no lost concurrent writes**: moto's rollback
+  is correct once nothing runs concurrently with it;
+* **ClientRequestToken idempotency** for :data:`TOKEN_WINDOW_SECONDS` after the
+  first successful request completed, by a controllable ``clock``: the same
+  token with the same parameters answers the first success again without
+  applying anything; with other parameters it is
+  ``IdempotentParameterMismatchException``. A request whose first attempt
+  failed (cancelled, throttled) is not remembered: the retry runs as new.
+  botocore generates a token for every ``TransactWriteItems`` that has none and
+  resends the same token when it retries, exactly as against DynamoDB.
+
+Faults (crashes, lost responses, throttling, cancellation reasons) are the
+business of :class:`~retrysafe.testing._boundary.Boundary`; they sit between
+the caller and this layer, as the network does.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Self
+
+from ..names import PARTITION_KEY, TTL_ATTRIBUTE
+from ._boundary import Transport, error_response, json_response
+
+#: How long DynamoDB remembers a successful ``ClientRequestToken``, after that request completed.
+TOKEN_WINDOW_SECONDS = 600.0
+
+#: One lock for the embedded DynamoDB of this process: requests are applied one at a time.
+_BACKEND_LOCK = threading.RLock()
+
+
+@dataclass(frozen=True)
+class _Token:
+    digest: str
+    completed_at: float
+    body: bytes
+
+
+class DynamoSemantics:
+    """The DynamoDB guarantees moto lacks, installed on one or more clients of one embedded DynamoDB.
+
+    ``clock`` decides the token window (give it the clock your engine uses).
+    """
+
+    def __init__(self, clock: Callable[[], float] = time.time, *,
+                 token_window_seconds: float = TOKEN_WINDOW_SECONDS) -> None:
+        self.clock = clock
+        self.token_window_seconds = token_window_seconds
+        self._tokens: dict[str, _Token] = {}
+        #: Requests answered from a remembered token (nothing applied), for assertions.
+        self.token_replays = 0
+
+    # -- installation ---------------------------------------------------------
+    def install(self, client: Any) -> Self:
+        """Serve every request of ``client`` through this layer (replaces another layer installed there)."""
+        Transport.of(client).server = self
+        return self
+
+    def uninstall(self, client: Any) -> None:
+        """Send ``client``'s requests straight to moto again."""
+        transport = Transport.of(client)
+        if transport.server is self:
+            transport.server = None
+        transport.release_if_idle()
+
+    @staticmethod
+    def of(client: Any) -> DynamoSemantics | None:
+        """The layer installed on ``client``, if any."""
+        server = Transport.of(client).server
+        return server if isinstance(server, DynamoSemantics) else None
+
+    @staticmethod
+    @contextmanager
+    def exclusive() -> Iterator[None]:
+        """Hold the embedded DynamoDB: no request is applied meanwhile (a scheduler's or a TTL sweeper's step)."""
+        with _BACKEND_LOCK:
+            yield
+
+    # -- serving ----------------------------------------------------------------
+    def serve(self, operation: str, params: Mapping[str, Any], send: Callable[[], Any]) -> tuple[Any, bool]:
+        """Apply one request atomically; returns the HTTP response and whether it applied anything new."""
+        with _BACKEND_LOCK:
+            token = params.get("ClientRequestToken") if operation == "TransactWriteItems" else None
+            if not token:
+                response = send()
+                return response, response.status_code < 300
+            digest = _digest({k: v for k, v in params.items() if k != "ClientRequestToken"})
+            now = self.clock()
+            known = self._tokens.get(str(token))
+            if known is not None and now - known.completed_at <= self.token_window_seconds:
+                if known.digest != digest:
+                    return error_response(400, "IdempotentParameterMismatchException",
+                                          "DynamoDB rejected the request because you retried a request with a "
+                                          "different payload but with an idempotent token that was already used."), False
+                self.token_replays += 1
+                return json_response(known.body), False
+            response = send()
+            if response.status_code < 300:
+                self._tokens[str(token)] = _Token(digest, now, bytes(response.content))
+            return response, response.status_code < 300
+
+    def forget_tokens(self) -> None:
+        """Forget every remembered token (a new embedded DynamoDB)."""
+        self._tokens.clear()
+
+
+def ttl_sweep(client: Any, table: str, now: float, *, attribute: str = TTL_ATTRIBUTE) -> list[str]:
+    """Delete what DynamoDB's TTL may delete at ``now``: items whose ``attribute`` is an epoch before it.
+
+    DynamoDB deletes expired items at some moment after their expiry (typically
+    within days), never before; calling this at any chosen moment is one
+    possible timing. Returns the ``pk`` of each deleted item. Each delete is
+    conditioned on the item still being expired (a concurrent rewrite wins).
+    """
+    deleted: list[str] = []
+    with DynamoSemantics.exclusive():
+        pages = client.get_paginator("scan").paginate(TableName=table, ConsistentRead=True,
+                                                      FilterExpression="#a < :now",
+                                                      ExpressionAttributeNames={"#a": attribute},
+                                                      ExpressionAttributeValues={":now": {"N": str(int(now))}})
+        for page in pages:
+            for item in page.get("Items", []):
+                key = {PARTITION_KEY: item[PARTITION_KEY]}
+                try:
+                    client.delete_item(TableName=table, Key=key, ConditionExpression="#a < :now",
+                                       ExpressionAttributeNames={"#a": attribute},
+                                       ExpressionAttributeValues={":now": {"N": str(int(now))}})
+                except client.exceptions.ConditionalCheckFailedException:
+                    continue
+                deleted.append(str(item[PARTITION_KEY].get("S")))
+    return deleted
+
+
+def instant_retries(client: Any) -> None:
+    """Keep botocore's own retry decisions for ``client`` (standard mode) but without sleeping or a retry quota.
+
+    botocore backs off up to seconds between attempts (randomly) and stops
+    retrying once a per-client quota is spent: both make a fault test slow and
+    dependent on history. What is retried, and how many times, is unchanged.
+    Raises ``TypeError`` when the client does not use the standard retry mode.
+    """
+    from botocore.retries import quota
+
+    handler = _standard_retry_handler(client)
+    handler._retry_policy._retry_backoff._random = lambda: 0.0  # no public knob for it
+    handler._retry_quota._quota = quota.RetryQuota(initial_capacity=2**62)
+
+
+def _refill_retry_quota(client: Any) -> None:
+    """Give ``client``'s standard-mode retry quota back its full capacity (other retry modes have none).
+
+    A client outlives a test (the store from the environment is shared): the timeouts and throttles an
+    earlier drill simulated would otherwise have spent the quota, and botocore would stop retrying in
+    a later, unrelated drill.
+    """
+    from botocore.retries import quota
+
+    try:
+        handler = _standard_retry_handler(client)
+    except TypeError:
+        return
+    spent = handler._retry_quota._quota
+    handler._retry_quota._quota = quota.RetryQuota(initial_capacity=spent._max_capacity)
+
+
+def _standard_retry_handler(client: Any) -> Any:
+    service = client.meta.service_model.service_id.hyphenize()
+    emitter = getattr(client.meta.events, "_emitter", None)
+    entry = getattr(emitter, "_unique_id_handlers", {}).get(f"retry-config-{service}")
+    handler = getattr(entry.get("handler") if entry else None, "__self__", None)
+    if handler is None or not hasattr(handler, "_retry_policy"):
+        raise TypeError("instant_retries needs a client in botocore's standard retry mode "
+                        "(Config(retries={'mode': 'standard', ...}))")
+    return handler
+
+
+def _digest(params: Mapping[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(params, sort_keys=True, default=repr).encode()).hexdigest()
+
+
+__all__ = ["TOKEN_WINDOW_SECONDS", "DynamoSemantics", "instant_retries", "ttl_sweep"]

@@ -1,0 +1,165 @@
+"""Lambda events and contexts for tests and drills.
+
+API Gateway proxy events (REST API v1 and HTTP API v2), SQS records and events (built by hand or from
+what ``ReceiveMessage`` returned), Step Functions task payloads, and a Lambda context whose remaining
+time is fixed, so that leases are predictable. The failure drills use them; so can your own tests::
+
+    from retrysafe.testing import DrillContext, http_event
+
+    response = handler(http_event({"amount": 42}, key="order-1"), DrillContext())
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from .. import names
+from ..names import IDEMPOTENCY_KEY_HEADER
+
+REGION = "eu-west-1"
+ACCOUNT = "123456789012"
+#: The ``Content-Type`` the event builders send with a JSON body (``content_type=None``: no header).
+JSON = "application/json"
+
+
+class DrillContext:
+    """The parts of the Lambda context retrysafe uses; the remaining time is fixed (leases are predictable)."""
+
+    def __init__(self, remaining_ms: int = 30_000, request_id: str | None = None) -> None:
+        self.remaining_ms = remaining_ms
+        self.aws_request_id = request_id or str(uuid.uuid4())
+        self.function_name = "drill-fn"
+        self.memory_limit_in_mb = 256
+        self.invoked_function_arn = f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:drill-fn"
+
+    def get_remaining_time_in_millis(self) -> int:
+        """Milliseconds until the simulated timeout."""
+        return self.remaining_ms
+
+
+def _request_headers(body: Any, raw_body: str | None, key: str | None, header: str, content_type: str | None,
+                     headers: Mapping[str, str] | None) -> tuple[dict[str, str], str | None]:
+    """The request's headers (``Content-Type`` first, the caller's, then the key) and its body text."""
+    all_headers = {"Content-Type": content_type} if content_type is not None else {}
+    all_headers.update(headers or {})
+    if key is not None:
+        all_headers[header] = key
+    text = raw_body if raw_body is not None else (None if body is None else json.dumps(body))
+    return all_headers, text
+
+
+def rest_event(body: Any = None, *, key: str | None = "key-1", tenant: str | None = "tenant-a",
+               method: str = "POST", resource: str = "/orders", path: str | None = None,
+               query: Mapping[str, str] | None = None, headers: Mapping[str, str] | None = None,
+               raw_body: str | None = None, base64: bool = False, content_type: str | None = JSON,
+               header: str = IDEMPOTENCY_KEY_HEADER) -> dict[str, Any]:
+    """A REST API (v1) proxy event, the tenant in a Cognito user pool authorizer's ``sub`` claim.
+
+    ``body`` is sent as JSON (``raw_body``: the body text as it is); ``key`` goes in the ``header``
+    header (``None``: no key); ``resource`` is the route template and ``path`` the concrete path
+    (default: the resource); ``tenant=None`` leaves the authorizer out.
+    """
+    all_headers, text = _request_headers(body, raw_body, key, header, content_type, headers)
+    return {
+        "resource": resource, "path": path or resource, "httpMethod": method, "headers": all_headers,
+        "multiValueHeaders": {k: [v] for k, v in all_headers.items()},
+        "queryStringParameters": dict(query) if query else None,
+        "multiValueQueryStringParameters": {k: [v] for k, v in query.items()} if query else None,
+        "pathParameters": None,
+        "requestContext": {"resourcePath": resource, "httpMethod": method, "stage": "prod",
+                           "requestId": str(uuid.uuid4()),
+                           "authorizer": {"claims": {"sub": tenant}} if tenant else None,
+                           "identity": {"sourceIp": "127.0.0.1", "userArn": None}},
+        "body": text, "isBase64Encoded": base64,
+    }
+
+
+def http_event(body: Any = None, *, key: str | None = "key-1", tenant: str | None = "tenant-a",
+               method: str = "POST", route: str = "/orders", query: Mapping[str, str] | None = None,
+               headers: Mapping[str, str] | None = None, raw_body: str | None = None, base64: bool = False,
+               content_type: str | None = JSON, header: str = IDEMPOTENCY_KEY_HEADER) -> dict[str, Any]:
+    """An HTTP API (v2) event, the tenant in a JWT authorizer's ``sub`` claim; header names in lower case.
+
+    The arguments mean what they mean for :func:`rest_event`; ``query`` becomes ``rawQueryString``
+    (as given, unencoded) and ``queryStringParameters``.
+    """
+    all_headers, text = _request_headers(body, raw_body, key, header, content_type, headers)
+    event: dict[str, Any] = {
+        "version": "2.0", "routeKey": f"{method} {route}", "rawPath": route,
+        "rawQueryString": "&".join(f"{k}={v}" for k, v in (query or {}).items()),
+        "headers": {k.lower(): v for k, v in all_headers.items()},
+        "requestContext": {"http": {"method": method, "path": route, "sourceIp": "127.0.0.1"},
+                           "routeKey": f"{method} {route}", "stage": "$default",
+                           "requestId": str(uuid.uuid4())},
+        "body": text, "isBase64Encoded": base64,
+    }
+    if query:
+        event["queryStringParameters"] = dict(query)
+    if tenant:
+        event["requestContext"]["authorizer"] = {"jwt": {"claims": {"sub": tenant}, "scopes": []}}
+    return event
+
+
+def api_event(body: str | None, *, headers: dict[str, str] | None = None, tenant: str | None = "tenant-a",
+              method: str = "POST", route: str = "/orders", version: str = "2.0",
+              base64: bool = False) -> dict[str, Any]:
+    """An API Gateway proxy event with exactly ``headers`` and the body text ``body``: HTTP API v2
+    (:func:`http_event`) or REST v1 (:func:`rest_event`)."""
+    if version == "2.0":
+        return http_event(raw_body=body, key=None, tenant=tenant, method=method, route=route, headers=headers,
+                          base64=base64, content_type=None)
+    return rest_event(raw_body=body, key=None, tenant=tenant, method=method, resource=route, headers=headers,
+                      base64=base64, content_type=None)
+
+
+def queue_arn(name: str) -> str:
+    """The ARN of the queue ``name`` in the test account and region."""
+    return f"arn:aws:sqs:{REGION}:{ACCOUNT}:{name}"
+
+
+def sqs_record(body: Any, *, message_id: str | None = None, attributes: dict[str, str] | None = None,
+               queue: str = "inbox", receive_count: int = 1, group: str | None = None) -> dict[str, Any]:
+    """One SQS record of a Lambda event (string message attributes only); ``group``: a FIFO message group."""
+    now = str(int(time.time() * 1000))
+    system = {"ApproximateReceiveCount": str(receive_count), "SentTimestamp": now, "SenderId": "AIDAEXAMPLE",
+              "ApproximateFirstReceiveTimestamp": now}
+    if group is not None:
+        system.update(MessageGroupId=group, SequenceNumber="1", MessageDeduplicationId=uuid.uuid4().hex)
+    return {
+        "messageId": message_id or str(uuid.uuid4()), "receiptHandle": uuid.uuid4().hex,
+        "body": body if isinstance(body, str) else json.dumps(body), "attributes": system,
+        "messageAttributes": {k: {"stringValue": v, "stringListValues": [], "binaryListValues": [],
+                                  "dataType": "String"} for k, v in (attributes or {}).items()},
+        "md5OfBody": "-", "eventSource": "aws:sqs", "eventSourceARN": queue_arn(queue), "awsRegion": REGION,
+    }
+
+
+def sqs_event(messages: Iterable[Mapping[str, Any]], queue: str) -> dict[str, Any]:
+    """The Lambda event for messages ``ReceiveMessage`` returned (with ``AttributeNames``/``MessageAttributeNames``
+    ``All`` to keep their receive count and attributes), as an SQS event source mapping delivers them."""
+    return {"Records": [{
+        "messageId": m["MessageId"], "receiptHandle": m["ReceiptHandle"], "body": m["Body"],
+        "attributes": m.get("Attributes", {}),
+        "messageAttributes": {k: {"stringValue": v.get("StringValue"), "stringListValues": [],
+                                  "binaryListValues": [], "dataType": v["DataType"]}
+                              for k, v in m.get("MessageAttributes", {}).items()},
+        "md5OfBody": m["MD5OfBody"], "eventSource": "aws:sqs", "eventSourceARN": queue_arn(queue),
+        "awsRegion": REGION,
+    } for m in messages]}
+
+
+def task_payload(task_input: Any, *, execution: str, state: str = "Task",
+                 state_machine: str = f"arn:aws:states:{REGION}:{ACCOUNT}:stateMachine:Drill",
+                 retry: int = 0) -> dict[str, Any]:
+    """The ``LambdaInvoke`` payload a state machine builds from its context object."""
+    return {names.TASK_EXECUTION: execution, names.TASK_STATE: state, names.TASK_STATE_MACHINE: state_machine,
+            names.TASK_RETRY_COUNT: retry, names.TASK_INPUT: task_input}
+
+
+
+__all__ = ["ACCOUNT", "JSON", "REGION", "DrillContext", "api_event", "http_event", "queue_arn", "rest_event",
+           "sqs_event", "sqs_record", "task_payload"]

@@ -1,0 +1,218 @@
+"""The webhook receiver: verify, dedupe, persist the receipt through the outbox, answer 202.
+
+Order of work for each request:
+
+1. the signature is verified before anything else; missing, malformed or
+   wrong: 401 problem+json, nothing written;
+2. the delivery's identity is what the provider signs: a digest of the body
+   for GitHub and the generic HMAC provider (their delivery, hook and event
+   headers are unsigned), the event id for Stripe, ``webhook-id`` for Standard
+   Webhooks. It is scoped by source (tenant) and, when the provider's hook is
+   configuration rather than an unsigned header, by hook. A captured body resent
+   with fresh unsigned ids is therefore a replay;
+3. the receipt (body, event name, ids) goes to the outbox inline when its
+   envelope fits the configured target, else the body is stored in S3 first
+   (a claim check, ``RETRYSAFE_CLAIM_CHECK_BUCKET``) and the envelope carries
+   the pointer; a body no configured path can carry is refused with 413 before
+   anything is written;
+4. the receipt is appended to the outbox in the engine's atomic transaction
+   together with the processed-delivery record and any writes of
+   ``on_receipt``: one ``TransactWriteItems``, before the 2xx;
+5. the answer is 202; a redelivery replays it without a new effect. Heavy work
+   runs downstream, from the outbox event (publisher -> queue -> consumer).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from .. import names
+from .._adapter import flushes_telemetry, wiring
+from .._claimcheck import ClaimCheck
+from .._config import Mode
+from .._engine import Completion, Engine, Intent
+from .._fingerprint import fingerprint
+from .._keys import Scope
+from .._observability import telemetry
+from .._store import DynamoStore
+from .._transaction import Transaction
+from ..errors import (
+    ConfigurationError,
+    MalformedRequestError,
+    PayloadTooLargeError,
+    RetrysafeError,
+    SignatureError,
+    StoreUnavailableError,
+    TransactionTooLargeError,
+)
+from ..http._core import HttpAnswer, StoredResponse, refusal, to_proxy
+from ..http._problem import Problem, problem_for
+from ..http._request import HttpRequest, parse_event
+from ._receipt import Receipt, metadata
+from ._signatures import NO_HOOK, PROVIDERS, Provider, body_digest
+
+#: Seconds a fetched secret is cached in the container (Powertools parameters cache).
+SECRET_MAX_AGE = 300
+#: The largest body accepted at all: Lambda's synchronous request payload limit (6 MB).
+DEFAULT_MAX_BODY_BYTES = 6 * 1024 * 1024
+
+SecretSource = Callable[[], Sequence[bytes]]
+
+
+def secret_from_env() -> SecretSource:
+    """Secrets from Secrets Manager (``RETRYSAFE_WEBHOOK_SECRET_ARN``) or SSM (``RETRYSAFE_WEBHOOK_SECRET_PARAMETER``).
+
+    Fetched through Powertools' parameters utility and cached per container for
+    :data:`SECRET_MAX_AGE` seconds. A value that is a JSON list of strings holds
+    several secrets (rotation).
+    """
+    arn, parameter = os.environ.get(names.WEBHOOK_SECRET_ARN_ENV), os.environ.get(names.WEBHOOK_SECRET_PARAMETER_ENV)
+    if bool(arn) == bool(parameter):
+        raise ConfigurationError(f"set exactly one of {names.WEBHOOK_SECRET_ARN_ENV} or {names.WEBHOOK_SECRET_PARAMETER_ENV}; webhook secrets "
+                                 "are never read from plain environment variables")
+
+    def load() -> Sequence[bytes]:
+        from aws_lambda_powertools.utilities import parameters
+
+        if arn:
+            value = parameters.get_secret(arn, max_age=SECRET_MAX_AGE)
+        else:
+            value = parameters.get_parameter(str(parameter), decrypt=True, max_age=SECRET_MAX_AGE)
+        return parse_secrets(value)
+
+    return load
+
+
+def parse_secrets(value: str | bytes) -> list[bytes]:
+    """One secret, or a JSON list of secrets (newest first)."""
+    text = value.decode("utf-8") if isinstance(value, bytes) else value
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        doc = None
+    if isinstance(doc, list) and doc and all(isinstance(s, str) and s for s in doc):
+        return [s.encode("utf-8") for s in doc]
+    if not text:
+        raise ConfigurationError("the webhook secret is empty")
+    return [text.encode("utf-8")]
+
+
+class WebhookReceiver:
+    """An API Gateway Lambda handler receiving one provider's webhooks.
+
+    ``provider``: :class:`~retrysafe.webhook.GitHub`, :class:`~retrysafe.webhook.Stripe`,
+    :class:`~retrysafe.webhook.StandardWebhooks`, :class:`~retrysafe.webhook.GenericHmac`
+    or your own. ``source``: the scope's tenant (default the provider's name).
+    ``secrets``: where the signing secrets come from (default :func:`secret_from_env`).
+    ``on_receipt(receipt, txn)``: optional light work committed in the receipt's
+    transaction (keep it quick; heavy work belongs behind the outbox).
+    ``claim_check``: where bodies too large for the outbox target go (default
+    ``RETRYSAFE_CLAIM_CHECK_BUCKET``; without one such bodies are refused with 413).
+    ``max_body_bytes``: refuse larger bodies outright (413).
+    """
+
+    def __init__(self, provider: Provider, *, source: str | None = None, secrets: SecretSource | None = None,
+                 on_receipt: Callable[[Receipt, Transaction], None] | None = None,
+                 max_body_bytes: int = DEFAULT_MAX_BODY_BYTES, horizon_seconds: int | None = None,
+                 claim_check: ClaimCheck | None = None, store: DynamoStore | None = None,
+                 engine: Engine | None = None) -> None:
+        self.provider = provider
+        self.source = source or provider.name
+        self.secrets = secrets or secret_from_env()
+        self.on_receipt = on_receipt
+        self.claim_check = claim_check if claim_check is not None else ClaimCheck.from_env()
+        self.max_body_bytes = max_body_bytes
+        self.retention, self.engine = wiring(horizon_seconds, store, engine)
+
+    @flushes_telemetry
+    def __call__(self, event: Any, context: Any = None) -> dict[str, Any]:
+        """Answer one delivery with a proxy response."""
+        try:
+            answer = self._receive(parse_event(event))
+        except RetrysafeError as error:
+            answer = refusal(error, _problem)
+        return to_proxy(answer)
+
+    def _receive(self, request: HttpRequest) -> HttpAnswer:
+        self._verify(request)
+        if len(request.body) > self.max_body_bytes:
+            raise PayloadTooLargeError(f"the delivery is {len(request.body)} bytes; the limit is {self.max_body_bytes}")
+        receipt = self._receipt(request)
+        payload = receipt.payload()
+        inline, why = receipt.fits_inline(payload)
+        if not inline:
+            if self.claim_check is None:
+                raise PayloadTooLargeError(f"{why}, and no claim-check bucket is configured for larger bodies")
+            payload = receipt.claim_check_payload(self._store_body(receipt))
+
+        def work(txn: Transaction) -> Completion:
+            txn.append_event(names.WEBHOOK_RECEIPT_EVENT, payload, aggregate_type=f"webhook:{receipt.source}",
+                             aggregate_id=receipt.key, once_per_key=True)
+            if self.on_receipt is not None:
+                self.on_receipt(receipt, txn)
+            body = json.dumps({"status": "accepted", "delivery": receipt.delivery_id})
+            return Completion(StoredResponse(202, {"Content-Type": "application/json"}, body).to_result())
+
+        scope_hook = receipt.hook if "hook" not in receipt.unsigned else NO_HOOK
+        intent = Intent(Scope(self.source, f"webhook/{scope_hook}", receipt.key),
+                        fingerprint(["webhook/v1", request.body]), Mode.ATOMIC, self.retention)
+        outcome = self.engine.execute(intent, work)
+        return HttpAnswer(StoredResponse.from_result(outcome.result), replayed=outcome.replayed)
+
+    def _store_body(self, receipt: Receipt) -> dict[str, Any]:
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        assert self.claim_check is not None
+        try:
+            return self.claim_check.put(receipt.object_key(), receipt.body)
+        except (BotoCoreError, ClientError) as error:  # nothing is recorded yet: the sender retries on 503
+            telemetry.logger.warning("webhook body not stored", extra={"error": type(error).__name__})
+            raise StoreUnavailableError("the webhook body could not be stored; retry the delivery", 5) from None
+
+    def _verify(self, request: HttpRequest) -> None:
+        try:
+            self.provider.verify(request, self.secrets())
+        except (ValueError, TypeError, UnicodeError) as error:  # a custom provider's parser choking on input
+            telemetry.logger.warning("webhook signature check raised", extra={"error": type(error).__name__})
+            raise SignatureError("the signature headers are malformed") from None
+
+    def _receipt(self, request: HttpRequest) -> Receipt:
+        unsigned = frozenset(getattr(self.provider, "unsigned", frozenset()))
+        dedupe = getattr(self.provider, "dedupe_key", None)
+        key = dedupe(request) if dedupe is not None else body_digest(request.body)
+        if not key:
+            raise MalformedRequestError("the delivery carries no id")
+        delivery = metadata(self.provider.delivery_id(request), key)
+        return Receipt(self.source, metadata(self.provider.hook(request), NO_HOOK), delivery,
+                       metadata(self.provider.event_name(request), "event"), request.body, key=key, unsigned=unsigned)
+
+
+def _problem(error: Exception) -> Problem | None:
+    if isinstance(error, SignatureError):
+        return Problem(401, "signature-invalid", "Webhook signature missing or invalid", str(error))
+    if isinstance(error, TransactionTooLargeError):
+        return Problem(413, "payload-too-large", "Webhook payload too large", str(error))
+    return problem_for(error)
+
+
+_default: WebhookReceiver | None = None
+
+
+def handler(event: Any, context: Any = None) -> dict[str, Any]:
+    """Lambda entry point configured from the environment.
+
+    ``RETRYSAFE_WEBHOOK_PROVIDER`` (``github`` (default), ``stripe``, ``standard`` or ``hmac``),
+    ``RETRYSAFE_WEBHOOK_SOURCE`` (default the provider's name), the secret
+    variables of :func:`secret_from_env`, ``RETRYSAFE_TABLE``, and
+    ``RETRYSAFE_CLAIM_CHECK_BUCKET`` / ``RETRYSAFE_OUTBOX_TARGET`` for large bodies.
+    """
+    global _default
+    if _default is None:
+        name = os.environ.get(names.WEBHOOK_PROVIDER_ENV) or "github"
+        if name not in PROVIDERS:
+            raise ConfigurationError(f"{names.WEBHOOK_PROVIDER_ENV}={name!r}: choose one of {', '.join(PROVIDERS)}")
+        _default = WebhookReceiver(PROVIDERS[name](), source=os.environ.get(names.WEBHOOK_SOURCE_ENV) or None)
+    return _default(event, context)

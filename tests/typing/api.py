@@ -1,0 +1,142 @@
+"""What mypy accepts and refuses of the public API's options (checked by ``make typecheck``, never run).
+
+Modelled on stamina's ``tests/typing/api.py``: each correct use must type-check, and each
+misspelled, mistyped or missing option must be a mypy error. The errors are silenced with
+``# type: ignore[<code>]`` and mypy runs with ``warn_unused_ignores``: the day a misspelling
+stops being an error, its ``type: ignore`` is unused and ``make typecheck`` fails.
+
+To cover a new decorator, add a block like the ones below: the bare form (when no option is
+required), the call form with every option, a misspelled option, a mistyped one, and the
+handler signature it refuses.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from retrysafe import (
+    DynamoStore,
+    Engine,
+    IdempotencyMiddleware,
+    Message,
+    Mode,
+    Transaction,
+    idempotent_http,
+    idempotent_sqs,
+    idempotent_task,
+    names,
+)
+from retrysafe.errors import BusinessConditionFailedError
+from retrysafe.http import HttpLambdaHandler, authorizer_tenant
+from retrysafe.sqs import SqsLambdaHandler
+from retrysafe.stepfunctions import TaskFunction
+from retrysafe.webhook import GitHub, Receipt, WebhookReceiver
+
+store = DynamoStore("idempotency")
+engine = Engine(store)
+
+
+def http_handler(event: Any, context: Any, txn: Transaction) -> dict[str, Any]:
+    return {"statusCode": 200, "body": ""}
+
+
+def record_handler(message: Message, txn: Transaction) -> None:
+    pass
+
+
+def on_conflict(error: BusinessConditionFailedError, event: Any) -> dict[str, Any]:
+    return {"statusCode": 200, "body": ""}
+
+
+# -- @idempotent_http -----------------------------------------------------------------------------
+
+@idempotent_http
+def bare_http(event: Any, context: Any, txn: Transaction) -> dict[str, Any]:
+    return {"statusCode": 200}
+
+
+@idempotent_http(operation="CreateOrder", mode=Mode.CLAIM_FIRST, header=names.IDEMPOTENCY_KEY_HEADER, key_required=False,
+                 tenant=authorizer_tenant(claims=("tenant_id",)), fingerprint_query=("page",),
+                 replay_headers=("location",), horizon_seconds=86_400 * 7, wait_for_in_flight=1.5,
+                 on_state_conflict=on_conflict, store=store, engine=engine)
+def every_http_option(event: Any, context: Any, txn: Transaction) -> dict[str, Any]:
+    return {"statusCode": 201}
+
+
+http_lambda: HttpLambdaHandler = idempotent_http(http_handler, mode="claim_first", tenant=None)
+idempotent_http()(http_handler)
+idempotent_http(http_handler, operaton="CreateOrder")  # type: ignore[call-overload]
+idempotent_http(operaton="CreateOrder")  # type: ignore[call-overload]
+idempotent_http(http_handler, mode=3)  # type: ignore[call-overload]
+idempotent_http(http_handler, wait_for_in_flight="1s")  # type: ignore[call-overload]
+idempotent_http(http_handler, "CreateOrder")  # type: ignore[call-overload]
+idempotent_http(record_handler)  # type: ignore[arg-type]  # an SQS record handler is not an HTTP handler
+sqs_not_http: SqsLambdaHandler = idempotent_http(http_handler)  # type: ignore[assignment]
+
+# -- IdempotencyMiddleware ------------------------------------------------------------------------
+
+IdempotencyMiddleware()
+IdempotencyMiddleware(operation="CreateOrder", mode="atomic", key_required=True, tenant=None,
+                      horizon_seconds=86_400, wait_for_in_flight=0.5, on_state_conflict=on_conflict, store=store)
+IdempotencyMiddleware(operaton="CreateOrder")  # type: ignore[call-arg]
+IdempotencyMiddleware(replay_headers=7)  # type: ignore[arg-type]
+IdempotencyMiddleware("CreateOrder")  # type: ignore[call-arg]  # options are keyword-only
+
+# -- @idempotent_sqs ------------------------------------------------------------------------------
+
+
+def key_of(record: Any, content: Any) -> str | None:
+    return None
+
+
+@idempotent_sqs(subscriber="billing")
+def consume(message: Message, txn: Transaction) -> None:
+    pass
+
+
+@idempotent_sqs(subscriber="billing", operation="Invoice", mode=Mode.CLAIM_FIRST, key=key_of, fifo=True,
+                visibility_timeout_seconds=30.0, horizon_seconds=86_400, store=store, engine=engine)
+def every_sqs_option(message: Message, txn: Transaction) -> None:
+    pass
+
+
+sqs_lambda: SqsLambdaHandler = idempotent_sqs(record_handler, subscriber="billing")
+idempotent_sqs(record_handler)  # type: ignore[call-overload]  # subscriber is required
+idempotent_sqs(record_handler, subscribr="billing")  # type: ignore[call-overload]
+idempotent_sqs(subscribr="billing")  # type: ignore[call-overload]
+idempotent_sqs(record_handler, subscriber="billing", operaton="Invoice")  # type: ignore[call-overload]
+idempotent_sqs(record_handler, subscriber="billing", fifo="yes")  # type: ignore[call-overload]
+idempotent_sqs(http_handler, subscriber="billing")  # type: ignore[arg-type]
+
+# -- @idempotent_task -----------------------------------------------------------------------------
+
+
+@idempotent_task
+def bare_task(task_input: Any, context: Any, txn: Transaction) -> Any:
+    return task_input
+
+
+@idempotent_task(tenant="payments", operation="Charge", horizon_seconds=86_400 * 30, lease_seconds=60.0,
+                 store=store, engine=engine)
+def every_task_option(task_input: Any, context: Any, txn: Transaction) -> Any:
+    return task_input
+
+
+task_lambda: TaskFunction = idempotent_task(http_handler, operation="Charge")
+idempotent_task(http_handler, lease="60")  # type: ignore[call-overload]
+idempotent_task(opration="Charge")  # type: ignore[call-overload]
+idempotent_task(http_handler, lease_seconds="60")  # type: ignore[call-overload]
+idempotent_task(record_handler)  # type: ignore[arg-type]
+
+# -- WebhookReceiver ------------------------------------------------------------------------------
+
+
+def on_receipt(receipt: Receipt, txn: Transaction) -> None:
+    pass
+
+
+WebhookReceiver(GitHub(), source="github", secrets=lambda: [b"secret"], on_receipt=on_receipt,
+                max_body_bytes=1 << 20, horizon_seconds=86_400, store=store, engine=engine)
+WebhookReceiver(GitHub(), sorce="github")  # type: ignore[call-arg]
+WebhookReceiver(GitHub(), max_body_bytes="1MB")  # type: ignore[arg-type]
+WebhookReceiver()  # type: ignore[call-arg]
