@@ -4,7 +4,8 @@
 - :class:`RetryHorizon` -- how long records must live, in named parts
 - :class:`IdempotentFunction` -- Lambda + runtime layer + least-privilege grants
 - :class:`IdempotentRestApi`, :class:`IdempotentHttpApi` -- API Gateway in front of idempotent functions
-- :class:`IdempotentQueueConsumer` -- SQS + DLQ + partial batch failures
+- :class:`IdempotentQueueConsumer` -- SQS + DLQ + partial batch failures (:class:`DeployedQueue`: an imported
+  queue's deployed settings)
 - :class:`Outbox`, :class:`OutboxPipe` -- stream -> EventBridge / SNS / SQS (Lambda publisher or Pipes)
 - :class:`WebhookReceiver` -- signed webhooks: receipt through the outbox to a queue and a worker
 - :class:`Dashboard` -- one CloudWatch dashboard for a service built from these constructs
@@ -28,14 +29,14 @@ from .function import IdempotentFunction, python_function
 from .horizon import RetryHorizon, queue_redelivery
 from .nag import acknowledge
 from .outbox import Outbox, OutboxPipe
-from .queue import IdempotentQueueConsumer
+from .queue import DeployedQueue, IdempotentQueueConsumer
 from .table import IdempotencyTable
 from .targets import OutboxTarget
 from .webhook import WebhookReceiver
 from .workflow import Compensation, Saga, SagaStep, idempotent_invoke, retry_policy, task_payload
 
 __all__ = [
-    "AlarmOptions", "Compensation", "Dashboard", "IdempotencyTable", "IdempotentFunction", "IdempotentHttpApi",
+    "AlarmOptions", "Compensation", "Dashboard", "DeployedQueue", "IdempotencyTable", "IdempotentFunction", "IdempotentHttpApi",
     "IdempotentQueueConsumer", "IdempotentRestApi", "Outbox", "OutboxPipe", "OutboxTarget", "RetryHorizon", "Saga",
     "SagaStep", "WebhookReceiver", "acknowledge", "idempotent_invoke", "python_function", "queue_redelivery",
     "retry_policy", "task_payload",

@@ -43,7 +43,7 @@ from .engine import Completion, Engine, Intent
 from .errors import ConfigurationError, InvalidInputError
 from .fingerprint import canonical_document, fingerprint, is_unicode, parse_json
 from .keys import Scope
-from .names import KEY_MESSAGE_ATTRIBUTE, VISIBILITY_TIMEOUT_ENV
+from .names import KEY_MESSAGE_ATTRIBUTE, SQS_OPERATION_ENV, VISIBILITY_TIMEOUT_ENV
 from .store import DynamoStore
 from .transaction import Transaction
 
@@ -170,7 +170,10 @@ class SqsConsumer:
         self.mode = Mode.parse(mode)
         self.handler = handler
         self.subscriber = subscriber
-        self.operation: str = operation or str(getattr(handler, "__name__", "consume"))
+        # The constructs name each deployed consumer (SQS_OPERATION_ENV), so a copied consumer with the same
+        # subscriber and handler name does not share (and acknowledge) the other's processed-message records.
+        self.operation: str = operation or os.environ.get(SQS_OPERATION_ENV) or str(getattr(handler, "__name__",
+                                                                                              "consume"))
         self.key = key or default_key()
         self.fifo = fifo
         self.lease_seconds = _visibility_timeout(visibility_timeout_seconds)
