@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import jsii
-from aws_cdk import CfnResource, Duration, IResolvable, IResolveContext, IResource, RemovalPolicy, Stack, Token
+from aws_cdk import Arn, ArnFormat, CfnResource, Duration, IResolvable, IResolveContext, RemovalPolicy, Stack, Token
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
@@ -47,8 +47,11 @@ def grant_key(grantee: iam.IGrantable, key: kms.IKey, actions: tuple[str, ...]) 
     return iam.Grant.add_to_principal(grantee=grantee, actions=list(actions), resource_arns=[key.key_arn])
 
 
-def _region(resource: IResource) -> str | None:
-    region = resource.env.region
+def _region(table: dynamodb.ITable) -> str | None:
+    """The table's region when known at synthesis: from its ARN when imported by one, else its stack's."""
+    region = table.env.region
+    if not Token.is_unresolved(table.table_arn):  # Table.from_table_arn keeps its stack's env, not the ARN's
+        region = Arn.split(table.table_arn, ArnFormat.SLASH_RESOURCE_NAME).region or region
     return None if Token.is_unresolved(region) else region
 
 
