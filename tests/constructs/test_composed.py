@@ -75,9 +75,11 @@ def test_pipe_variant_filters_bisects_and_dead_letters(template: Template, raw: 
     role_policy = next(v for k, v in raw["Resources"].items() if k.startswith("PipeRoleDefaultPolicy"))
     actions = sorted(a for s in role_policy["Properties"]["PolicyDocument"]["Statement"]
                      for a in (s["Action"] if isinstance(s["Action"], list) else [s["Action"]]))
+    # kms:Decrypt twice: the table's customer-managed key (its stream) and the topic's key (with GenerateDataKey)
     assert actions == ["dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator",
-                       "dynamodb:ListStreams", "kms:Decrypt", "kms:GenerateDataKey", "lambda:InvokeFunction", "sns:Publish",
-                       "sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:SendMessage"]
+                       "dynamodb:ListStreams", "kms:Decrypt", "kms:Decrypt", "kms:GenerateDataKey",
+                       "lambda:InvokeFunction", "sns:Publish", "sqs:GetQueueAttributes", "sqs:GetQueueUrl",
+                       "sqs:SendMessage"]
 
 
 def test_one_runtime_layer_shared_by_every_function_with_a_stable_hash(raw: dict[str, Any],
