@@ -3,7 +3,6 @@ actions and can be turned off one by one, API Gateway's account role follows the
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import aws_cdk as cdk
 import pytest
@@ -28,7 +27,6 @@ from retrysafe_cdk import (
     Outbox,
     OutboxTarget,
 )
-from retrysafe_cdk.layer import LAYER_PYTHON_ENV, compile_bytecode, matching_interpreter
 
 from .builders import inline_function, new_stack
 
@@ -129,17 +127,6 @@ def test_cloudwatch_role_follows_the_flag_and_is_never_created_twice() -> None:
     off = _api(unflagged, "Off", cloud_watch_role=False)
     assert off.account is None
     Template.from_stack(unflagged).resource_count_is("AWS::ApiGateway::Account", 1)
-
-
-def test_layer_bytecode_needs_the_functions_python(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    import sys
-
-    monkeypatch.setenv(LAYER_PYTHON_ENV, sys.executable)  # this interpreter is not the functions' 3.14
-    assert sys.version_info[:2] != (3, 14) and matching_interpreter() is None
-    (tmp_path / "mod.py").write_text("x = 1\n")
-    compile_bytecode(tmp_path, sys.executable)
-    assert [p.name for p in (tmp_path / "__pycache__").iterdir()] == [
-        f"mod.{sys.implementation.cache_tag}.pyc"]
 
 
 def test_dashboard_charts_what_on_call_opens_first(stack: cdk.Stack) -> None:
