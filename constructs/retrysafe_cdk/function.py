@@ -17,11 +17,11 @@ from retrysafe import names
 from constructs import Construct
 
 from . import snapstart
+from ._props import refuse_ignored, struct_values
 from .delegation import delegate
 from .horizon import HORIZON_ENV
 from .layer import RUNTIME, runtime_layer
 from .nag import acknowledge
-from ._props import refuse_ignored, struct_values
 from .table import KEY_WRITE_ACTIONS, RECORD_ACTIONS, IdempotencyTable, check_same_region, grant_key
 
 TABLE_ENV = names.TABLE_ENV

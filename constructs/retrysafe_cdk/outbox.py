@@ -19,8 +19,8 @@ from retrysafe import names
 
 from constructs import Construct
 
-from .alarms import AlarmOptions, add_alarm
 from ._props import refuse_ignored, struct_values
+from .alarms import AlarmOptions, add_alarm
 from .function import IdempotentFunction, python_function, with_defaults
 from .layer import runtime_layer
 from .nag import acknowledge

@@ -6,7 +6,17 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import jsii
-from aws_cdk import Arn, ArnFormat, CfnResource, Duration, IResolvable, IResolveContext, RemovalPolicy, Stack, Token
+from aws_cdk import (
+    Arn,
+    ArnFormat,
+    CfnResource,
+    Duration,
+    IResolvable,
+    IResolveContext,
+    RemovalPolicy,
+    Stack,
+    Token,
+)
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam

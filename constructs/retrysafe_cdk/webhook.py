@@ -22,8 +22,8 @@ from retrysafe import names
 
 from constructs import Construct, IValidation
 
-from .api import IdempotentHttpApi, IdempotentRestApi
 from ._props import refuse_ignored, struct_values
+from .api import IdempotentHttpApi, IdempotentRestApi
 from .function import IdempotentFunction, with_defaults
 from .nag import acknowledge
 from .queue import IdempotentQueueConsumer

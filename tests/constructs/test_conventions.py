@@ -3,7 +3,6 @@ actions and can be turned off one by one, API Gateway's account role follows the
 
 from __future__ import annotations
 
-
 import aws_cdk as cdk
 import pytest
 from aws_cdk import Duration
