@@ -45,8 +45,6 @@ def struct_values(props: object | None) -> dict[str, Any]:
     """The fields set on a jsii props struct (``lambda_.FunctionOptions(...)``), by their Python names."""
     if props is None:
         return {}
-    if isinstance(props, Mapping):
-        return dict(props)
     values = getattr(props, "_values", None)
     if not isinstance(values, dict):
         raise TypeError(f"expected a props struct (e.g. aws_lambda.FunctionOptions(...)), got {type(props).__name__}")

@@ -59,28 +59,27 @@ def _has_bad_request_response(api: apigw.RestApi) -> bool:
 class IdempotentRestApi(Construct):
     """A REST API (API Gateway v1) routing methods to :class:`IdempotentFunction` s.
 
-    Props:
-
-    - ``authorizer``: the authorizer every route uses (Lambda TOKEN/REQUEST or Cognito); the
-      runtime reads the tenant from its context/claims. Required unless ``iam_authorization``.
-    - ``iam_authorization``: use AWS_IAM instead (tenant = IAM caller). Default False.
-    - ``cors_origins``: allowed origins (default: no CORS). ``Idempotency-Key`` is an allowed header;
-      ``Idempotent-Replayed``, ``Retry-After`` and ``Location`` are exposed.
-    - ``throttling_rate_limit`` / ``throttling_burst_limit``: stage defaults 100 rps / 200.
-    - ``stage_name``: default ``prod``. ``log_retention``: access logs, default one month.
-    - ``cloud_watch_role``: create API Gateway's account-level CloudWatch Logs role (an
-      ``AWS::ApiGateway::Account``). Default: as CDK's ``@aws-cdk/aws-apigateway:disableCloudWatchRole``
-      feature flag says (set: none; the account must then already have the role, which execution
-      logging needs). Never a second one in a stack that already has one.
-    - ``existing_rest_api``: an ``apigateway.RestApi`` to add routes to instead of a new one. Its
-      stage, throttling, access logs and CORS are its own: passing ``cors_origins``, the throttling
-      props, ``stage_name``, ``log_retention`` or ``cloud_watch_role`` with it is refused, and no
-      log group is created. Several wrappers may share one API (each has its own validator).
-    - ``problem_json_bad_request``: add the API-wide ``BAD_REQUEST_PARAMETERS`` gateway response that
-      answers a missing ``Idempotency-Key`` with a 400 problem+json. It applies to every route of the
-      API (API Gateway has no per-method gateway responses). @default True for a new API, False with
-      ``existing_rest_api`` (the API's other routes keep their 400s; a missing key then gets API
-      Gateway's own 400 body). Never added twice: an API that already has that response keeps it.
+    :param authorizer: the authorizer every route uses (Lambda TOKEN/REQUEST or Cognito); the runtime
+        reads the tenant from its context/claims. Required unless ``iam_authorization``.
+    :param iam_authorization: use AWS_IAM instead (tenant = IAM caller). @default False.
+    :param cors_origins: allowed origins; ``Idempotency-Key`` is an allowed header, ``Idempotent-Replayed``,
+        ``Retry-After`` and ``Location`` are exposed. @default no CORS.
+    :param throttling_rate_limit: the stage's rate. @default 100 rps.
+    :param throttling_burst_limit: the stage's burst. @default 200.
+    :param stage_name: @default ``prod``.
+    :param log_retention: the access logs' retention. @default one month.
+    :param cloud_watch_role: create API Gateway's account-level CloudWatch Logs role (an
+        ``AWS::ApiGateway::Account``); never a second one in a stack that already has one. @default as CDK's
+        ``@aws-cdk/aws-apigateway:disableCloudWatchRole`` feature flag says (set: none; the account must then
+        already have the role, which execution logging needs).
+    :param existing_rest_api: an ``apigateway.RestApi`` to add routes to instead of a new one. Its stage,
+        throttling, access logs and CORS are its own: the props above are refused with it, and no log group
+        is created. Several wrappers may share one API (each has its own validator). @default a new API.
+    :param problem_json_bad_request: add the API-wide ``BAD_REQUEST_PARAMETERS`` gateway response that answers a
+        missing ``Idempotency-Key`` with a 400 problem+json. It applies to every route of the API (API Gateway
+        has no per-method gateway responses), and is never added twice: an API that already has that response
+        keeps it. @default True for a new API, False with ``existing_rest_api`` (the API's other routes keep
+        their 400s; a missing key then gets API Gateway's own 400 body).
 
     Every method gets request validation (body and parameters); routes that require a key
     declare the ``Idempotency-Key`` header, so a request without it is refused with a 400
@@ -199,11 +198,14 @@ class IdempotentRestApi(Construct):
 class IdempotentHttpApi(Construct):
     """An HTTP API (API Gateway v2) routing methods to :class:`IdempotentFunction` s.
 
-    Props: ``authorizer`` (an ``IHttpRouteAuthorizer``: JWT, Lambda or IAM; required, the tenant
-    comes from it), ``cors_origins`` (default none; ``Idempotency-Key`` allowed),
-    ``throttling_rate_limit`` / ``throttling_burst_limit`` (100 / 200), ``log_retention``;
-    ``existing_http_api``: an ``HttpApi`` to add routes to (its stage, throttling, access logs and
-    CORS are its own: passing those props with it is refused, and no log group is created).
+    :param authorizer: an ``IHttpRouteAuthorizer`` (JWT, Lambda or IAM; required: the tenant comes from it).
+    :param cors_origins: allowed origins (``Idempotency-Key`` allowed). @default no CORS.
+    :param throttling_rate_limit: @default 100 rps.
+    :param throttling_burst_limit: @default 200.
+    :param log_retention: the access logs' retention. @default one month.
+    :param existing_http_api: an ``HttpApi`` to add routes to (its stage, throttling, access logs and CORS are
+        its own: the props above are refused with it, and no log group is created). @default a new API.
+
     HTTP APIs have no request validation: the runtime answers a missing or malformed key with a
     400 problem+json. Attributes: ``http_api``, ``authorizer``, ``access_logs`` (None with
     ``existing_http_api``), ``url``.

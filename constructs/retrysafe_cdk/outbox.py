@@ -71,28 +71,29 @@ def _depth_alarm(scope: Construct, queue: sqs.IQueue, options: AlarmOptions) -> 
 class Outbox(Construct):
     """Publishes outbox events: stream -> publisher Lambda -> target, plus a scheduled sweeper.
 
-    Props:
+    The publisher may only update outbox items and read the stream; the sweeper may only query the
+    ``outbox-unpublished`` index and update items.
 
-    - ``table`` (required): the :class:`IdempotencyTable` (its NEW_IMAGE stream is enabled).
-    - ``target`` (required): an :class:`OutboxTarget` (bus, topic or queue).
-    - ``batch_size``: default 100. ``retry_attempts``: default 5 (then bisect-split batches
-      have been retried and the record goes to the on-failure queue).
-    - ``max_record_age``: default 24 h (at most 24 h: the stream's retention).
-    - ``existing_failure_queue``: the on-failure destination. @default a new encrypted queue
-      (``failure_queue_props``: its ``sqs.QueueProps``; default retention 14 days, SSE-SQS, TLS only).
-    - ``function_props``: ``lambda_.FunctionOptions`` for the publisher and the sweeper
-      (``memory_size``, ``vpc``, ``tracing``...). @default as :class:`IdempotentFunction`, with
-      timeouts of 60 s (publisher) and 2 minutes (sweeper).
-    - ``powertools_layer``, ``snap_start``: as :class:`IdempotentFunction` (with ``snap_start`` the
-      stream mapping and the schedule invoke the aliases). @default none, False.
-    - The publisher may only update outbox items and read the stream; the sweeper may only query
-      the ``outbox-unpublished`` index and update items.
-    - ``sweep_every``: default 5 minutes. ``sweep_after``: unpublished events older than this
-      are re-published by the sweeper (default 900 s).
-    - ``alarms``: default True (``PublisherErrorsAlarm``, ``IteratorAgeAlarm`` > 5 min,
-      ``FailureQueueAlarm`` depth >= 1, ``ParkedEventsAlarm``: ``OutboxEventParked`` >= 1, an event
-      the target refuses permanently; see ``python -m retrysafe.outbox.parked``); False for none, or
-      :class:`AlarmOptions` for actions and turning single alarms off.
+    :param table: the :class:`IdempotencyTable` (required; its NEW_IMAGE stream is enabled; one relay per table).
+    :param target: an :class:`OutboxTarget` (required): bus, topic or queue.
+    :param batch_size: stream records per invocation. @default 100.
+    :param retry_attempts: retries of a failing batch (bisected), then the on-failure queue. @default 5.
+    :param max_record_age: @default 24 h (at most 24 h: the stream's retention).
+    :param existing_failure_queue: the on-failure destination. @default a new queue (``failure_queue_props``).
+    :param failure_queue_props: the created failure queue's ``sqs.QueueProps``. @default retention 14 days,
+        SSE-SQS, TLS only. Refused with ``existing_failure_queue``.
+    :param sweep_every: @default 5 minutes.
+    :param sweep_after: unpublished events older than this are re-published by the sweeper. @default 900 s.
+    :param alarms: @default True (``PublisherErrorsAlarm``, ``IteratorAgeAlarm`` > 5 min, ``FailureQueueAlarm``
+        depth >= 1, ``ParkedEventsAlarm``: ``OutboxEventParked`` >= 1, an event the target refuses permanently;
+        see ``python -m retrysafe.outbox.parked``); False for none, or :class:`AlarmOptions` for actions and
+        turning single alarms off.
+    :param function_props: ``lambda_.FunctionOptions`` for the publisher and the sweeper (``memory_size``,
+        ``vpc``, ``tracing``...). @default as :class:`IdempotentFunction`, with timeouts of 60 s (publisher)
+        and 2 minutes (sweeper).
+    :param powertools_layer: as :class:`IdempotentFunction`. @default none.
+    :param snap_start: as :class:`IdempotentFunction`; the stream mapping and the schedule then invoke the
+        aliases. @default False.
 
     Attributes: ``table``, ``publisher``, ``sweeper``, ``failure_queue``, ``event_source``, ``schedule``, ``alarms``.
     """
@@ -176,14 +177,20 @@ class OutboxPipe(Construct):
     Pipes does not mark events published, so there is no sweeper: replay the failure queue instead.
     Consumers dedupe on the event id (``event_id``).
 
-    Props: ``table``, ``target`` (required; not a FIFO SNS topic, which Pipes cannot target);
-    ``batch_size`` (default 10, at most 10), ``retry_attempts`` (default 5), ``max_record_age``
-    (default 24 h), ``existing_failure_queue`` / ``failure_queue_props`` (as :class:`Outbox`),
-    ``enrichment_function_props`` (``lambda_.FunctionOptions`` of the enrichment function: memory,
-    VPC, tracing, reserved concurrency...; default timeout 30 s, otherwise as :class:`IdempotentFunction`),
-    ``enrichment_log_group_props`` (its log group; default one month, ``DESTROY``), ``message_group_id`` (FIFO SQS targets: a JSON
-    path into the envelope, default ``$.aggregate_id``; the deduplication id is ``$.event_id``),
-    ``alarms`` (default True: failure queue depth, id ``FailureQueueAlarm``; False or :class:`AlarmOptions`).
+    :param table: the :class:`IdempotencyTable` (required; one relay per table).
+    :param target: an :class:`OutboxTarget` (required; not a FIFO SNS topic, which Pipes cannot target).
+    :param batch_size: @default 10 (at most 10).
+    :param retry_attempts: @default 5.
+    :param max_record_age: @default 24 h (at most 24 h).
+    :param existing_failure_queue: the dead-letter destination. @default a new queue (``failure_queue_props``).
+    :param failure_queue_props: as :class:`Outbox`. Refused with ``existing_failure_queue``.
+    :param message_group_id: FIFO SQS targets: a JSON path into the envelope. @default ``$.aggregate_id``
+        (the deduplication id is ``$.event_id``).
+    :param alarms: @default True (failure queue depth, id ``FailureQueueAlarm``); False or :class:`AlarmOptions`.
+    :param enrichment_function_props: ``lambda_.FunctionOptions`` of the enrichment function (memory, VPC,
+        tracing, reserved concurrency...). @default timeout 30 s, otherwise as :class:`IdempotentFunction`.
+    :param enrichment_log_group_props: its log group's ``logs.LogGroupProps``. @default one month, ``DESTROY``.
+
     Attributes: ``pipe``, ``role``, ``enrichment`` (the function), ``failure_queue``, ``alarms``.
     """
 

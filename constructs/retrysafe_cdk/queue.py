@@ -76,15 +76,17 @@ class IdempotentQueueConsumer(Construct):
         redrive allowed (``redrive_allow_policy=RedriveAllowPolicy(redrive_permission=DENY_ALL)`` takes
         its retention out of the horizon).
     :param max_receive_count: receives before a message is dead-lettered. @default 5 (less is refused).
-    :param queue_logical_id: / ``dead_letter_queue_logical_id``: pin the created queues' logical ids
-        (moving or renaming this construct then keeps them). @default derived from the construct path.
+    :param queue_logical_id: pin the created queue's logical id (moving or renaming this construct then
+        keeps the queue). @default derived from the construct path.
+    :param dead_letter_queue_logical_id: the same for the created DLQ. @default derived from the construct path.
     :param operation: the operation the consumer's records are scoped by (with the handler's
         ``subscriber=``). @default this construct's path below its stack (``"InventoryQueue"``): pin it
         before moving or renaming the construct, or in-flight retries run again. An explicit
         ``operation=`` in the handler's decorator wins. Two consumers of one table with the same
         operation are refused.
-    :param batch_size: @default 10. ``max_batching_window``: @default none.
-    :param max_concurrency: @default 5 (2..1000).
+    :param batch_size: messages per invocation. @default 10.
+    :param max_batching_window: how long to gather a batch. @default none.
+    :param max_concurrency: concurrent invocations. @default 5 (2..1000).
     :param alarms: @default True (DLQ depth >= 1, id ``DlqDepthAlarm``); False, or :class:`AlarmOptions`.
 
     The queue's redelivery window is added to the table's :class:`RetryHorizon`, and its

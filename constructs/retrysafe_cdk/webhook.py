@@ -103,28 +103,32 @@ class WebhookReceiver(Construct):
     the receiver may put objects, the worker may read them, and ``@idempotent_sqs`` hands the
     worker the body inline after checking its SHA-256.
 
-    Props:
-
-    - ``table``, ``api``, ``worker`` (required): the table, the REST or HTTP API to add the public
-      route to, and the :class:`IdempotentFunction` doing the heavy work (``retrysafe.sqs.idempotent_sqs``).
-    - ``outbox_target`` (required): the table's outbox target; must be an event bus, and an
-      :class:`Outbox` or :class:`OutboxPipe` must publish the table to it (checked at synthesis).
-    - ``path``: default ``/webhooks/<provider>``. ``provider``: ``github`` (default), ``stripe``,
-      ``standard`` (Standard Webhooks; the secret holds the ``whsec_...`` value), ``hmac``.
-    - ``source``: the sender's name, scoping delivery ids (default: the provider).
-    - ``existing_secret``: a secret holding the signing secret. @default a new generated one
-      (set the same value at the provider).
-    - ``consumer_props``: :class:`IdempotentQueueConsumer` props for the work queue (e.g.
-      ``existing_queue``, ``max_concurrency``, ``alarms``). @default none.
-    - ``existing_bodies_bucket``: a bucket for large bodies. @default a new one (SSE-S3, TLS only, no
-      public access, ``RETAIN``; objects expire one day after the table's final retry horizon,
-      whatever is wired after the receiver). ``bodies_bucket_props``: other ``s3.BucketProps`` of the
-      created bucket. ``bodies_logical_id``: pin its logical id. Both refused with ``existing_bodies_bucket``.
-    - ``receiver_function_props``: ``lambda_.FunctionOptions`` of the receiver (memory, VPC, tracing,
-      reserved concurrency...). @default timeout 10 s, otherwise as :class:`IdempotentFunction`.
-      ``receiver_log_group_props``: its log group. @default one month, ``DESTROY``.
-    - ``snap_start``: Lambda SnapStart for the receiver. @default False (see :class:`IdempotentFunction`).
-      The route then invokes its alias. The worker's own setting is its own.
+    :param table: the :class:`IdempotencyTable` (required).
+    :param api: the :class:`IdempotentRestApi` or :class:`IdempotentHttpApi` to add the public route to (required).
+    :param worker: the :class:`IdempotentFunction` doing the heavy work (``retrysafe.sqs.idempotent_sqs``; required).
+    :param outbox_target: the table's outbox target (required); an event bus, which an :class:`Outbox` or
+        :class:`OutboxPipe` must publish the table to (checked at synthesis; the bus object and the same
+        bus imported by name count as one).
+    :param provider: ``github``, ``stripe``, ``standard`` (Standard Webhooks; the secret holds the
+        ``whsec_...`` value) or ``hmac``. @default ``github``.
+    :param path: @default ``/webhooks/<provider>``.
+    :param source: the sender's name, scoping delivery ids. @default the provider.
+    :param existing_secret: a secret holding the signing secret. @default a new generated one (set the same
+        value at the provider).
+    :param existing_bodies_bucket: a bucket for large bodies. @default a new one (SSE-S3, TLS only, no public
+        access, ``RETAIN``; objects expire one day after the table's final retry horizon, whatever is
+        wired after the receiver).
+    :param bodies_bucket_props: other ``s3.BucketProps`` of the created bucket. @default none. Refused with
+        ``existing_bodies_bucket``.
+    :param bodies_logical_id: pin the created bucket's logical id. @default derived from the construct path.
+        Refused with ``existing_bodies_bucket``.
+    :param consumer_props: :class:`IdempotentQueueConsumer` props for the work queue (e.g. ``existing_queue``,
+        ``max_concurrency``, ``alarms``, ``queue_logical_id``). @default none.
+    :param receiver_function_props: ``lambda_.FunctionOptions`` of the receiver (memory, VPC, tracing,
+        reserved concurrency...). @default timeout 10 s, otherwise as :class:`IdempotentFunction`.
+    :param receiver_log_group_props: the receiver's log group. @default one month, ``DESTROY``.
+    :param snap_start: Lambda SnapStart for the receiver (see :class:`IdempotentFunction`); the route then
+        invokes its alias. The worker's own setting is its own. @default False.
 
     Attributes: ``receiver``, ``secret``, ``rule``, ``consumer``, ``method`` (REST) / ``routes`` (HTTP),
     ``bodies``.

@@ -184,20 +184,18 @@ _SAGA_OWNED_PROPS = frozenset({"definition", "definition_body", "definition_subs
 class Saga(Construct):
     """A Standard state machine running idempotent steps in order, compensating completed ones on failure.
 
-    Props:
-
-    - ``steps`` (required): the :class:`SagaStep` list. Step *i*'s failure (an error in its
-      ``compensate_on``, after the retries) runs the compensations of steps *i-1* ... 0, then fails
-      the execution with the original error (caught errors are stored at ``$.error``).
-    - ``business_errors``: exception names the tasks raise as outcomes; never retried.
-    - ``timeout``: the execution timeout (default 1 hour); it is part of the retry horizon.
-    - ``include_execution_data``: log state inputs and outputs. @default False.
-    - ``existing_log_group``: a log group for the execution history. @default a new one
-      (``log_group_props``: its ``logs.LogGroupProps``; default retention one month, ``DESTROY``;
-      refused with ``existing_log_group``).
-    - ``state_machine_props``: any other ``sfn.StateMachine`` props (applied last), e.g.
-      ``state_machine_name`` or ``role``. The definition, type, timeout and logging are the
-      saga's own and are refused there.
+    :param steps: the :class:`SagaStep` list (required). Step *i*'s failure (an error in its ``compensate_on``,
+        after the retries) runs the compensations of steps *i-1* ... 0, then fails the execution with the
+        original error (caught errors are stored at ``$.error``).
+    :param business_errors: exception names the tasks raise as outcomes; never retried. @default none.
+    :param timeout: the execution timeout; it is part of the retry horizon. @default 1 hour.
+    :param include_execution_data: log state inputs and outputs. @default False.
+    :param existing_log_group: a log group for the execution history. @default a new one (``log_group_props``).
+    :param log_group_props: the created log group's ``logs.LogGroupProps``. @default retention one month,
+        ``DESTROY``. Refused with ``existing_log_group``.
+    :param state_machine_props: any other ``sfn.StateMachine`` props (applied last), e.g.
+        ``state_machine_name`` or ``role``. The definition, type, timeout and logging are the saga's own and
+        are refused there. @default none.
 
     Every task is built by :func:`idempotent_invoke`. The state machine logs ALL events to
     its own log group and is traced with X-Ray. Attributes: ``state_machine``, ``log_group``,
