@@ -24,6 +24,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -80,13 +81,17 @@ def pinned_wheel(pin: Pin, folder: Path) -> Path:
     wheel = folder / pin.wheel
     if not wheel.exists():
         folder.mkdir(parents=True, exist_ok=True)
-        done = subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:",
-                               "--dest", str(folder), f"{pin.name}=={pin.version}"],
-                              capture_output=True, text=True, timeout=300, check=False)
-        if done.returncode != 0 or not wheel.exists():
-            raise RuntimeError(f"cannot build the retrysafe layer: {pin.wheel} is not in {folder} and pip could not "
-                               f"download it ({done.stderr.strip()[-500:]}). Put the wheel there (or point "
-                               f"{WHEELS_ENV} at a folder that has it).")
+        # Into a private folder first, then renamed: a synthesis running in parallel never reads half a wheel.
+        with tempfile.TemporaryDirectory(dir=folder) as private:
+            done = subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
+                                   "--only-binary=:all:", "--dest", private, f"{pin.name}=={pin.version}"],
+                                  capture_output=True, text=True, timeout=300, check=False)
+            fetched = Path(private) / pin.wheel
+            if done.returncode != 0 or not fetched.exists():
+                raise RuntimeError(f"cannot build the retrysafe layer: {pin.wheel} is not in {folder} and pip could "
+                                   f"not download it ({done.stderr.strip()[-500:]}). Put the wheel there (or point "
+                                   f"{WHEELS_ENV} at a folder that has it).")
+            os.replace(fetched, wheel)
     digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
     if digest != pin.sha256:
         raise RuntimeError(f"cannot build the retrysafe layer: {wheel} has SHA-256 {digest}, the pin says "

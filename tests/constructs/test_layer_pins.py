@@ -64,3 +64,11 @@ def test_a_wheel_that_does_not_match_its_pin_is_refused(tmp_path: Path, monkeypa
     tampered = Pin(pin.name, pin.version, "0" * 64)
     with pytest.raises(RuntimeError, match=f"{pin.wheel} has SHA-256 {pin.sha256}, the pin says 0000"):
         pinned_wheel(tampered, tmp_path)
+
+
+def test_a_missing_wheel_is_fetched_once_into_the_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An empty cache (a clean clone): pip fetches the pinned wheel, checked against its SHA-256."""
+    (pin,) = [p for p in LAYER_PINS if p.name == "typing_extensions"]
+    wheel = pinned_wheel(pin, tmp_path)
+    assert wheel == tmp_path / pin.wheel and hashlib.sha256(wheel.read_bytes()).hexdigest() == pin.sha256
+    assert sorted(p.name for p in tmp_path.iterdir()) == [pin.wheel]  # no download folder left behind
