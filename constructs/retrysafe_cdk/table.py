@@ -213,7 +213,8 @@ class IdempotencyTable(Construct):
             refuse_ignored(self, "existing_table", existing_table,
                            {"table_props": table_props, "logical_id": logical_id, "removal_policy": removal_policy,
                             "encryption_key": encryption_key, "stream": stream or None},
-                           "set them on that table (its key is table.encryption_key, its stream "
+                           "set them on that table (a customer-managed key is read from the table: for an imported "
+                           "one, Table.from_table_attributes(..., encryption_key=key); its stream: "
                            "stream=StreamViewType.NEW_IMAGE)")
         self.horizon = horizon or RetryHorizon()
         self.record_ttl_seconds = int(record_ttl.to_seconds()) if record_ttl is not None else None
