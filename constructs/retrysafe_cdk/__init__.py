@@ -5,7 +5,7 @@
 - :class:`IdempotentFunction` -- Lambda + runtime layer + least-privilege grants
 - :class:`IdempotentRestApi`, :class:`IdempotentHttpApi` -- API Gateway in front of idempotent functions
 - :class:`IdempotentQueueConsumer` -- SQS + DLQ + partial batch failures (:class:`DeployedQueue`: an imported
-  queue's deployed settings)
+  queue's deployed settings; :class:`QueueConsumerProps`: its props, typed, for constructs that build one)
 - :class:`Outbox`, :class:`OutboxPipe` -- stream -> EventBridge / SNS / SQS (Lambda publisher or Pipes)
 - :class:`WebhookReceiver` -- signed webhooks: receipt through the outbox to a queue and a worker
 - :class:`Dashboard` -- one CloudWatch dashboard for a service built from these constructs
@@ -29,15 +29,15 @@ from .function import IdempotentFunction, python_function
 from .horizon import RetryHorizon, queue_redelivery
 from .nag import acknowledge
 from .outbox import Outbox, OutboxPipe
-from .queue import DeployedQueue, IdempotentQueueConsumer
+from .queue import DeployedQueue, IdempotentQueueConsumer, QueueConsumerProps
 from .table import IdempotencyTable
 from .targets import OutboxTarget
 from .webhook import WebhookReceiver
 from .workflow import Compensation, Saga, SagaStep, idempotent_invoke, retry_policy, task_payload
 
 __all__ = [
-    "AlarmOptions", "Compensation", "Dashboard", "DeployedQueue", "IdempotencyTable", "IdempotentFunction", "IdempotentHttpApi",
-    "IdempotentQueueConsumer", "IdempotentRestApi", "Outbox", "OutboxPipe", "OutboxTarget", "RetryHorizon", "Saga",
-    "SagaStep", "WebhookReceiver", "acknowledge", "idempotent_invoke", "python_function", "queue_redelivery",
+    "AlarmOptions", "Compensation", "Dashboard", "DeployedQueue", "IdempotencyTable", "IdempotentFunction",
+    "IdempotentHttpApi", "IdempotentQueueConsumer", "IdempotentRestApi", "Outbox", "OutboxPipe", "OutboxTarget",
+    "QueueConsumerProps", "RetryHorizon", "Saga", "SagaStep", "WebhookReceiver", "acknowledge", "idempotent_invoke", "python_function", "queue_redelivery",
     "retry_policy", "task_payload",
 ]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 from aws_cdk import Duration, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
@@ -46,6 +46,25 @@ class DeployedQueue:
     retention_period: Duration = SQS_MAX_RETENTION
     dlq_retention_period: Duration = SQS_MAX_RETENTION
     allow_redrive: bool = True
+
+
+class QueueConsumerProps(TypedDict, total=False):
+    """:class:`IdempotentQueueConsumer` props other than ``function``, for constructs that build one (typed:
+    a misspelled key is a type error). Each one is documented, with its default, on the consumer."""
+
+    existing_queue: sqs.IQueue
+    existing_queue_settings: DeployedQueue
+    queue_props: sqs.QueueProps
+    existing_dead_letter_queue: sqs.IQueue
+    dead_letter_queue_props: sqs.QueueProps
+    max_receive_count: int
+    queue_logical_id: str
+    dead_letter_queue_logical_id: str
+    operation: str
+    batch_size: int
+    max_batching_window: Duration
+    max_concurrency: int
+    alarms: bool | AlarmOptions
 
 
 def stack_relative_path(scope: Construct) -> str:

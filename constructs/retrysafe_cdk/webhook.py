@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
-from typing import Any
 
 import jsii
 from aws_cdk import CfnElement, Duration, IResolvable, IResolveContext, RemovalPolicy, Stack, Token
@@ -26,7 +24,7 @@ from ._props import refuse_ignored, struct_values
 from .api import IdempotentHttpApi, IdempotentRestApi
 from .function import IdempotentFunction, with_defaults
 from .nag import acknowledge
-from .queue import IdempotentQueueConsumer
+from .queue import IdempotentQueueConsumer, QueueConsumerProps
 from .table import IdempotencyTable
 from .targets import OutboxTarget
 
@@ -122,8 +120,8 @@ class WebhookReceiver(Construct):
         ``existing_bodies_bucket``.
     :param bodies_logical_id: pin the created bucket's logical id. @default derived from the construct path.
         Refused with ``existing_bodies_bucket``.
-    :param consumer_props: :class:`IdempotentQueueConsumer` props for the work queue (e.g. ``existing_queue``,
-        ``max_concurrency``, ``alarms``, ``queue_logical_id``). @default none.
+    :param consumer_props: :class:`IdempotentQueueConsumer` props for the work queue (a :class:`QueueConsumerProps` (e.g. ``existing_queue``,
+        ``max_concurrency``, ``alarms``, ``queue_logical_id``)). @default none.
     :param receiver_function_props: ``lambda_.FunctionOptions`` of the receiver (memory, VPC, tracing,
         reserved concurrency...). @default timeout 10 s, otherwise as :class:`IdempotentFunction`.
     :param receiver_log_group_props: the receiver's log group. @default one month, ``DESTROY``.
@@ -140,7 +138,7 @@ class WebhookReceiver(Construct):
                  path: str | None = None, source: str | None = None,
                  existing_secret: secretsmanager.ISecret | None = None,
                  existing_bodies_bucket: s3.IBucket | None = None, bodies_bucket_props: s3.BucketProps | None = None,
-                 bodies_logical_id: str | None = None, consumer_props: Mapping[str, Any] | None = None,
+                 bodies_logical_id: str | None = None, consumer_props: QueueConsumerProps | None = None,
                  receiver_function_props: lambda_.FunctionOptions | None = None,
                  receiver_log_group_props: logs.LogGroupProps | None = None, snap_start: bool = False) -> None:
         super().__init__(scope, construct_id)
@@ -171,7 +169,7 @@ class WebhookReceiver(Construct):
             self.method = api.add_route("POST", route, self.receiver, key_required=False, public=True)
         else:
             self.routes = api.add_route("POST", route, self.receiver, public=True)
-        self.consumer = IdempotentQueueConsumer(self, "Work", function=worker, **dict(consumer_props or {}))
+        self.consumer = IdempotentQueueConsumer(self, "Work", function=worker, **(consumer_props or {}))
         self.rule = events.Rule(
             self, "ReceiptRule", event_bus=outbox_target.bus,
             event_pattern=events.EventPattern(source=[outbox_target.event_source], detail_type=[RECEIPT_EVENT],
