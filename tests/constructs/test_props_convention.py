@@ -18,6 +18,7 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sqs as sqs
+from retrysafe import names
 from retrysafe_cdk import (
     IdempotencyTable,
     IdempotentFunction,
@@ -144,5 +145,5 @@ def test_every_other_lambda_setting_passes_through_function_props() -> None:
     props = stack.resolve(fn.function.node.default_child._cfn_properties)  # type: ignore[union-attr]
     assert (props["memorySize"], props["timeout"], props["description"], props["reservedConcurrentExecutions"]) == (
         2048, 25, "mine", 4)
-    assert props["environment"]["variables"]["MINE"] == "1" and "RETRYSAFE_TABLE" in props["environment"]["variables"]
+    assert props["environment"]["variables"]["MINE"] == "1" and names.TABLE_ENV in props["environment"]["variables"]
     assert fn.timeout.to_seconds() == 25
