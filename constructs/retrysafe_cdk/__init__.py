@@ -4,7 +4,8 @@
 - :class:`RetryHorizon` -- how long records must live, in named parts
 - :class:`IdempotentFunction` -- Lambda + runtime layer + least-privilege grants
 - :class:`IdempotentRestApi`, :class:`IdempotentHttpApi` -- API Gateway in front of idempotent functions
-- :class:`IdempotentQueueConsumer` -- SQS + DLQ + partial batch failures
+- :class:`IdempotentQueueConsumer` -- SQS + DLQ + partial batch failures (:class:`DeployedQueue`: an imported
+  queue's deployed settings; :class:`QueueConsumerProps`: its props, typed, for constructs that build one)
 - :class:`IdempotentEventRule` -- an EventBridge rule target with retries and a DLQ
 - :class:`IdempotentStreamConsumer` -- Kinesis or DynamoDB Streams, shard order, partial batch failures
 - :class:`IdempotentTopicSubscription` -- an SNS subscription with a DLQ
@@ -32,7 +33,7 @@ from .function import IdempotentFunction, python_function
 from .horizon import RetryHorizon, queue_redelivery
 from .nag import acknowledge
 from .outbox import Outbox, OutboxPipe
-from .queue import IdempotentQueueConsumer
+from .queue import DeployedQueue, IdempotentQueueConsumer, QueueConsumerProps
 from .sns import IdempotentTopicSubscription
 from .streams import IdempotentStreamConsumer
 from .table import IdempotencyTable
@@ -41,9 +42,9 @@ from .webhook import WebhookReceiver
 from .workflow import Compensation, Saga, SagaStep, idempotent_invoke, retry_policy, task_payload
 
 __all__ = [
-    "AlarmOptions", "Compensation", "Dashboard", "IdempotencyTable", "IdempotentEventRule", "IdempotentFunction",
-    "IdempotentHttpApi", "IdempotentQueueConsumer", "IdempotentRestApi", "IdempotentStreamConsumer",
-    "IdempotentTopicSubscription", "Outbox", "OutboxPipe", "OutboxTarget", "RetryHorizon", "Saga", "SagaStep",
-    "WebhookReceiver", "acknowledge", "idempotent_invoke", "python_function", "queue_redelivery", "retry_policy",
-    "task_payload",
+    "AlarmOptions", "Compensation", "Dashboard", "DeployedQueue", "IdempotencyTable", "IdempotentEventRule",
+    "IdempotentFunction", "IdempotentHttpApi", "IdempotentQueueConsumer", "IdempotentRestApi",
+    "IdempotentStreamConsumer", "IdempotentTopicSubscription", "Outbox", "OutboxPipe", "OutboxTarget",
+    "QueueConsumerProps", "RetryHorizon", "Saga", "SagaStep", "WebhookReceiver", "acknowledge", "idempotent_invoke",
+    "python_function", "queue_redelivery", "retry_policy", "task_payload",
 ]

@@ -17,6 +17,7 @@ from retrysafe import names
 
 from constructs import Construct
 
+from ._props import refuse_ignored
 from .function import IdempotentFunction
 from .nag import acknowledge
 
@@ -47,38 +48,51 @@ def _creates_cloudwatch_role(scope: Construct, explicit: bool | None) -> bool:
                                     for c in stack.node.find_all())
 
 
+def _has_bad_request_response(api: apigw.RestApi) -> bool:
+    """Whether the API already has a ``BAD_REQUEST_PARAMETERS`` gateway response (from anyone in the app)."""
+    stack = Stack.of(api)
+    api_id = stack.resolve(api.rest_api_id)
+    return any(isinstance(c, apigw.CfnGatewayResponse) and c.response_type == "BAD_REQUEST_PARAMETERS"
+               and stack.resolve(c.rest_api_id) == api_id for c in stack.node.find_all())
+
+
 class IdempotentRestApi(Construct):
     """A REST API (API Gateway v1) routing methods to :class:`IdempotentFunction` s.
 
-    Props:
-
-    - ``authorizer``: the authorizer every route uses (Lambda TOKEN/REQUEST or Cognito); the
-      runtime reads the tenant from its context/claims. Required unless ``iam_authorization``.
-    - ``iam_authorization``: use AWS_IAM instead (tenant = IAM caller). Default False.
-    - ``cors_origins``: allowed origins (default: no CORS). ``Idempotency-Key`` is an allowed header;
-      ``Idempotent-Replayed``, ``Retry-After`` and ``Location`` are exposed.
-    - ``throttling_rate_limit`` / ``throttling_burst_limit``: stage defaults 100 rps / 200.
-    - ``stage_name``: default ``prod``. ``log_retention``: access logs, default one month.
-    - ``cloud_watch_role``: create API Gateway's account-level CloudWatch Logs role (an
-      ``AWS::ApiGateway::Account``). Default: as CDK's ``@aws-cdk/aws-apigateway:disableCloudWatchRole``
-      feature flag says (set: none; the account must then already have the role, which execution
-      logging needs). Never a second one in a stack that already has one.
-    - ``rest_api``: an existing ``apigateway.RestApi`` to add routes to instead of a new one. Its
-      stage, throttling, access logs and CORS are its own: passing ``cors_origins``, the throttling
-      props, ``stage_name``, ``log_retention`` or ``cloud_watch_role`` with it is refused, and no
-      log group is created.
+    :param authorizer: the authorizer every route uses (Lambda TOKEN/REQUEST or Cognito); the runtime
+        reads the tenant from its context/claims. Required unless ``iam_authorization``.
+    :param iam_authorization: use AWS_IAM instead (tenant = IAM caller). @default False.
+    :param cors_origins: allowed origins; ``Idempotency-Key`` is an allowed header, ``Idempotent-Replayed``,
+        ``Retry-After`` and ``Location`` are exposed. @default no CORS.
+    :param throttling_rate_limit: the stage's rate. @default 100 rps.
+    :param throttling_burst_limit: the stage's burst. @default 200.
+    :param stage_name: @default ``prod``.
+    :param log_retention: the access logs' retention. @default one month.
+    :param cloud_watch_role: create API Gateway's account-level CloudWatch Logs role (an
+        ``AWS::ApiGateway::Account``); never a second one in a stack that already has one. @default as CDK's
+        ``@aws-cdk/aws-apigateway:disableCloudWatchRole`` feature flag says (set: none; the account must then
+        already have the role, which execution logging needs).
+    :param existing_rest_api: an ``apigateway.RestApi`` to add routes to instead of a new one. Its stage,
+        throttling, access logs and CORS are its own: the props above are refused with it, and no log group
+        is created. Several wrappers may share one API (each has its own validator). @default a new API.
+    :param problem_json_bad_request: add the API-wide ``BAD_REQUEST_PARAMETERS`` gateway response that answers a
+        missing ``Idempotency-Key`` with a 400 problem+json. It applies to every route of the API (API Gateway
+        has no per-method gateway responses), and is never added twice: an API that already has that response
+        keeps it. @default True for a new API, False with ``existing_rest_api`` (the API's other routes keep
+        their 400s; a missing key then gets API Gateway's own 400 body).
 
     Every method gets request validation (body and parameters); routes that require a key
     declare the ``Idempotency-Key`` header, so a request without it is refused with a 400
-    problem+json at the gateway. Attributes: ``rest_api``, ``access_logs`` (None with ``rest_api``),
-    ``validator``, ``url``, ``cloud_watch_role`` and ``account`` (None unless this API created them).
+    at the gateway. Attributes: ``rest_api``, ``access_logs`` (None with ``existing_rest_api``),
+    ``validator``, ``bad_request_response`` (None unless this wrapper added it), ``url``, ``cloud_watch_role`` and ``account`` (None unless this API created them).
     """
 
     def __init__(self, scope: Construct, construct_id: str, *, authorizer: apigw.IAuthorizer | None = None,
                  iam_authorization: bool = False, cors_origins: Sequence[str] = (),
                  throttling_rate_limit: int | None = None, throttling_burst_limit: int | None = None,
                  stage_name: str | None = None, log_retention: logs.RetentionDays | None = None,
-                 cloud_watch_role: bool | None = None, rest_api: apigw.RestApi | None = None) -> None:
+                 cloud_watch_role: bool | None = None, existing_rest_api: apigw.RestApi | None = None,
+                 problem_json_bad_request: bool | None = None) -> None:
         super().__init__(scope, construct_id)
         if (authorizer is None) == (not iam_authorization):
             raise ValueError(f"{self.node.path}: pass exactly one of authorizer=... (the tenant comes from it) or "
@@ -89,27 +103,28 @@ class IdempotentRestApi(Construct):
         self.cloud_watch_role: iam.IRole | None = None
         self.account: apigw.CfnAccount | None = None
         self.access_logs: logs.LogGroup | None = None
-        if rest_api is not None:
-            given = {"cors_origins": list(cors_origins) or None, "throttling_rate_limit": throttling_rate_limit,
-                     "throttling_burst_limit": throttling_burst_limit, "stage_name": stage_name,
-                     "log_retention": log_retention, "cloud_watch_role": cloud_watch_role}
-            ignored = [name for name, value in given.items() if value is not None]
-            if ignored:
-                raise ValueError(
-                    f"{self.node.path}: rest_api={rest_api.node.path} has its own stage, so {', '.join(ignored)} "
-                    "would not apply. Configure them on that RestApi (deploy_options=StageOptions(stage_name=..., "
-                    "throttling_rate_limit=..., throttling_burst_limit=..., access_log_destination=...), "
-                    "default_cors_preflight_options=..., cloud_watch_role=...) and omit them here.")
-            self.rest_api = rest_api
+        if existing_rest_api is not None:
+            refuse_ignored(self, "existing_rest_api", existing_rest_api,
+                           {"cors_origins": cors_origins, "throttling_rate_limit": throttling_rate_limit,
+                            "throttling_burst_limit": throttling_burst_limit, "stage_name": stage_name,
+                            "log_retention": log_retention, "cloud_watch_role": cloud_watch_role},
+                           "configure them on that RestApi (deploy_options=StageOptions(stage_name=..., "
+                           "throttling_rate_limit=..., throttling_burst_limit=..., access_log_destination=...), "
+                           "default_cors_preflight_options=..., cloud_watch_role=...)")
+            self.rest_api = existing_rest_api
         else:
             self.rest_api = self._new_api(cors_origins, throttling_rate_limit, throttling_burst_limit, stage_name,
                                           log_retention, cloud_watch_role)
-        self.validator = self.rest_api.add_request_validator(
-            "Validator", validate_request_body=True, validate_request_parameters=True)
-        self.rest_api.add_gateway_response(
-            "BadRequestParameters", type=apigw.ResponseType.BAD_REQUEST_PARAMETERS, status_code="400",
-            response_headers={"Content-Type": "'application/problem+json'"},
-            templates={"application/json": _PROBLEM})
+        # A child of this construct, not of the API: two wrappers can share one API.
+        self.validator = apigw.RequestValidator(self, "Validator", rest_api=self.rest_api,
+                                                validate_request_body=True, validate_request_parameters=True)
+        self.bad_request_response: apigw.GatewayResponse | None = None
+        wanted = existing_rest_api is None if problem_json_bad_request is None else problem_json_bad_request
+        if wanted and not _has_bad_request_response(self.rest_api):
+            self.bad_request_response = apigw.GatewayResponse(
+                self, "BadRequestParameters", rest_api=self.rest_api, type=apigw.ResponseType.BAD_REQUEST_PARAMETERS,
+                status_code="400", response_headers={"Content-Type": "'application/problem+json'"},
+                templates={"application/json": _PROBLEM})
 
     def _new_api(self, cors_origins: Sequence[str], rate: int | None, burst: int | None, stage_name: str | None,
                  retention: logs.RetentionDays | None, cloud_watch_role: bool | None) -> apigw.RestApi:
@@ -183,32 +198,32 @@ class IdempotentRestApi(Construct):
 class IdempotentHttpApi(Construct):
     """An HTTP API (API Gateway v2) routing methods to :class:`IdempotentFunction` s.
 
-    Props: ``authorizer`` (an ``IHttpRouteAuthorizer``: JWT, Lambda or IAM; required, the tenant
-    comes from it), ``cors_origins`` (default none; ``Idempotency-Key`` allowed),
-    ``throttling_rate_limit`` / ``throttling_burst_limit`` (100 / 200), ``log_retention``;
-    ``http_api``: an existing ``HttpApi`` to add routes to (its stage, throttling, access logs and
-    CORS are its own: passing those props with it is refused, and no log group is created).
+    :param authorizer: an ``IHttpRouteAuthorizer`` (JWT, Lambda or IAM; required: the tenant comes from it).
+    :param cors_origins: allowed origins (``Idempotency-Key`` allowed). @default no CORS.
+    :param throttling_rate_limit: @default 100 rps.
+    :param throttling_burst_limit: @default 200.
+    :param log_retention: the access logs' retention. @default one month.
+    :param existing_http_api: an ``HttpApi`` to add routes to (its stage, throttling, access logs and CORS are
+        its own: the props above are refused with it, and no log group is created). @default a new API.
+
     HTTP APIs have no request validation: the runtime answers a missing or malformed key with a
     400 problem+json. Attributes: ``http_api``, ``authorizer``, ``access_logs`` (None with
-    ``http_api``), ``url``.
+    ``existing_http_api``), ``url``.
     """
 
     def __init__(self, scope: Construct, construct_id: str, *, authorizer: apigwv2.IHttpRouteAuthorizer,
                  cors_origins: Sequence[str] = (), throttling_rate_limit: int | None = None,
                  throttling_burst_limit: int | None = None, log_retention: logs.RetentionDays | None = None,
-                 http_api: apigwv2.HttpApi | None = None) -> None:
+                 existing_http_api: apigwv2.HttpApi | None = None) -> None:
         super().__init__(scope, construct_id)
         self.authorizer = authorizer
         self.access_logs: logs.LogGroup | None = None
-        if http_api is not None:
-            given = {"cors_origins": list(cors_origins) or None, "throttling_rate_limit": throttling_rate_limit,
-                     "throttling_burst_limit": throttling_burst_limit, "log_retention": log_retention}
-            ignored = [name for name, value in given.items() if value is not None]
-            if ignored:
-                raise ValueError(
-                    f"{self.node.path}: http_api={http_api.node.path} has its own stage, so {', '.join(ignored)} "
-                    "would not apply. Configure them on that HttpApi's stage and CORS and omit them here.")
-            self.http_api = http_api
+        if existing_http_api is not None:
+            refuse_ignored(self, "existing_http_api", existing_http_api,
+                           {"cors_origins": cors_origins, "throttling_rate_limit": throttling_rate_limit,
+                            "throttling_burst_limit": throttling_burst_limit, "log_retention": log_retention},
+                           "configure them on that HttpApi's stage and CORS")
+            self.http_api = existing_http_api
             return
         self.access_logs = _access_log_group(self, log_retention or logs.RetentionDays.ONE_MONTH)
         cors = apigwv2.CorsPreflightOptions(

@@ -26,10 +26,14 @@ def _graph(title: str, metrics: Sequence[cloudwatch.IMetric]) -> cloudwatch.Grap
 class Dashboard(Construct):
     """One dashboard for a service built from the retrysafe constructs.
 
-    Props: ``table`` (required), and what to chart from it: ``functions`` (executions: Lambda
-    ``Invocations``), ``outboxes`` (publisher lag: ``IteratorAge``), ``pipes``, ``consumers`` (queue
-    consumers, event rules, topic subscriptions) and ``streams`` (stream consumers): dead-letter and
-    failure queue depth; ``dashboard_name`` (default: CloudFormation's).
+    :param table: the :class:`IdempotencyTable` (required).
+    :param functions: whose executions to chart (Lambda ``Invocations``). @default none.
+    :param outboxes: whose publisher lag to chart (``IteratorAge``) and failure queues. @default none.
+    :param pipes: whose failure queues to chart. @default none.
+    :param consumers: whose dead-letter queues to chart (queue consumers, event rules, topic
+        subscriptions). @default none.
+    :param streams: whose failure queues to chart (stream consumers). @default none.
+    :param dashboard_name: @default CloudFormation's generated name.
 
     Widgets, in order: executions; replays; key mismatches (422); in-flight conflicts (409);
     fencing rejections; publisher lag; parked outbox events; DLQ and failure queue depth. The

@@ -9,9 +9,7 @@ import jsii
 from aws_cdk import Duration, RemovalPolicy, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_dynamodb as dynamodb
-from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
-from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from retrysafe import names
@@ -19,57 +17,94 @@ from retrysafe import names
 from constructs import Construct
 
 from . import snapstart
+from ._props import refuse_ignored, struct_values
 from .delegation import delegate
 from .horizon import HORIZON_ENV
 from .layer import RUNTIME, runtime_layer
 from .nag import acknowledge
-from .table import RECORD_ACTIONS, IdempotencyTable
+from .table import KEY_WRITE_ACTIONS, RECORD_ACTIONS, IdempotencyTable, check_same_region, grant_key
 
 TABLE_ENV = names.TABLE_ENV
+#: The consumer's claim lease in claim-first mode (read by ``retrysafe.sqs``).
+VISIBILITY_ENV = names.VISIBILITY_TIMEOUT_ENV
 #: What a function in a VPC needs for its network interfaces (AWSLambdaVPCAccessExecutionRole's actions).
 ENI_ACTIONS = ("ec2:CreateNetworkInterface", "ec2:DescribeNetworkInterfaces", "ec2:DeleteNetworkInterface",
                "ec2:AssignPrivateIpAddresses", "ec2:UnassignPrivateIpAddresses")
 DEFAULT_TIMEOUT = Duration.seconds(10)
 
 
-def python_function(scope: Construct, *, code: lambda_.Code, handler: str, environment: Mapping[str, str],
-                    timeout: Duration = DEFAULT_TIMEOUT, memory_size: int = 512,
-                    architecture: lambda_.Architecture = lambda_.Architecture.ARM_64,
-                    log_retention: logs.RetentionDays = logs.RetentionDays.ONE_MONTH,
-                    layers: Sequence[lambda_.ILayerVersion] = (), description: str | None = None,
-                    reserved_concurrent_executions: int | None = None, runtime: lambda_.Runtime = RUNTIME,
-                    tracing: lambda_.Tracing | None = None, vpc: ec2.IVpc | None = None,
-                    vpc_subnets: ec2.SubnetSelection | None = None,
-                    security_groups: Sequence[ec2.ISecurityGroup] | None = None, role: iam.IRole | None = None,
-                    environment_encryption: kms.IKey | None = None, log_group: logs.ILogGroup | None = None,
-                    function_props: Mapping[str, Any] | None = None,
+#: ``lambda_.Function`` props the constructs decide themselves, with where each one goes instead.
+_OWNED_FUNCTION_PROPS = {
+    "role": "pass existing_role=... (the grants are added to it)",
+    "log_group": "pass existing_log_group=..., or log_group_props=LogGroupProps(...) for the created one",
+    "log_retention": "pass log_group_props=logs.LogGroupProps(retention=...) (a log group the construct owns, "
+                     "no custom resource)",
+}
+#: The defaults of every function the constructs create; ``function_props`` override them.
+FUNCTION_DEFAULTS: Mapping[str, Any] = {"timeout": DEFAULT_TIMEOUT, "memory_size": 512,
+                                        "architecture": lambda_.Architecture.ARM_64}
+
+
+def with_defaults(defaults: Mapping[str, Any], function_props: lambda_.FunctionOptions | None
+                  ) -> lambda_.FunctionOptions:
+    """``function_props`` over a construct's own defaults (``environment`` merged: the user's variables win)."""
+    user = struct_values(function_props)
+    environment = {**defaults.get("environment", {}), **user.pop("environment", {})}
+    return lambda_.FunctionOptions(**{**defaults, **user, "environment": environment})
+
+
+def _settings(scope: Construct, function_props: lambda_.FunctionOptions | None) -> dict[str, Any]:
+    """:data:`FUNCTION_DEFAULTS` under ``function_props``; the settings the constructs own are refused there."""
+    user = struct_values(function_props)
+    owned = [name for name in _OWNED_FUNCTION_PROPS if name in user]
+    if owned:
+        raise ValueError(f"{scope.node.path}: function_props cannot set {', '.join(owned)}. Fix: "
+                         + "; ".join(f"{name}: {_OWNED_FUNCTION_PROPS[name]}" for name in owned) + ".")
+    return {**FUNCTION_DEFAULTS, **user}
+
+
+def python_function(scope: Construct, *, code: lambda_.Code, handler: str,
+                    runtime: lambda_.Runtime = RUNTIME, layers: Sequence[lambda_.ILayerVersion] = (),
+                    existing_role: iam.IRole | None = None, existing_log_group: logs.ILogGroup | None = None,
+                    log_group_props: logs.LogGroupProps | None = None,
+                    function_props: lambda_.FunctionOptions | None = None,
                     ) -> tuple[lambda_.Function, iam.IRole, logs.ILogGroup]:
     """A Python Lambda (latest runtime) with its own log group and a role that can only write to it.
 
     For a function that is not an :class:`IdempotentFunction` (a Lambda authorizer, say); returns
-    ``(function, role, log_group)``. No managed policies: grants are added by the caller. Children of ``scope``: ``Logs`` (unless
-    ``log_group``), ``Role`` (unless ``role``), ``Function``. ``function_props``: any other
-    ``lambda_.Function`` props, applied last (they win over everything here).
+    ``(function, role, log_group)``. No managed policies: grants are added by the caller.
+    Children of ``scope``: ``Logs`` (unless ``existing_log_group``), ``Role`` (unless
+    ``existing_role``), ``Function``.
+
+    :param code: the function's code, e.g. ``Code.from_asset("handlers")``.
+    :param handler: ``module.function``.
+    :param runtime: @default ``Runtime.PYTHON_3_14``.
+    :param layers: layers before the ones in ``function_props.layers``. @default none.
+    :param existing_role: a role to use (its grants are added to it). @default a new role that can only
+        write the function's logs.
+    :param existing_log_group: a log group to use. @default a new one (see ``log_group_props``).
+    :param log_group_props: settings of the created log group. @default retention one month,
+        removal policy ``DESTROY``. Refused with ``existing_log_group``.
+    :param function_props: every other ``lambda_.Function`` setting (memory, timeout, VPC, tracing,
+        reserved concurrency, environment, description...). @default timeout 10 s, 512 MB, ARM_64.
     """
-    log_group = log_group or logs.LogGroup(scope, "Logs", retention=log_retention,
-                                           removal_policy=RemovalPolicy.DESTROY)
-    role = role or iam.Role(scope, "Role", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
-                            description=f"{scope.node.path}: its own logs; other grants are explicit")
+    refuse_ignored(scope, "existing_log_group", existing_log_group, {"log_group_props": log_group_props},
+                   "set retention and removal policy on that log group")
+    settings = _settings(scope, function_props)
+    log_group = existing_log_group or logs.LogGroup(
+        scope, "Logs", **{"retention": logs.RetentionDays.ONE_MONTH, "removal_policy": RemovalPolicy.DESTROY,
+                          **struct_values(log_group_props)})
+    role = existing_role or iam.Role(scope, "Role", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+                                     description=f"{scope.node.path}: its own logs; other grants are explicit")
     log_group.grant_write(role)
-    if vpc is not None:
+    if settings.get("vpc") is not None:
         # What AWSLambdaVPCAccessExecutionRole grants, without the managed policy.
         iam.Grant.add_to_principal(grantee=role, actions=list(ENI_ACTIONS), resource_arns=["*"])
         acknowledge(scope, "AwsSolutions::AwsSolutions-IAM5[Resource::*]",
                     "Lambda's VPC network interface actions support no resource-level scoping.")
-    props: dict[str, Any] = {
-        "runtime": runtime, "code": code, "handler": handler, "role": role, "layers": list(layers),
-        "environment": dict(environment), "timeout": timeout, "memory_size": memory_size,
-        "architecture": architecture, "log_group": log_group, "description": description,
-        "reserved_concurrent_executions": reserved_concurrent_executions, "tracing": tracing, "vpc": vpc,
-        "vpc_subnets": vpc_subnets, "security_groups": list(security_groups) if security_groups else None,
-        "environment_encryption": environment_encryption}
-    props.update(function_props or {})
-    function = lambda_.Function(scope, "Function", **props)
+    settings["layers"] = [*layers, *(settings.get("layers") or ())]
+    function = lambda_.Function(scope, "Function", runtime=runtime, code=code, handler=handler, role=role,
+                                log_group=log_group, **settings)
     return function, role, log_group
 
 
@@ -82,67 +117,86 @@ class IdempotentFunction(Construct):
     :attr:`invoke_target` (the function, or its SnapStart alias), so ``orders.grant_read_data(fn)``,
     ``targets.LambdaFunction(fn)`` and ``fn.add_permission(...)`` work as with a ``lambda_.Function``.
 
-    Props:
+    Props: only what retrysafe decides is a prop of its own; every other Lambda setting goes
+    through ``function_props``.
 
-    - ``table`` (required): the :class:`IdempotencyTable`; the function may only Get/Put/
-      Update/Delete/ConditionCheck items of it (no scans, no wildcard resources).
-    - ``code`` + ``handler`` (required): e.g. ``Code.from_asset("handlers")`` and ``"orders.handler"``.
-    - ``business_tables``: other tables its transactions write (same item-level actions).
-    - ``environment``: extra variables. ``timeout``: default 10 s. ``memory_size``: default 512 MB.
-    - ``runtime``: default Python 3.14. ``architecture``: default ARM_64. ``tracing``: default none.
-    - ``vpc``, ``vpc_subnets``, ``security_groups``: run in a VPC (the role gets the ENI actions).
-    - ``layers``: more layers, after the retrysafe layer. ``powertools_layer``: the public
-      Powertools layer (e.g. ``LayerVersion.from_layer_version_arn(...)``); the retrysafe layer then
-      ships without Powertools.
-    - ``role``: an existing role (default a new one that can only write its logs); the grants
-      are added to it. ``log_group``: an existing log group. ``log_retention``: default one month.
-    - ``reserved_concurrent_executions``: default unreserved. ``environment_encryption``: a KMS key.
-    - ``function_props``: any other ``lambda_.Function`` props (applied last).
-    - ``snap_start``: default False. True turns on Lambda SnapStart: a version is published on
-      every change and the alias ``live`` points to it; API routes, queue and stream consumers,
-      Step Functions tasks, schedules and invoke grants use the alias (:attr:`invoke_target`).
-      The runtime creates its DynamoDB client before the snapshot and refreshes what must differ
-      per environment after each restore. Refused at synthesis where Lambda cannot snapshot the
-      function (runtime before Python 3.12, EFS, more than 512 MiB of ephemeral storage,
-      provisioned concurrency). Python SnapStart is billed per cached snapshot and per restore:
-      see the performance page of the docs for when it pays.
+    :param table: the :class:`IdempotencyTable` (required); the function may only Get/Put/Update/
+        Delete/ConditionCheck items of it (no scans, no wildcard resources). It must be in the
+        function's region.
+    :param code: e.g. ``Code.from_asset("handlers")`` (required).
+    :param handler: e.g. ``"orders.handler"`` (required).
+    :param business_tables: other tables its transactions write (same item-level actions).
+        @default none.
+    :param runtime: @default ``Runtime.PYTHON_3_14``.
+    :param powertools_layer: the public Powertools layer (``LayerVersion.from_layer_version_arn(...)``);
+        the retrysafe layer then ships without Powertools. @default Powertools inside the retrysafe layer.
+    :param existing_role: a role to add the grants to. @default a new role that can only write its logs.
+    :param existing_log_group: a log group to use. @default a new one (``log_group_props``).
+    :param log_group_props: the created log group's settings. @default retention one month, ``DESTROY``.
+        Refused with ``existing_log_group``.
+    :param function_props: every other ``lambda_.Function`` setting, as ``lambda_.FunctionOptions(...)``
+        (``memory_size``, ``timeout``, ``environment``, ``vpc``, ``tracing``, ``layers`` after the
+        retrysafe layer, ``reserved_concurrent_executions``, ``environment_encryption``...).
+        @default timeout 10 s, 512 MB, ARM_64; ``role``, ``log_group`` and ``log_retention`` are
+        refused there (use the props above).
+    :param snap_start: Lambda SnapStart. @default False. True publishes a version on every change
+        and points the alias ``live`` at it; API routes, queue and stream consumers, Step Functions
+        tasks, schedules and invoke grants use the alias (:attr:`invoke_target`). The runtime
+        creates its DynamoDB client before the snapshot and refreshes what must differ per
+        environment after each restore. Refused at synthesis where Lambda cannot snapshot the
+        function (runtime before Python 3.12, EFS, more than 512 MiB of ephemeral storage,
+        provisioned concurrency). Python SnapStart is billed per cached snapshot and per restore:
+        see the performance page of the docs for when it pays.
+    :param record_actions: the item-level actions granted on the table. @default what claims,
+        commits, replays and releases need (``RECORD_ACTIONS``); the outbox relays grant only what
+        they call.
 
     Attributes: ``function``, ``role``, ``log_group``, ``table``, ``layer`` (the retrysafe layer),
-    ``alias`` (the SnapStart alias, None without SnapStart), ``invoke_target``.
+    ``alias`` (the SnapStart alias, None without SnapStart), ``invoke_target``, ``lease_source``
+    (the event source whose lease the function got, see :meth:`bind_lease`).
     """
 
     def __init__(self, scope: Construct, construct_id: str, *, table: IdempotencyTable, code: lambda_.Code,
-                 handler: str, business_tables: Sequence[dynamodb.ITable] = (),
-                 environment: Mapping[str, str] | None = None, timeout: Duration = DEFAULT_TIMEOUT,
-                 memory_size: int = 512, architecture: lambda_.Architecture = lambda_.Architecture.ARM_64,
-                 log_retention: logs.RetentionDays = logs.RetentionDays.ONE_MONTH,
-                 reserved_concurrent_executions: int | None = None, description: str | None = None,
-                 runtime: lambda_.Runtime = RUNTIME, tracing: lambda_.Tracing | None = None,
-                 vpc: ec2.IVpc | None = None, vpc_subnets: ec2.SubnetSelection | None = None,
-                 security_groups: Sequence[ec2.ISecurityGroup] | None = None,
-                 layers: Sequence[lambda_.ILayerVersion] = (), powertools_layer: lambda_.ILayerVersion | None = None,
-                 role: iam.IRole | None = None, log_group: logs.ILogGroup | None = None,
-                 environment_encryption: kms.IKey | None = None,
-                 function_props: Mapping[str, Any] | None = None, snap_start: bool = False) -> None:
+                 handler: str, business_tables: Sequence[dynamodb.ITable] = (), runtime: lambda_.Runtime = RUNTIME,
+                 powertools_layer: lambda_.ILayerVersion | None = None, existing_role: iam.IRole | None = None,
+                 existing_log_group: logs.ILogGroup | None = None, log_group_props: logs.LogGroupProps | None = None,
+                 function_props: lambda_.FunctionOptions | None = None, snap_start: bool = False,
+                 record_actions: Sequence[str] = RECORD_ACTIONS) -> None:
         super().__init__(scope, construct_id)
         self.table = table
+        self.lease_source: str | None = None
+        check_same_region(self, table.table, "the idempotency table")
+        own: dict[str, Any] = {"environment": {TABLE_ENV: table.table.table_name, HORIZON_ENV: table.retention_env()}}
         if snap_start:
-            snapstart.check(self, runtime, function_props)
-            function_props = {**snapstart.function_props(f"{self.node.path}: a published SnapStart version"),
-                              **(function_props or {})}
-        env = {TABLE_ENV: table.table.table_name, HORIZON_ENV: table.retention_env(), **(environment or {})}
+            snapstart.check(self, runtime, struct_values(function_props))
+            own.update(snapstart.function_props(f"{self.node.path}: a published SnapStart version"))
         self.layer = runtime_layer(self, with_powertools=powertools_layer is None)
-        own_layers = [self.layer, *([powertools_layer] if powertools_layer is not None else []), *layers]
+        own_layers = [self.layer, *([powertools_layer] if powertools_layer is not None else [])]
         self.function, self._role, self.log_group = python_function(
-            self, code=code, handler=handler, environment=env, timeout=timeout, memory_size=memory_size,
-            architecture=architecture, log_retention=log_retention, description=description,
-            reserved_concurrent_executions=reserved_concurrent_executions, layers=own_layers, runtime=runtime,
-            tracing=tracing, vpc=vpc, vpc_subnets=vpc_subnets, security_groups=security_groups, role=role,
-            environment_encryption=environment_encryption, log_group=log_group, function_props=function_props)
-        self.alias = snapstart.publish(self, self.function, own_layers) if snap_start else None
-        table.grant_records(self._role)
+            self, code=code, handler=handler, runtime=runtime, layers=own_layers, existing_role=existing_role,
+            existing_log_group=existing_log_group, log_group_props=log_group_props,
+            function_props=with_defaults(own, function_props))
+        all_layers = [*own_layers, *(struct_values(function_props).get("layers") or ())]
+        self.alias = snapstart.publish(self, self.function, all_layers) if snap_start else None
+        if record_actions:
+            table.grant_records(self._role, record_actions)
         for business in business_tables:
             self.grant_business_table(business)
+
+    def bind_lease(self, source: Construct, seconds: int) -> None:
+        """Give the function the claim lease of the one event source that feeds it (``source``).
+
+        The runtime reads one lease per function (``RETRYSAFE_VISIBILITY_TIMEOUT_SECONDS``): a second
+        source would silently overwrite the first one's, so it is refused with the fix.
+        """
+        if self.lease_source is not None:
+            raise ValueError(
+                f"{source.node.path}: {self.node.path} is already fed by {self.lease_source}, and a function gets one "
+                f"claim lease (RETRYSAFE_VISIBILITY_TIMEOUT_SECONDS): the second source's {seconds}s would replace "
+                "the first one's, and messages would be redelivered while still being processed (or wait too long). "
+                "Fix: give each consumer its own IdempotentFunction (the same code and handler are fine).")
+        self.lease_source = source.node.path
+        self.function.add_environment(VISIBILITY_ENV, str(seconds))
 
     @property
     def role(self) -> iam.IRole:
@@ -163,8 +217,9 @@ class IdempotentFunction(Construct):
         """Let transactions write items of another table (item-level actions, that table only)."""
         grant = iam.Grant.add_to_principal(grantee=self._role, actions=list(RECORD_ACTIONS),
                                            resource_arns=[business.table_arn])
+        check_same_region(self, business, "the business table")
         if business.encryption_key is not None:
-            business.encryption_key.grant_encrypt_decrypt(self._role)
+            grant_key(self._role, business.encryption_key, KEY_WRITE_ACTIONS)
         return grant
 
     def add_environment(self, name: str, value: str) -> None:

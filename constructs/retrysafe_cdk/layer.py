@@ -1,27 +1,32 @@
-"""The retrysafe runtime as a Lambda layer, built from the package's own sources without Docker.
+"""The retrysafe runtime as a Lambda layer, built without Docker, the same on every machine.
 
-The layer holds ``python/retrysafe`` (this project's runtime) and, unless the
-functions use the public Powertools layer instead, the installed pure-Python
-``aws_lambda_powertools`` with its ``typing_extensions`` dependency (boto3 and
-jmespath come with the Lambda Python runtime). ``__pycache__``, ``*.pyc`` and
-the test plugin ``retrysafe.testing`` are never copied, so the asset hash only
-changes when the code does.
+The layer holds ``python/retrysafe`` (this project's runtime, from its sources) and, unless the
+functions use the public Powertools layer instead, ``aws_lambda_powertools`` with its
+``typing_extensions`` dependency, unpacked from the wheels pinned in :data:`LAYER_PINS` (name,
+version, SHA-256): not from whatever the synthesizing machine has installed. boto3 and jmespath
+come with the Lambda Python runtime. ``__pycache__``, ``*.pyc``, ``*.dist-info`` and the test plugin
+``retrysafe.testing`` are never copied, and nothing is compiled: the files, and so the asset hash,
+depend only on the sources and the pins, whichever interpreters and packages the machine has.
 
-Bytecode: when an interpreter of the functions' Python version is available
-(``RETRYSAFE_LAYER_PYTHON``, else ``python3.14`` on ``PATH``), the copied sources
-are compiled with it (``compileall``, unchecked-hash ``.pyc``: valid whatever the
-files' times in the zip), which saves the cold start from compiling them. Without
-one the layer ships sources only; Docker bundling through a Lambda build image
-(``BundlingOptions(image=DockerImage.from_registry("public.ecr.aws/sam/build-python3.14"))``)
-is the conventional route where Docker exists.
+The pinned wheels come from a cache folder (``RETRYSAFE_LAYER_WHEELS``, default
+``~/.cache/retrysafe/layer-wheels``); a missing one is fetched once with ``pip download`` (pure-Python
+``py3-none-any`` wheels; about 1 MB) and checked against its SHA-256 before use. For offline or
+air-gapped builds, put the wheels in that folder. Docker bundling through a Lambda build image
+(``BundlingOptions(image=DockerImage.from_registry("public.ecr.aws/sam/build-python3.14"))``) is the
+conventional route where Docker exists.
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import os
 import shutil
 import subprocess
+import sys
+import tempfile
+import zipfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
 
@@ -33,79 +38,113 @@ from constructs import Construct
 
 #: The Python runtime the constructs deploy (cdk-nag L1 wants the latest).
 RUNTIME = lambda_.Runtime.PYTHON_3_14
-#: The runtimes the layer supports (retrysafe needs Python 3.11+); bytecode is compiled for :data:`RUNTIME`.
+#: The runtimes the layer supports (retrysafe needs Python 3.11+).
 COMPATIBLE_RUNTIMES = (lambda_.Runtime.PYTHON_3_11, lambda_.Runtime.PYTHON_3_12, lambda_.Runtime.PYTHON_3_13,
                        RUNTIME)
-_IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc")
 #: ``retrysafe.testing`` is the pytest plugin for users' test suites: it never runs in Lambda.
 _IGNORE_RUNTIME = shutil.ignore_patterns("__pycache__", "*.pyc", "testing")
 _LAYER_ID = "RetrysafeRuntimeLayer"
 _LAYER_ID_WITHOUT_POWERTOOLS = "RetrysafeRuntimeLayerNoPowertools"
-#: Names an interpreter to compile the layer's bytecode with (it must be the functions' Python version).
-LAYER_PYTHON_ENV = "RETRYSAFE_LAYER_PYTHON"
-WITH_POWERTOOLS = ("retrysafe", "aws_lambda_powertools", "typing_extensions")
+#: Where the pinned wheels are cached (and where offline builds put them).
+WHEELS_ENV = "RETRYSAFE_LAYER_WHEELS"
 
 
-def matching_interpreter() -> str | None:
-    """An interpreter of :data:`RUNTIME`'s Python version (``RETRYSAFE_LAYER_PYTHON`` or on PATH), if any."""
-    wanted = RUNTIME.name.removeprefix("python")  # e.g. "3.14"
-    candidate = os.environ.get(LAYER_PYTHON_ENV) or shutil.which(f"python{wanted}")
-    if not candidate:
-        return None
-    try:
-        done = subprocess.run([candidate, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
-                              capture_output=True, text=True, timeout=30, check=False)
-    except OSError:
-        return None
-    return candidate if done.returncode == 0 and done.stdout.strip() == wanted else None
+@dataclass(frozen=True)
+class Pin:
+    """One wheel the layer ships: a pure-Python ``py3-none-any`` wheel of ``name==version`` with this SHA-256."""
+
+    name: str
+    version: str
+    sha256: str
+
+    @property
+    def wheel(self) -> str:
+        """The wheel's file name."""
+        return f"{self.name.replace('-', '_')}-{self.version}-py3-none-any.whl"
 
 
-def compile_bytecode(directory: Path, interpreter: str) -> None:
-    """Compile every module under ``directory`` with ``interpreter`` (unchecked-hash pycs, deterministic)."""
-    subprocess.run([interpreter, "-m", "compileall", "-q", "-j", "0", "--invalidation-mode", "unchecked-hash",
-                    str(directory)], check=True, timeout=300, capture_output=True)
+#: What the layer ships besides retrysafe (upgrading them is a change of these lines, reviewed like code).
+LAYER_PINS = (
+    Pin("aws_lambda_powertools", "3.37.0", "92df3f790851a30cfb5ed45ff8e11f2de9b74e60aed0169d2a6b6da2362b45fb"),
+    Pin("typing_extensions", "4.16.0", "481caa481374e813c1b176ada14e97f1f67a4539ce9cfeb3f350d78d6370c2e8"),
+)
 
 
-def _location(module: str) -> Path:
-    spec = importlib.util.find_spec(module)
+def wheels_folder() -> Path:
+    """The wheel cache: ``RETRYSAFE_LAYER_WHEELS``, else ``~/.cache/retrysafe/layer-wheels``."""
+    configured = os.environ.get(WHEELS_ENV)
+    return Path(configured) if configured else Path.home() / ".cache" / "retrysafe" / "layer-wheels"
+
+
+def pinned_wheel(pin: Pin, folder: Path) -> Path:
+    """The pinned wheel from ``folder``, downloaded there first when missing; refused if its SHA-256 differs."""
+    wheel = folder / pin.wheel
+    if not wheel.exists():
+        folder.mkdir(parents=True, exist_ok=True)
+        # Into a private folder first, then renamed: a synthesis running in parallel never reads half a wheel.
+        with tempfile.TemporaryDirectory(dir=folder) as private:
+            done = subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
+                                   "--only-binary=:all:", "--dest", private, f"{pin.name}=={pin.version}"],
+                                  capture_output=True, text=True, timeout=300, check=False)
+            fetched = Path(private) / pin.wheel
+            if done.returncode != 0 or not fetched.exists():
+                raise RuntimeError(f"cannot build the retrysafe layer: {pin.wheel} is not in {folder} and pip could "
+                                   f"not download it ({done.stderr.strip()[-500:]}). Put the wheel there (or point "
+                                   f"{WHEELS_ENV} at a folder that has it).")
+            os.replace(fetched, wheel)
+    digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
+    if digest != pin.sha256:
+        raise RuntimeError(f"cannot build the retrysafe layer: {wheel} has SHA-256 {digest}, the pin says "
+                           f"{pin.sha256}. Delete the file to fetch it again, or fix the pin in retrysafe_cdk.layer.")
+    return wheel
+
+
+def unpack(wheel: Path, target: Path) -> None:
+    """The wheel's modules into ``target`` (no ``*.dist-info``, no bytecode)."""
+    with zipfile.ZipFile(wheel) as archive:
+        for member in archive.infolist():
+            top = member.filename.split("/", 1)[0]
+            if member.is_dir() or top.endswith(".dist-info") or "__pycache__/" in member.filename \
+                    or member.filename.endswith(".pyc"):
+                continue
+            destination = target / member.filename
+            destination.parent.mkdir(parents=True, exist_ok=True)
+            destination.write_bytes(archive.read(member))
+
+
+def _runtime_sources() -> Path:
+    spec = importlib.util.find_spec("retrysafe")
     if spec is None or spec.origin is None:
-        raise RuntimeError(f"cannot build the retrysafe layer: {module!r} is not installed (pip install -e '.[cdk]')")
-    origin = Path(spec.origin)
-    return origin.parent if origin.name == "__init__.py" else origin
+        raise RuntimeError("cannot build the retrysafe layer: 'retrysafe' is not installed (pip install -e '.[cdk]')")
+    return Path(spec.origin).parent
 
 
 @jsii.implements(ILocalBundling)
-class _CopySources:
-    """Local bundling: copy the packages into ``python/`` (no Docker, no pip, no network)."""
+class _PinnedLayer:
+    """Local bundling: retrysafe's sources and the pinned wheels into ``python/`` (no Docker)."""
 
-    def __init__(self, modules: tuple[str, ...]) -> None:
-        self.modules = modules
+    def __init__(self, pins: tuple[Pin, ...]) -> None:
+        self.pins = pins
 
     def try_bundle(self, output_dir: str, options: BundlingOptions) -> bool:
         target = Path(output_dir) / "python"
         target.mkdir(parents=True, exist_ok=True)
-        for module in self.modules:
-            source = _location(module)
-            if source.is_dir():
-                ignore = _IGNORE_RUNTIME if module == "retrysafe" else _IGNORE
-                shutil.copytree(source, target / source.name, ignore=ignore, dirs_exist_ok=True)
-            else:
-                shutil.copy2(source, target / source.name)
-        interpreter = matching_interpreter()
-        if interpreter is not None:
-            compile_bytecode(target, interpreter)
+        source = _runtime_sources()
+        shutil.copytree(source, target / source.name, ignore=_IGNORE_RUNTIME, dirs_exist_ok=True)
+        folder = wheels_folder()
+        for pin in self.pins:
+            unpack(pinned_wheel(pin, folder), target)
         return True
 
 
 def runtime_code(with_powertools: bool = True) -> lambda_.Code:
     """The layer's code asset (hashed by content of the bundled output)."""
-    modules = WITH_POWERTOOLS if with_powertools else ("retrysafe",)
     return lambda_.Code.from_asset(
-        str(_location("retrysafe")),
+        str(_runtime_sources()),
         asset_hash_type=AssetHashType.OUTPUT,
         exclude=["**/__pycache__", "*.pyc"],
         bundling=BundlingOptions(image=DockerImage.from_registry("public.ecr.aws/sam/build-python3.14"),
-                                 local=cast(ILocalBundling, _CopySources(modules))),
+                                 local=cast(ILocalBundling, _PinnedLayer(LAYER_PINS if with_powertools else ()))),
     )
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from typing import Any
 
 from aws_cdk import Duration
@@ -13,14 +12,16 @@ from aws_cdk import aws_events_targets as events_targets
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as sources
+from aws_cdk import aws_logs as logs
 from aws_cdk import aws_pipes as pipes
 from aws_cdk import aws_sqs as sqs
 from retrysafe import names
 
 from constructs import Construct
 
+from ._props import refuse_ignored, struct_values
 from .alarms import AlarmOptions, add_alarm
-from .function import IdempotentFunction, python_function
+from .function import IdempotentFunction, python_function, with_defaults
 from .layer import runtime_layer
 from .nag import acknowledge
 from .table import IdempotencyTable
@@ -49,9 +50,13 @@ def _validate(scope: Construct, max_record_age: Duration, retry_attempts: int) -
         raise ValueError(f"{scope.node.path}: retry_attempts must be 0..10000 (bounded), got {retry_attempts}.")
 
 
-def _failure_queue(scope: Construct) -> sqs.Queue:
-    queue = sqs.Queue(scope, "FailureQueue", retention_period=Duration.days(14),
-                      encryption=sqs.QueueEncryption.SQS_MANAGED, enforce_ssl=True)
+def _failure_queue(scope: Construct, existing: sqs.IQueue | None, props: sqs.QueueProps | None) -> sqs.IQueue:
+    refuse_ignored(scope, "existing_failure_queue", existing, {"failure_queue_props": props}, "set them on that queue")
+    if existing is not None:
+        return existing
+    queue = sqs.Queue(scope, "FailureQueue", **{"retention_period": Duration.days(14),
+                                                 "encryption": sqs.QueueEncryption.SQS_MANAGED, "enforce_ssl": True,
+                                                 **struct_values(props)})
     acknowledge(queue, "AwsSolutions-SQS3",
                 "This queue is itself the on-failure destination (dead letters of the stream relay).")
     return queue
@@ -66,42 +71,49 @@ def _depth_alarm(scope: Construct, queue: sqs.IQueue, options: AlarmOptions) -> 
 class Outbox(Construct):
     """Publishes outbox events: stream -> publisher Lambda -> target, plus a scheduled sweeper.
 
-    Props:
+    The publisher may only update outbox items and read the stream; the sweeper may only query the
+    ``outbox-unpublished`` index and update items.
 
-    - ``table`` (required): the :class:`IdempotencyTable` (its NEW_IMAGE stream is enabled).
-    - ``target`` (required): an :class:`OutboxTarget` (bus, topic or queue).
-    - ``batch_size``: default 100. ``retry_attempts``: default 5 (then bisect-split batches
-      have been retried and the record goes to the on-failure queue).
-    - ``max_record_age``: default 24 h (at most 24 h: the stream's retention).
-    - ``failure_queue``: the on-failure destination; default a new encrypted queue.
-    - ``function_props``: :class:`IdempotentFunction` props for the publisher and the sweeper
-      (``memory_size``, ``vpc``, ``tracing``, ``powertools_layer``, ``snap_start``...; with
-      ``snap_start`` the stream mapping and the schedule invoke their aliases).
-    - ``sweep_every``: default 5 minutes. ``sweep_after``: unpublished events older than this
-      are re-published by the sweeper (default 900 s).
-    - ``alarms``: default True (``PublisherErrorsAlarm``, ``IteratorAgeAlarm`` > 5 min,
-      ``FailureQueueAlarm`` depth >= 1, ``ParkedEventsAlarm``: ``OutboxEventParked`` >= 1, an event
-      the target refuses permanently; see ``python -m retrysafe.outbox.parked``); False for none, or
-      :class:`AlarmOptions` for actions and turning single alarms off.
+    :param table: the :class:`IdempotencyTable` (required; its NEW_IMAGE stream is enabled; one relay per table).
+    :param target: an :class:`OutboxTarget` (required): bus, topic or queue.
+    :param batch_size: stream records per invocation. @default 100.
+    :param retry_attempts: retries of a failing batch (bisected), then the on-failure queue. @default 5.
+    :param max_record_age: @default 24 h (at most 24 h: the stream's retention).
+    :param existing_failure_queue: the on-failure destination. @default a new queue (``failure_queue_props``).
+    :param failure_queue_props: the created failure queue's ``sqs.QueueProps``. @default retention 14 days,
+        SSE-SQS, TLS only. Refused with ``existing_failure_queue``.
+    :param sweep_every: @default 5 minutes.
+    :param sweep_after: unpublished events older than this are re-published by the sweeper. @default 900 s.
+    :param alarms: @default True (``PublisherErrorsAlarm``, ``IteratorAgeAlarm`` > 5 min, ``FailureQueueAlarm``
+        depth >= 1, ``ParkedEventsAlarm``: ``OutboxEventParked`` >= 1, an event the target refuses permanently;
+        see ``python -m retrysafe.outbox.parked``); False for none, or :class:`AlarmOptions` for actions and
+        turning single alarms off.
+    :param function_props: ``lambda_.FunctionOptions`` for the publisher and the sweeper (``memory_size``,
+        ``vpc``, ``tracing``...). @default as :class:`IdempotentFunction`, with timeouts of 60 s (publisher)
+        and 2 minutes (sweeper).
+    :param powertools_layer: as :class:`IdempotentFunction`. @default none.
+    :param snap_start: as :class:`IdempotentFunction`; the stream mapping and the schedule then invoke the
+        aliases. @default False.
 
     Attributes: ``table``, ``publisher``, ``sweeper``, ``failure_queue``, ``event_source``, ``schedule``, ``alarms``.
     """
 
     def __init__(self, scope: Construct, construct_id: str, *, table: IdempotencyTable, target: OutboxTarget,
                  batch_size: int = 100, retry_attempts: int = 5, max_record_age: Duration = MAX_RECORD_AGE,
-                 failure_queue: sqs.IQueue | None = None, sweep_every: Duration = SWEEP_EVERY,
-                 sweep_after: Duration = SWEEP_AFTER, alarms: bool | AlarmOptions = True,
-                 function_props: Mapping[str, Any] | None = None) -> None:
+                 existing_failure_queue: sqs.IQueue | None = None, failure_queue_props: sqs.QueueProps | None = None,
+                 sweep_every: Duration = SWEEP_EVERY, sweep_after: Duration = SWEEP_AFTER,
+                 alarms: bool | AlarmOptions = True, function_props: lambda_.FunctionOptions | None = None,
+                 powertools_layer: lambda_.ILayerVersion | None = None, snap_start: bool = False) -> None:
         super().__init__(scope, construct_id)
         _validate(self, max_record_age, retry_attempts)
         self.table = table
         env = target.environment()
-        self.failure_queue = failure_queue or _failure_queue(self)
-        own = dict(function_props or {})
-        self.publisher = IdempotentFunction(self, "Publisher", table=table, code=_runtime_only(),
-                                            handler=names.OUTBOX_PUBLISHER_HANDLER, environment=env,
-                                            timeout=Duration.seconds(60), description="retrysafe outbox publisher",
-                                            **own)
+        self.failure_queue = _failure_queue(self, existing_failure_queue, failure_queue_props)
+        self.publisher = IdempotentFunction(
+            self, "Publisher", table=table, code=_runtime_only(), handler=names.OUTBOX_PUBLISHER_HANDLER,
+            powertools_layer=powertools_layer, snap_start=snap_start, record_actions=("dynamodb:UpdateItem",),
+            function_props=with_defaults({"environment": env, "timeout": Duration.seconds(60),
+                                          "description": "retrysafe outbox publisher"}, function_props))
         table.grant_stream_read(self.publisher.role)
         target.grant_publish(self.publisher.role)
         self.event_source = lambda_.EventSourceMapping(
@@ -113,8 +125,10 @@ class Outbox(Construct):
         )
         self.sweeper = IdempotentFunction(
             self, "Sweeper", table=table, code=_runtime_only(), handler=names.OUTBOX_SWEEPER_HANDLER,
-            environment={**env, names.SWEEP_AFTER_ENV: str(int(sweep_after.to_seconds()))},
-            timeout=Duration.minutes(2), description="retrysafe outbox sweeper", **own)
+            powertools_layer=powertools_layer, snap_start=snap_start, record_actions=(),
+            function_props=with_defaults({"environment": {**env, names.SWEEP_AFTER_ENV: str(int(sweep_after.to_seconds()))},
+                                          "timeout": Duration.minutes(2), "description": "retrysafe outbox sweeper"},
+                                         function_props))
         table.grant_sweep(self.sweeper.role)
         target.grant_publish(self.sweeper.role)
         self.schedule = events.Rule(self, "SweepSchedule", schedule=events.Schedule.rate(sweep_every),
@@ -163,18 +177,29 @@ class OutboxPipe(Construct):
     Pipes does not mark events published, so there is no sweeper: replay the failure queue instead.
     Consumers dedupe on the event id (``event_id``).
 
-    Props: ``table``, ``target`` (required; not a FIFO SNS topic, which Pipes cannot target);
-    ``batch_size`` (default 10, at most 10), ``retry_attempts`` (default 5), ``max_record_age``
-    (default 24 h), ``failure_queue`` (default new), ``message_group_id`` (FIFO SQS targets: a JSON
-    path into the envelope, default ``$.aggregate_id``; the deduplication id is ``$.event_id``),
-    ``alarms`` (default True: failure queue depth, id ``FailureQueueAlarm``; False or :class:`AlarmOptions`).
+    :param table: the :class:`IdempotencyTable` (required; one relay per table).
+    :param target: an :class:`OutboxTarget` (required; not a FIFO SNS topic, which Pipes cannot target).
+    :param batch_size: @default 10 (at most 10).
+    :param retry_attempts: @default 5.
+    :param max_record_age: @default 24 h (at most 24 h).
+    :param existing_failure_queue: the dead-letter destination. @default a new queue (``failure_queue_props``).
+    :param failure_queue_props: as :class:`Outbox`. Refused with ``existing_failure_queue``.
+    :param message_group_id: FIFO SQS targets: a JSON path into the envelope. @default ``$.aggregate_id``
+        (the deduplication id is ``$.event_id``).
+    :param alarms: @default True (failure queue depth, id ``FailureQueueAlarm``); False or :class:`AlarmOptions`.
+    :param enrichment_function_props: ``lambda_.FunctionOptions`` of the enrichment function (memory, VPC,
+        tracing, reserved concurrency...). @default timeout 30 s, otherwise as :class:`IdempotentFunction`.
+    :param enrichment_log_group_props: its log group's ``logs.LogGroupProps``. @default one month, ``DESTROY``.
+
     Attributes: ``pipe``, ``role``, ``enrichment`` (the function), ``failure_queue``, ``alarms``.
     """
 
     def __init__(self, scope: Construct, construct_id: str, *, table: IdempotencyTable, target: OutboxTarget,
                  batch_size: int = 10, retry_attempts: int = 5, max_record_age: Duration = MAX_RECORD_AGE,
-                 failure_queue: sqs.IQueue | None = None, message_group_id: str | None = None,
-                 alarms: bool | AlarmOptions = True) -> None:
+                 existing_failure_queue: sqs.IQueue | None = None, failure_queue_props: sqs.QueueProps | None = None,
+                 message_group_id: str | None = None, alarms: bool | AlarmOptions = True,
+                 enrichment_function_props: lambda_.FunctionOptions | None = None,
+                 enrichment_log_group_props: logs.LogGroupProps | None = None) -> None:
         super().__init__(scope, construct_id)
         _validate(self, max_record_age, retry_attempts)
         if not 1 <= batch_size <= PIPE_MAX_BATCH:
@@ -182,11 +207,13 @@ class OutboxPipe(Construct):
                              f"topic or queue target takes per call), got {batch_size}.")
         sqs_parameters = self._check_target(target, message_group_id)
         stream_arn = table.enable_stream()
-        self.failure_queue = failure_queue or _failure_queue(self)
+        self.failure_queue = _failure_queue(self, existing_failure_queue, failure_queue_props)
         self.enrichment, _, _ = python_function(
             Construct(self, "Enrichment"), code=_runtime_only(), handler=names.OUTBOX_PIPE_HANDLER,
-            environment={}, timeout=Duration.seconds(30), layers=[runtime_layer(self)],
-            description="retrysafe outbox pipe enrichment: stream records to envelopes")
+            layers=[runtime_layer(self)], log_group_props=enrichment_log_group_props,
+            function_props=with_defaults({"timeout": Duration.seconds(30), "description":
+                                          "retrysafe outbox pipe enrichment: stream records to envelopes"},
+                                         enrichment_function_props))
         self.role = iam.Role(self, "Role", assumed_by=iam.ServicePrincipal("pipes.amazonaws.com"),
                              description=f"{self.node.path}: read the outbox stream, publish, dead-letter")
         table.grant_stream_read(self.role)

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, TypedDict
 
-from aws_cdk import Duration
+from aws_cdk import Duration, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda_event_sources as sources
@@ -14,6 +15,7 @@ from retrysafe import names
 
 from constructs import Construct
 
+from ._props import refuse_ignored, struct_values
 from .alarms import AlarmOptions, add_alarm
 from .function import IdempotentFunction
 from .horizon import queue_redelivery
@@ -24,48 +26,101 @@ SQS_DEFAULT_RETENTION = Duration.days(4)
 SQS_DEFAULT_VISIBILITY = Duration.seconds(30)
 SQS_MAX_RETENTION = Duration.days(14)
 DLQ_RETENTION = Duration.days(14)
-#: The consumer's claim lease in claim-first mode (read by ``retrysafe.sqs``).
-VISIBILITY_ENV = names.VISIBILITY_TIMEOUT_ENV
+#: The consumer's operation (the middle of its records' scope), read by ``retrysafe.sqs``.
+OPERATION_ENV = names.SQS_OPERATION_ENV
+_CREATED_QUEUE_DEFAULTS = {"encryption": sqs.QueueEncryption.SQS_MANAGED, "enforce_ssl": True}
+
+
+@dataclass(frozen=True)
+class DeployedQueue:
+    """The deployed settings of an imported queue (``Queue.from_queue_arn``), which synthesis cannot read.
+
+    They size the claim lease and the retry horizon. ``retention_period`` and
+    ``dlq_retention_period`` @default 14 days (SQS's maximum, so the horizon is never too short);
+    ``allow_redrive`` @default True (False: the DLQ's retention leaves the horizon).
+    """
+
+    visibility_timeout: Duration
+    max_receive_count: int
+    dead_letter_queue: sqs.IQueue
+    retention_period: Duration = SQS_MAX_RETENTION
+    dlq_retention_period: Duration = SQS_MAX_RETENTION
+    allow_redrive: bool = True
+
+
+class QueueConsumerProps(TypedDict, total=False):
+    """:class:`IdempotentQueueConsumer` props other than ``function``, for constructs that build one (typed:
+    a misspelled key is a type error). Each one is documented, with its default, on the consumer."""
+
+    existing_queue: sqs.IQueue
+    existing_queue_settings: DeployedQueue
+    queue_props: sqs.QueueProps
+    existing_dead_letter_queue: sqs.IQueue
+    dead_letter_queue_props: sqs.QueueProps
+    max_receive_count: int
+    queue_logical_id: str
+    dead_letter_queue_logical_id: str
+    operation: str
+    batch_size: int
+    max_batching_window: Duration
+    max_concurrency: int
+    alarms: bool | AlarmOptions
+
+
+def stack_relative_path(scope: Construct) -> str:
+    """``scope``'s construct path below its stack: what stays the same when stacks or stages are renamed."""
+    stack = Stack.of(scope)
+    return scope.node.path.removeprefix(stack.node.path + "/")
 
 
 class IdempotentQueueConsumer(Construct):
     """A queue (and DLQ) consumed by an :class:`IdempotentFunction` with partial batch failures.
 
-    Props:
-
-    - ``function`` (required): the consumer; its handler uses ``retrysafe.sqs.idempotent_sqs``.
-    - ``queue``: default a new queue + DLQ, with the props below. Or an existing queue:
-
-      - an ``sqs.Queue`` of this app brings its own settings: it must have a dead-letter queue
-        with ``max_receive_count`` >= 5 and a visibility timeout >= 6x the function timeout
-        (SQS's default of 30 s is refused for functions with timeouts over 5 s). The queue
-        props below are then refused (set them on the queue itself).
-      - an imported queue (``Queue.from_queue_arn``) cannot be inspected: pass its deployed
-        ``visibility_timeout``, ``max_receive_count`` and ``dead_letter_queue``;
-        ``retention_period`` and ``dlq_retention_period`` default to 14 days, SQS's maximum,
-        so the retry horizon is never too short.
-
-    - ``dead_letter_queue``: the DLQ of an imported queue, or an existing DLQ for a new queue.
-    - ``retention_period``: default 4 days. ``dlq_retention_period``: default 14 days.
-    - ``visibility_timeout``: default 6x the function timeout (less is refused).
-    - ``max_receive_count``: default 5 (less is refused).
-    - ``allow_redrive``: default True; False denies DLQ redrive (its retention then leaves the horizon).
-    - ``batch_size``: default 10. ``max_batching_window``: default none.
-    - ``max_concurrency``: default 5 (2..1000). ``fifo``: default False.
-    - ``alarms``: default True (DLQ depth >= 1, id ``DlqDepthAlarm``); False, or :class:`AlarmOptions`.
+    :param function: the consumer (required); its handler uses ``retrysafe.sqs.idempotent_sqs``. One
+        event source per function: a second consumer of the same function is refused (it would
+        overwrite the claim lease).
+    :param existing_queue: a queue to consume instead of creating one. An ``sqs.Queue`` of this app
+        brings its own settings: it must have a dead-letter queue with ``max_receive_count`` >= 5 and a
+        visibility timeout >= 6x the function timeout (SQS's default of 30 s is refused for functions
+        with timeouts over 5 s). An imported queue (``Queue.from_queue_arn``) needs
+        ``existing_queue_settings``. @default a new queue and DLQ.
+    :param existing_queue_settings: an imported queue's deployed settings (:class:`DeployedQueue`).
+        @default none (refused without an imported ``existing_queue``).
+    :param queue_props: the created queue's ``sqs.QueueProps``. @default retention 4 days, visibility
+        timeout 6x the function timeout (less is refused), SSE-SQS, TLS only, standard (``fifo=True``
+        for FIFO). Its ``dead_letter_queue`` is refused: use the DLQ props below.
+    :param existing_dead_letter_queue: the created queue's DLQ. @default a new one
+        (``dead_letter_queue_props``); FIFO-ness must match the queue's.
+    :param dead_letter_queue_props: the created DLQ's ``sqs.QueueProps``. @default retention 14 days,
+        redrive allowed (``redrive_allow_policy=RedriveAllowPolicy(redrive_permission=DENY_ALL)`` takes
+        its retention out of the horizon).
+    :param max_receive_count: receives before a message is dead-lettered. @default 5 (less is refused).
+    :param queue_logical_id: pin the created queue's logical id (moving or renaming this construct then
+        keeps the queue). @default derived from the construct path.
+    :param dead_letter_queue_logical_id: the same for the created DLQ. @default derived from the construct path.
+    :param operation: the operation the consumer's records are scoped by (with the handler's
+        ``subscriber=``). @default this construct's path below its stack (``"InventoryQueue"``): pin it
+        before moving or renaming the construct, or in-flight retries run again. An explicit
+        ``operation=`` in the handler's decorator wins. Two consumers of one table with the same
+        operation are refused.
+    :param batch_size: messages per invocation. @default 10.
+    :param max_batching_window: how long to gather a batch. @default none.
+    :param max_concurrency: concurrent invocations. @default 5 (2..1000).
+    :param alarms: @default True (DLQ depth >= 1, id ``DlqDepthAlarm``); False, or :class:`AlarmOptions`.
 
     The queue's redelivery window is added to the table's :class:`RetryHorizon`, and its
     visibility timeout reaches the function as ``RETRYSAFE_VISIBILITY_TIMEOUT_SECONDS``.
     Attributes: ``queue``, ``dead_letter_queue``, ``max_receive_count``, ``visibility_seconds``,
-    ``redelivery_seconds``, ``event_source``, ``dlq_alarm``.
+    ``redelivery_seconds``, ``operation``, ``event_source``, ``dlq_alarm``.
     """
 
     def __init__(self, scope: Construct, construct_id: str, *, function: IdempotentFunction,
-                 queue: sqs.IQueue | None = None, dead_letter_queue: sqs.IQueue | None = None,
-                 retention_period: Duration | None = None, dlq_retention_period: Duration | None = None,
-                 visibility_timeout: Duration | None = None, max_receive_count: int | None = None,
-                 allow_redrive: bool = True, batch_size: int = 10, max_batching_window: Duration | None = None,
-                 max_concurrency: int = 5, fifo: bool = False, alarms: bool | AlarmOptions = True) -> None:
+                 existing_queue: sqs.IQueue | None = None, existing_queue_settings: DeployedQueue | None = None,
+                 queue_props: sqs.QueueProps | None = None, existing_dead_letter_queue: sqs.IQueue | None = None,
+                 dead_letter_queue_props: sqs.QueueProps | None = None, max_receive_count: int | None = None,
+                 queue_logical_id: str | None = None, dead_letter_queue_logical_id: str | None = None,
+                 operation: str | None = None, batch_size: int = 10, max_batching_window: Duration | None = None,
+                 max_concurrency: int = 5, alarms: bool | AlarmOptions = True) -> None:
         super().__init__(scope, construct_id)
         self.dead_letter_queue: sqs.IQueue
         self.queue: sqs.IQueue
@@ -74,28 +129,33 @@ class IdempotentQueueConsumer(Construct):
                              f"got {max_concurrency}.")
         self._minimum_visibility = VISIBILITY_FACTOR * int(function.timeout.to_seconds())
         self._function = function
-        if queue is None:
-            self._create(dead_letter_queue, retention_period or SQS_DEFAULT_RETENTION,
-                         dlq_retention_period or DLQ_RETENTION, visibility_timeout,
-                         MIN_RECEIVES if max_receive_count is None else max_receive_count, allow_redrive, fifo)
-        elif isinstance(queue, sqs.Queue):
-            given = {"dead_letter_queue": dead_letter_queue, "retention_period": retention_period,
-                     "dlq_retention_period": dlq_retention_period, "visibility_timeout": visibility_timeout,
-                     "max_receive_count": max_receive_count, "allow_redrive": None if allow_redrive else False,
-                     "fifo": fifo or None}
-            ignored = [name for name, value in given.items() if value is not None]
-            if ignored:
-                raise ValueError(
-                    f"{self.node.path}: queue={queue.node.path} brings its own settings, so "
-                    f"{', '.join(ignored)} would not apply. Set them on that queue (sqs.Queue(..., "
-                    "visibility_timeout=..., retention_period=..., dead_letter_queue=DeadLetterQueue(queue=..., "
-                    "max_receive_count=...))) and omit them here, or omit queue= to let the consumer create both.")
-            self._owned(queue)
+        created = {"queue_props": queue_props, "existing_dead_letter_queue": existing_dead_letter_queue,
+                   "dead_letter_queue_props": dead_letter_queue_props, "max_receive_count": max_receive_count,
+                   "queue_logical_id": queue_logical_id, "dead_letter_queue_logical_id": dead_letter_queue_logical_id}
+        if existing_queue is None:
+            if existing_queue_settings is not None:
+                raise ValueError(f"{self.node.path}: existing_queue_settings describe an imported existing_queue; "
+                                 "pass existing_queue=Queue.from_queue_arn(...) with them, or omit them.")
+            self._create(queue_props, existing_dead_letter_queue, dead_letter_queue_props,
+                         MIN_RECEIVES if max_receive_count is None else max_receive_count,
+                         queue_logical_id, dead_letter_queue_logical_id)
+        elif isinstance(existing_queue, sqs.Queue):
+            refuse_ignored(self, "existing_queue", existing_queue,
+                           {**created, "existing_queue_settings": existing_queue_settings},
+                           "set them on that queue (sqs.Queue(..., visibility_timeout=..., retention_period=..., "
+                           "dead_letter_queue=DeadLetterQueue(queue=..., max_receive_count=...)))")
+            self._owned(existing_queue)
         else:
-            self._imported(queue, dead_letter_queue, retention_period, dlq_retention_period, visibility_timeout,
-                           max_receive_count, allow_redrive)
+            refuse_ignored(self, "existing_queue", existing_queue, created,
+                           "describe the imported queue's deployed settings in existing_queue_settings="
+                           "DeployedQueue(...)")
+            self._imported(existing_queue, existing_queue_settings)
+        self._check_fifo(self.queue, self.dead_letter_queue)
         function.table.add_queue_redelivery(self.node.path, self.redelivery_seconds)
-        function.add_environment(VISIBILITY_ENV, str(self.visibility_seconds))
+        function.bind_lease(self, self.visibility_seconds)
+        self.operation = operation or stack_relative_path(self)
+        function.table.claim_operation(self.operation, self)
+        function.add_environment(OPERATION_ENV, self.operation)
         self.event_source = sources.SqsEventSource(
             self.queue, batch_size=batch_size, max_batching_window=max_batching_window,
             report_batch_item_failures=True, max_concurrency=max_concurrency)
@@ -103,27 +163,51 @@ class IdempotentQueueConsumer(Construct):
         options = AlarmOptions.of(alarms)
         self.dlq_alarm = self.add_dlq_alarm(options) if options.wants("DlqDepthAlarm") else None
 
-    def _create(self, dead_letter_queue: sqs.IQueue | None, retention: Duration, dlq_retention: Duration,
-                visibility_timeout: Duration | None, receives: int, allow_redrive: bool, fifo: bool) -> None:
-        visibility = visibility_timeout or Duration.seconds(self._minimum_visibility)
+    def _check_fifo(self, queue: sqs.IQueue, dlq: sqs.IQueue) -> None:
+        """SQS refuses a FIFO queue with a standard DLQ (and the reverse) only at deploy time."""
+        if queue.fifo != dlq.fifo:
+            kind, other = ("a FIFO", "a standard") if queue.fifo else ("a standard", "a FIFO")
+            raise ValueError(f"{self.node.path}: {queue.node.path} is {kind} queue and its dead-letter queue "
+                             f"{dlq.node.path} is {other} queue; SQS requires both to be of the same type and "
+                             "the deployment would fail. Fix: make the DLQ the same type (a FIFO DLQ's name "
+                             "ends in .fifo), or omit it to let the consumer create a matching one.")
+
+    def _create(self, queue_props: sqs.QueueProps | None, existing_dlq: sqs.IQueue | None,
+                dlq_props: sqs.QueueProps | None, receives: int, queue_logical_id: str | None,
+                dlq_logical_id: str | None) -> None:
+        props = struct_values(queue_props)
+        if props.get("dead_letter_queue") is not None:
+            raise ValueError(f"{self.node.path}: queue_props cannot set dead_letter_queue; pass "
+                             "existing_dead_letter_queue=... and max_receive_count=... instead (the consumer sizes "
+                             "the lease and the retry horizon from them).")
+        refuse_ignored(self, "existing_dead_letter_queue", existing_dlq, {"dead_letter_queue_props": dlq_props,
+                                                                           "dead_letter_queue_logical_id": dlq_logical_id},
+                       "set them on that queue")
+        retention = props.get("retention_period") or SQS_DEFAULT_RETENTION
+        visibility = props.get("visibility_timeout") or Duration.seconds(self._minimum_visibility)
+        fifo = bool(props.get("fifo"))
         self._check(receives, int(visibility.to_seconds()),
                     "pass max_receive_count=5 or more (or omit it)",
-                    f"pass visibility_timeout=Duration.seconds({self._minimum_visibility}) or more (or omit it: "
-                    "the default is 6x the function timeout), or lower the function's timeout")
-        self.dead_letter_queue = dead_letter_queue or sqs.Queue(
-            self, "DeadLetterQueue", retention_period=dlq_retention, fifo=fifo or None,
-            encryption=sqs.QueueEncryption.SQS_MANAGED, enforce_ssl=True,
-            redrive_allow_policy=None if allow_redrive else sqs.RedriveAllowPolicy(
-                redrive_permission=sqs.RedrivePermission.DENY_ALL),
-        )
-        if dead_letter_queue is not None:
-            dlq_retention = Duration.seconds(self._dlq_retention(dead_letter_queue, None))
-        self.queue = sqs.Queue(
-            self, "Queue", retention_period=retention, visibility_timeout=visibility, fifo=fifo or None,
-            content_based_deduplication=False if fifo else None,
-            encryption=sqs.QueueEncryption.SQS_MANAGED, enforce_ssl=True,
-            dead_letter_queue=sqs.DeadLetterQueue(queue=self.dead_letter_queue, max_receive_count=receives),
-        )
+                    f"pass queue_props=QueueProps(visibility_timeout=Duration.seconds({self._minimum_visibility})) or "
+                    "more (or omit it: the default is 6x the function timeout), or lower the function's timeout")
+        dlq_settings = {**_CREATED_QUEUE_DEFAULTS, "retention_period": DLQ_RETENTION, "fifo": fifo or None,
+                        **struct_values(dlq_props)}
+        policy = dlq_settings.get("redrive_allow_policy")
+        allow_redrive = existing_dlq is not None or policy is None or \
+            policy.redrive_permission != sqs.RedrivePermission.DENY_ALL
+        if existing_dlq is not None:
+            self.dead_letter_queue = existing_dlq
+            dlq_retention = Duration.seconds(self._dlq_retention(existing_dlq, None))
+        else:
+            self.dead_letter_queue = _pinned(sqs.Queue(self, "DeadLetterQueue", **dlq_settings), dlq_logical_id)
+            dlq_retention = dlq_settings["retention_period"]
+        self.queue = _pinned(sqs.Queue(
+            self, "Queue", **{**_CREATED_QUEUE_DEFAULTS, "content_based_deduplication": False if fifo else None,
+                              **props, "retention_period": retention, "visibility_timeout": visibility,
+                              "fifo": fifo or None,
+                              "dead_letter_queue": sqs.DeadLetterQueue(queue=self.dead_letter_queue,
+                                                                       max_receive_count=receives)}),
+            queue_logical_id)
         self.max_receive_count = receives
         self.visibility_seconds = int(visibility.to_seconds())
         self.redelivery_seconds = queue_redelivery(retention, visibility, receives,
@@ -135,7 +219,7 @@ class IdempotentQueueConsumer(Construct):
         if dlq is None:
             raise ValueError(f"{self.node.path}: the existing queue {queue.node.path} has no dead-letter queue. "
                              "Create it with dead_letter_queue=DeadLetterQueue(queue=..., max_receive_count=5) "
-                             "or let the consumer create both (omit queue=).")
+                             "or let the consumer create both (omit existing_queue=).")
         cfn: sqs.CfnQueue = queue.node.default_child  # type: ignore[assignment]
         visibility = _seconds(cfn.visibility_timeout, SQS_DEFAULT_VISIBILITY)
         receives = int(dlq.max_receive_count)
@@ -152,33 +236,27 @@ class IdempotentQueueConsumer(Construct):
             Duration.seconds(_seconds(cfn.message_retention_period, SQS_DEFAULT_RETENTION)),
             Duration.seconds(visibility), receives, Duration.seconds(self._dlq_retention(dlq.queue, None)))
 
-    def _imported(self, queue: sqs.IQueue, dead_letter_queue: sqs.IQueue | None, retention: Duration | None,
-                  dlq_retention: Duration | None, visibility_timeout: Duration | None, receives: int | None,
-                  allow_redrive: bool) -> None:
-        """An imported queue: its settings cannot be read, so the ones that matter are required props."""
-        missing = [name for name, value in (("visibility_timeout", visibility_timeout),
-                                            ("max_receive_count", receives),
-                                            ("dead_letter_queue", dead_letter_queue)) if value is None]
-        if missing:
+    def _imported(self, queue: sqs.IQueue, settings: DeployedQueue | None) -> None:
+        """An imported queue: its settings cannot be read, so the ones that matter are required."""
+        if settings is None:
             raise ValueError(
                 f"{self.node.path}: the imported queue {queue.node.path} cannot be inspected at synth time, so "
-                f"pass its deployed settings: {', '.join(missing)} (visibility_timeout=Duration.seconds(...), "
-                "max_receive_count=<its redrive policy's maxReceiveCount>, dead_letter_queue=Queue.from_queue_arn("
-                "...)). They size the claim lease and the retry horizon; retention_period and dlq_retention_period "
-                "default to 14 days (SQS's maximum).")
-        assert visibility_timeout is not None and receives is not None and dead_letter_queue is not None
-        visibility = int(visibility_timeout.to_seconds())
-        self._check(receives, visibility,
+                "pass its deployed settings: existing_queue_settings=DeployedQueue(visibility_timeout=Duration."
+                "seconds(...), max_receive_count=<its redrive policy's maxReceiveCount>, dead_letter_queue="
+                "Queue.from_queue_arn(...)). They size the claim lease and the retry horizon; retention_period "
+                "and dlq_retention_period default to 14 days (SQS's maximum).")
+        visibility = int(settings.visibility_timeout.to_seconds())
+        self._check(settings.max_receive_count, visibility,
                     f"raise the redrive policy's maxReceiveCount of {queue.node.path} to 5 or more",
                     f"raise the visibility timeout of {queue.node.path} to {self._minimum_visibility}s or more "
                     "(and pass it here), or lower the function's timeout")
         self.queue = queue
-        self.dead_letter_queue = dead_letter_queue
+        self.dead_letter_queue = settings.dead_letter_queue
         self.visibility_seconds = visibility
-        self.max_receive_count = receives
+        self.max_receive_count = settings.max_receive_count
         self.redelivery_seconds = queue_redelivery(
-            retention or SQS_MAX_RETENTION, visibility_timeout, receives,
-            Duration.seconds(self._dlq_retention(dead_letter_queue, dlq_retention)) if allow_redrive else None)
+            settings.retention_period, settings.visibility_timeout, settings.max_receive_count,
+            settings.dlq_retention_period if settings.allow_redrive else None)
 
     @staticmethod
     def _dlq_retention(dlq: sqs.IQueue, given: Duration | None) -> int:
@@ -220,6 +298,13 @@ class IdempotentQueueConsumer(Construct):
         return add_alarm(self, "DlqDepthAlarm", self.metric_dlq_depth(), threshold=1,
                          description=f"{self.node.path}: messages in the dead-letter queue",
                          options=options or AlarmOptions())
+
+
+def _pinned(queue: sqs.Queue, logical_id: str | None) -> sqs.Queue:
+    """``queue`` with its logical id pinned to ``logical_id`` (when given)."""
+    if logical_id is not None:
+        queue.node.default_child.override_logical_id(logical_id)  # type: ignore[union-attr]
+    return queue
 
 
 def _seconds(value: object, default: Duration) -> int:

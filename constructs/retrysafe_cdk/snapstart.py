@@ -36,7 +36,7 @@ _OWNED = ("snap_start",)
 def check(scope: Construct, runtime: lambda_.Runtime, function_props: Mapping[str, Any] | None) -> None:
     """Refuse, with the fix, a function that Lambda cannot snapshot (``ValueError`` at synthesis).
 
-    Checked on the effective props (``function_props`` win over ``runtime``): a runtime without
+    Checked on the effective props (``runtime`` and ``function_props``): a runtime without
     SnapStart (Python before 3.12, container images, OS-only runtimes), EFS, more than 512 MiB of
     ephemeral storage, provisioned concurrency, tenant isolation, and ``snap_start`` in
     ``function_props`` (the construct's own ``snap_start=True`` also publishes the alias).
@@ -48,9 +48,8 @@ def check(scope: Construct, runtime: lambda_.Runtime, function_props: Mapping[st
         raise ValueError(f"{scope.node.path}: function_props cannot set {', '.join(owned)}; pass snap_start=True "
                          "to IdempotentFunction instead (it also publishes the version and the alias the "
                          "integrations invoke).")
-    effective = given.get("runtime", runtime)
-    if not effective.supports_snap_start:
-        raise ValueError(f"{where}, but runtime {effective.name} has no SnapStart (Python needs 3.12 or later; "
+    if not runtime.supports_snap_start:
+        raise ValueError(f"{where}, but runtime {runtime.name} has no SnapStart (Python needs 3.12 or later; "
                          "container images and OS-only runtimes have none). Fix: use runtime="
                          "lambda_.Runtime.PYTHON_3_14 (the default), or omit snap_start.")
     if given.get("filesystem") is not None:

@@ -6,7 +6,17 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import jsii
-from aws_cdk import Duration, IResolvable, IResolveContext, RemovalPolicy, Stack, Token
+from aws_cdk import (
+    Arn,
+    ArnFormat,
+    CfnResource,
+    Duration,
+    IResolvable,
+    IResolveContext,
+    RemovalPolicy,
+    Stack,
+    Token,
+)
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
@@ -16,6 +26,7 @@ from retrysafe import names
 
 from constructs import Construct, IValidation
 
+from ._props import refuse_ignored
 from .alarms import AlarmOptions, add_alarm
 from .horizon import MIN_HORIZON_SECONDS, RetryHorizon
 from .targets import OutboxTarget
@@ -32,6 +43,39 @@ RECORD_ACTIONS = ("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem",
                   "dynamodb:ConditionCheckItem")
 STREAM_ACTIONS = ("dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator",
                   "dynamodb:ListStreams")
+#: What reading and writing items of a table encrypted with a customer-managed key needs (no
+#: ``kms:ReEncrypt*`` or ``kms:GenerateDataKey*`` wildcards, as ``Key.grant_encrypt_decrypt`` grants).
+KEY_WRITE_ACTIONS = ("kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey")
+#: What reading a customer-managed-key table's items or stream needs.
+KEY_READ_ACTIONS = ("kms:Decrypt",)
+#: Stream views whose records carry the new item (the outbox filter matches ``dynamodb.NewImage.kind``).
+OUTBOX_STREAM_VIEWS = ("NEW_IMAGE", "NEW_AND_OLD_IMAGES")
+
+
+def grant_key(grantee: iam.IGrantable, key: kms.IKey, actions: tuple[str, ...]) -> iam.Grant:
+    """Exactly ``actions`` on ``key`` (in the grantee's policy)."""
+    return iam.Grant.add_to_principal(grantee=grantee, actions=list(actions), resource_arns=[key.key_arn])
+
+
+def _region(table: dynamodb.ITable) -> str | None:
+    """The table's region when known at synthesis: from its ARN when imported by one, else its stack's."""
+    region = table.env.region
+    if not Token.is_unresolved(table.table_arn):  # Table.from_table_arn keeps its stack's env, not the ARN's
+        region = Arn.split(table.table_arn, ArnFormat.SLASH_RESOURCE_NAME).region or region
+    return None if Token.is_unresolved(region) else region
+
+
+def check_same_region(scope: Construct, table: dynamodb.ITable, what: str) -> None:
+    """Refuse a table in another region than ``scope``'s stack (the runtime reaches tables by name, in its region)."""
+    table_region, own_region = _region(table), Stack.of(scope).region
+    if table_region is None or Token.is_unresolved(own_region) or table_region == own_region:
+        return
+    raise ValueError(
+        f"{scope.node.path}: {what} {table.node.path} is in {table_region}, the function in {own_region}. The runtime "
+        f"calls DynamoDB by table name in its own region, so it would get ResourceNotFound there (or write a "
+        f"same-named table of {own_region}). Fix: put the function in a stack of {table_region}, or give the table a "
+        f"replica in {own_region} (dynamodb.TableV2(..., replicas=[ReplicaTableProps(region={own_region!r})])) and "
+        f"pass that region's replica (TableV2.replica({own_region!r})).")
 
 
 @jsii.implements(IResolvable)
@@ -52,8 +96,11 @@ class _RetentionToken:
         return Token.as_string(self)
 
 
-def _existing_table_problems(table: dynamodb.ITable) -> list[str] | None:
-    """What an existing ``Table``/``TableV2`` of this app lacks; ``None`` for an imported table (unknowable)."""
+def _existing_table_problems(table: dynamodb.ITable, relays: bool) -> list[str] | None:
+    """What an existing ``Table``/``TableV2`` of this app lacks; ``None`` for an imported table (unknowable).
+
+    ``relays``: an outbox relay reads the table's stream, which must then carry new images.
+    """
     cfn = table.node.default_child
     if not isinstance(cfn, (dynamodb.CfnTable, dynamodb.CfnGlobalTable)):
         return None
@@ -80,7 +127,24 @@ def _existing_table_problems(table: dynamodb.ITable) -> list[str] | None:
                         f"table.add_global_secondary_index(index_name={OUTBOX_INDEX!r}, partition_key=Attribute("
                         f"name={hash_key!r}, type=AttributeType.STRING), sort_key=Attribute(name={range_key!r}, "
                         "type=AttributeType.STRING))")
+    view = _stream_view(cfn)
+    if relays and view is not None and view not in OUTBOX_STREAM_VIEWS:
+        problems.append(f"its stream is {view}, and the outbox relay matches the new image of each record "
+                        "(dynamodb.NewImage.kind), so no event would ever be published (the Outbox's sweeper "
+                        "would send each one 15-20 minutes late; OutboxPipe never). Fix: create the table with "
+                        "stream=StreamViewType.NEW_IMAGE (or NEW_AND_OLD_IMAGES)")
     return problems
+
+
+def _stream_view(cfn: dynamodb.CfnTable | dynamodb.CfnGlobalTable) -> str | None:
+    """The table's stream view type, or None without a stream.
+
+    Read from the rendered properties: a TableV2 without a stream has a ``stream_specification``
+    whose view type is undefined, which jsii cannot return.
+    """
+    rendered = Stack.of(cfn).resolve(cfn._cfn_properties).get("streamSpecification") or {}
+    view = rendered.get("streamViewType")
+    return str(view) if view is not None else None
 
 
 @jsii.implements(IValidation)
@@ -91,7 +155,7 @@ class _ExistingTableCheck:
         self._owner, self._table = owner, table
 
     def validate(self) -> list[str]:
-        problems = _existing_table_problems(self._table) or []
+        problems = _existing_table_problems(self._table, bool(self._owner.relays)) or []
         return [f"{self._owner.node.path}: the existing table {self._table.node.path} cannot hold idempotency "
                 f"records: {problem}." for problem in problems]
 
@@ -101,58 +165,75 @@ class IdempotencyTable(Construct):
 
     Props (all optional):
 
-    - ``table``: an existing table to use instead of creating one. It must have the
-      partition key ``pk`` (S), TTL on ``exp`` and the ``outbox-unpublished`` GSI
-      (``obq`` S / ``at`` S, projection ALL); for an outbox, a NEW_IMAGE stream and
-      ``table_stream_arn``. A ``Table`` or ``TableV2`` of this app that lacks any of these
-      fails synthesis with the fix; an imported table (``Table.from_*``) cannot be inspected
-      and is assumed to have them.
-    - ``horizon``: the :class:`RetryHorizon` parts (default 7 days before queues).
-      Queue consumers add their redelivery window to it.
-    - ``record_ttl``: how long records live. Default: the computed horizon. A value
-      shorter than the horizon fails synthesis.
-    - ``removal_policy``: default ``RETAIN`` (records are the dedup memory).
-    - ``encryption_key``: a customer-managed KMS key (default: the AWS-managed key).
-    - ``stream``: create the table with a NEW_IMAGE stream (default: only once an outbox
-      is attached).
-    - ``table_props``: other ``dynamodb.Table`` props for the created table (e.g.
-      ``deletion_protection``, ``contributor_insights_enabled``, ``table_name``), applied last.
-      The key schema and the TTL attribute are the runtime's contract and are refused here.
+    :param existing_table: a table to use instead of creating one. It must have the partition key
+        ``pk`` (S), TTL on ``exp`` and the ``outbox-unpublished`` GSI (``obq`` S / ``at`` S,
+        projection ALL); for an outbox, a NEW_IMAGE (or NEW_AND_OLD_IMAGES) stream and
+        ``table_stream_arn``. A ``Table`` or ``TableV2`` of this app that lacks any of these fails
+        synthesis with the fix; an imported table (``Table.from_table_attributes``) cannot be
+        inspected and is assumed to have them. An L1 ``CfnTable`` is refused (wrap it with
+        ``Table.from_table_attributes``). Its encryption key is its own. @default a new table.
+    :param table_props: other ``dynamodb.Table`` props of the created table (e.g.
+        ``deletion_protection``, ``contributor_insights_enabled``, ``table_name``), applied last.
+        The key schema and the TTL attribute are the runtime's contract and are refused here.
+        @default none. Refused with ``existing_table``, as are the other created-table props below.
+    :param logical_id: the created table's CloudFormation logical id, pinned: moving or renaming this
+        construct then keeps the table (see "Moving the stateful resources" in the constructs docs).
+        @default derived from the construct path, as CDK does.
+    :param horizon: the :class:`RetryHorizon` parts. @default 7 days before queues; queue consumers add
+        their redelivery window to it.
+    :param record_ttl: how long records live. @default the computed horizon. A value shorter than the
+        horizon fails synthesis.
+    :param removal_policy: @default ``RETAIN`` (records are the dedup memory).
+    :param encryption_key: a customer-managed KMS key. @default the AWS-managed key.
+    :param stream: create the table with a NEW_IMAGE stream. @default False (enabled once an outbox is attached).
 
     Attributes: ``table``, ``horizon``, ``retention_seconds``, ``stream_arn``,
-    ``encryption_key``, ``relays`` (the outbox relays attached: :class:`Outbox` / :class:`OutboxPipe`),
-    ``fencing_alarm`` (once :meth:`add_fencing_alarm` ran).
+    ``encryption_key``, ``relays`` (the outbox relay attached: :class:`Outbox` / :class:`OutboxPipe`),
+    ``operations`` (the consumers' operations, see :meth:`claim_operation`), ``fencing_alarm``
+    (once :meth:`add_fencing_alarm` ran).
     """
 
-    def __init__(self, scope: Construct, construct_id: str, *, table: dynamodb.ITable | None = None,
+    def __init__(self, scope: Construct, construct_id: str, *, existing_table: dynamodb.ITable | None = None,
+                 table_props: Mapping[str, Any] | None = None, logical_id: str | None = None,
                  horizon: RetryHorizon | None = None, record_ttl: Duration | None = None,
-                 removal_policy: RemovalPolicy = RemovalPolicy.RETAIN, encryption_key: kms.IKey | None = None,
-                 stream: bool = False, table_props: Mapping[str, Any] | None = None) -> None:
+                 removal_policy: RemovalPolicy | None = None, encryption_key: kms.IKey | None = None,
+                 stream: bool = False) -> None:
         super().__init__(scope, construct_id)
         fixed = sorted(set(table_props or {}) & {"partition_key", "sort_key", "time_to_live_attribute"})
         if fixed:
             raise ValueError(f"{self.node.path}: table_props cannot set {', '.join(fixed)}: the runtime reads and "
                              f"writes items keyed by {PARTITION_KEY!r} alone and expires them through "
                              f"{TTL_ATTRIBUTE!r}.")
-        if table is not None and table_props:
-            raise ValueError(f"{self.node.path}: table_props apply to a table the construct creates; pass them to "
-                             "your own table instead (table= is given).")
+        if isinstance(existing_table, CfnResource):
+            raise TypeError(f"{self.node.path}: existing_table={existing_table.node.path} is an L1 CfnTable, which "
+                            "has no table_arn or table_stream_arn to grant on. Fix: pass dynamodb.Table."
+                            "from_table_attributes(scope, id, table_name=cfn.ref, table_stream_arn=cfn.attr_"
+                            "stream_arn, encryption_key=...) (or the L2 Table itself).")
+        if existing_table is not None:
+            refuse_ignored(self, "existing_table", existing_table,
+                           {"table_props": table_props, "logical_id": logical_id, "removal_policy": removal_policy,
+                            "encryption_key": encryption_key, "stream": stream or None},
+                           "set them on that table (a customer-managed key is read from the table: for an imported "
+                           "one, Table.from_table_attributes(..., encryption_key=key); its stream: "
+                           "stream=StreamViewType.NEW_IMAGE)")
         self.horizon = horizon or RetryHorizon()
         self.record_ttl_seconds = int(record_ttl.to_seconds()) if record_ttl is not None else None
         if self.record_ttl_seconds is not None and self.record_ttl_seconds < MIN_HORIZON_SECONDS:
             raise ValueError(f"{self.node.path}: record_ttl must be at least 24 hours (the runtime refuses less); "
                              f"got {self.record_ttl_seconds}s. Pass record_ttl=Duration.days(7) or leave it unset.")
-        self.encryption_key = encryption_key
         self.relays: list[Construct] = []
+        self.operations: dict[str, str] = {}
         self.fencing_alarm: cloudwatch.Alarm | None = None
         self._relay_targets: list[OutboxTarget] = []
         self._stream_arn: str | None = None
-        if table is not None:
-            self.table: dynamodb.ITable = table
+        if existing_table is not None:
+            self.table: dynamodb.ITable = existing_table
+            self.encryption_key = existing_table.encryption_key
             self._cfn: dynamodb.CfnTable | None = None
-            self._stream_arn = table.table_stream_arn
-            self.node.add_validation(_ExistingTableCheck(self, table))
+            self._stream_arn = existing_table.table_stream_arn
+            self.node.add_validation(_ExistingTableCheck(self, existing_table))
         else:
+            self.encryption_key = encryption_key
             props: dict[str, Any] = {
                 "partition_key": dynamodb.Attribute(name=PARTITION_KEY, type=dynamodb.AttributeType.STRING),
                 "billing_mode": dynamodb.BillingMode.PAY_PER_REQUEST,
@@ -161,7 +242,7 @@ class IdempotencyTable(Construct):
                 "encryption": (dynamodb.TableEncryption.CUSTOMER_MANAGED if encryption_key
                                else dynamodb.TableEncryption.AWS_MANAGED),
                 "encryption_key": encryption_key, "time_to_live_attribute": TTL_ATTRIBUTE,
-                "removal_policy": removal_policy, **(table_props or {})}
+                "removal_policy": removal_policy or RemovalPolicy.RETAIN, **(table_props or {})}
             created = dynamodb.Table(self, "Table", **props)
             created.add_global_secondary_index(
                 index_name=OUTBOX_INDEX,
@@ -171,9 +252,27 @@ class IdempotencyTable(Construct):
             )
             self.table = created
             self._cfn = created.node.default_child  # type: ignore[assignment]
+            if logical_id is not None:
+                created.node.default_child.override_logical_id(logical_id)  # type: ignore[union-attr]
             if stream:
                 self.enable_stream()
         self._check_ttl()
+
+    def claim_operation(self, operation: str, consumer: Construct) -> None:
+        """Record that ``consumer`` processes messages as ``operation``; refuse a second consumer with it.
+
+        Processed-message records are scoped by (subscriber, operation, key): two consumers of this
+        table with one operation (and the same ``subscriber=`` in their handlers, which synthesis
+        cannot see) would acknowledge each other's messages as duplicates without running them.
+        """
+        owner = self.operations.get(operation)
+        if owner is not None:
+            raise ValueError(
+                f"{consumer.node.path}: the operation {operation!r} is already used by {owner} on the idempotency "
+                f"table {self.node.path}. With the same subscriber= in their handlers, each consumer would "
+                "acknowledge the other's messages as duplicates without running them. Fix: pass a distinct "
+                "operation=... to one of them (a stable name of what it does, e.g. operation=\"reserve-stock\").")
+        self.operations[operation] = consumer.node.path
 
     # -- retry horizon -------------------------------------------------------------------------
 
@@ -224,29 +323,42 @@ class IdempotencyTable(Construct):
 
     # -- grants ----------------------------------------------------------------------------------
 
-    def _grant(self, grantee: iam.IGrantable, actions: tuple[str, ...], resources: list[str]) -> iam.Grant:
+    def _grant(self, grantee: iam.IGrantable, actions: tuple[str, ...], resources: list[str],
+               key_actions: tuple[str, ...] = KEY_WRITE_ACTIONS) -> iam.Grant:
         grant = iam.Grant.add_to_principal(grantee=grantee, actions=list(actions), resource_arns=resources)
         if self.encryption_key is not None:
-            grant = grant.combine(self.encryption_key.grant_encrypt_decrypt(grantee))
+            grant = grant.combine(grant_key(grantee, self.encryption_key, key_actions))
         return grant
 
-    def grant_records(self, grantee: iam.IGrantable) -> iam.Grant:
-        """Claim, commit, replay and release records: item-level actions on this table only."""
-        return self._grant(grantee, RECORD_ACTIONS, [self.table.table_arn])
+    def grant_records(self, grantee: iam.IGrantable, actions: Sequence[str] = RECORD_ACTIONS) -> iam.Grant:
+        """Item-level ``actions`` on this table only: by default what claims, commits, replays and releases need."""
+        return self._grant(grantee, tuple(actions), [self.table.table_arn])
 
     def grant_sweep(self, grantee: iam.IGrantable) -> iam.Grant:
-        """Query the ``outbox-unpublished`` index and mark events published (the sweeper)."""
-        query = self._grant(grantee, ("dynamodb:Query",), [f"{self.table.table_arn}/index/{OUTBOX_INDEX}"])
-        return query.combine(self._grant(grantee, ("dynamodb:GetItem", "dynamodb:UpdateItem"), [self.table.table_arn]))
+        """Query the ``outbox-unpublished`` index and mark events published (the sweeper: nothing else)."""
+        query = self._grant(grantee, ("dynamodb:Query",), [f"{self.table.table_arn}/index/{OUTBOX_INDEX}"],
+                            KEY_READ_ACTIONS)
+        return query.combine(self._grant(grantee, ("dynamodb:UpdateItem",), [self.table.table_arn]))
 
     def grant_stream_read(self, grantee: iam.IGrantable) -> iam.Grant:
         """Read this table's stream (enables it if needed), scoped to the stream's ARN."""
-        return self._grant(grantee, STREAM_ACTIONS, [self.enable_stream()])
+        return self._grant(grantee, STREAM_ACTIONS, [self.enable_stream()], KEY_READ_ACTIONS)
 
     # -- outbox relays ---------------------------------------------------------------------------
 
     def add_relay(self, relay: Construct, target: OutboxTarget) -> None:
-        """Record that ``relay`` publishes this table's outbox to ``target``."""
+        """Record that ``relay`` publishes this table's outbox to ``target``; a second relay is refused.
+
+        Events carry one published/parked marker, so a second relay's success would hide the first
+        one's failures (and two relays take both stream readers DynamoDB allows per shard).
+        """
+        if self.relays:
+            raise ValueError(
+                f"{relay.node.path}: the outbox of {self.node.path} is already published by {self.relays[0].node.path}. "
+                "Events carry one published/parked marker, so one relay's success would hide the other's failures, "
+                "and two relays use both stream readers DynamoDB allows per shard. Fix: publish to one target and "
+                "fan out from there (an EventBridge rule with several targets, or an SNS topic with several "
+                "subscriptions), or give the second service its own IdempotencyTable.")
         self.relays.append(relay)
         self._relay_targets.append(target)
 

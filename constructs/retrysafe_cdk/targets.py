@@ -79,7 +79,9 @@ class OutboxTarget:
     def environment(self) -> dict[str, str]:
         """The publisher's and sweeper's target variables (exactly one target), with its size settings."""
         if self.bus is not None:
-            target = {names.EVENT_BUS_ENV: self.bus.event_bus_name}
+            # The ARN, not the name: PutEvents with a bare name sends to the same-named bus of the publisher's own
+            # account and region, which is the wrong bus for one imported from another account or region.
+            target = {names.EVENT_BUS_ENV: self.bus.event_bus_arn}
         elif self.sns_topic is not None:
             target = {names.TOPIC_ENV: self.sns_topic.topic_arn}
         else:

@@ -2,28 +2,29 @@
 
 from __future__ import annotations
 
+import json
 import math
-from collections.abc import Mapping
-from typing import Any
 
 import jsii
-from aws_cdk import CfnElement, Duration, RemovalPolicy, Stack
+from aws_cdk import CfnElement, Duration, IResolvable, IResolveContext, RemovalPolicy, Stack, Token
 from aws_cdk import aws_apigateway as apigw
 from aws_cdk import aws_apigatewayv2 as apigwv2
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as events_targets
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_secretsmanager as secretsmanager
 from retrysafe import names
 
 from constructs import Construct, IValidation
 
+from ._props import refuse_ignored, struct_values
 from .api import IdempotentHttpApi, IdempotentRestApi
-from .function import IdempotentFunction
+from .function import IdempotentFunction, with_defaults
 from .nag import acknowledge
-from .queue import IdempotentQueueConsumer
+from .queue import IdempotentQueueConsumer, QueueConsumerProps
 from .table import IdempotencyTable
 from .targets import OutboxTarget
 
@@ -44,13 +45,48 @@ class _RelayCheck:
     def validate(self) -> list[str]:
         assert self._target.bus is not None
         stack = Stack.of(self._receiver)
-        wanted = stack.resolve(self._target.bus.event_bus_arn)
-        if any(t.bus is not None and stack.resolve(t.bus.event_bus_arn) == wanted for t in self._table.relay_targets):
+        wanted = _bus_identity(stack, self._target.bus)
+        if any(t.bus is not None and _bus_identity(stack, t.bus) & wanted for t in self._table.relay_targets):
             return []
         return [(f"{self._receiver.node.path}: nothing publishes the outbox of {self._table.node.path} to the bus "
                 f"{self._target.bus.node.path}, so receipts would be answered 202 and never reach the worker. Fix: "
                 "add Outbox(scope, 'Outbox', table=<that table>, target=<this outbox_target>) (or OutboxPipe) "
                 "with the same bus.")]
+
+
+def _bus_identity(stack: Stack, bus: events.IEventBus) -> set[str]:
+    """What identifies a bus: its resolved ARN and, when known at synth, its name.
+
+    The same bus can be the object of this app in one place and imported by name
+    (``EventBus.from_event_bus_name``) in another: their ARNs resolve differently, their names do not.
+    """
+    identity = {json.dumps(stack.resolve(bus.event_bus_arn), sort_keys=True)}
+    cfn = bus.node.default_child
+    name = cfn.name if isinstance(cfn, events.CfnEventBus) else bus.event_bus_name
+    if isinstance(name, str) and not Token.is_unresolved(name):
+        identity.add(f"name:{name}")
+    return identity
+
+
+@jsii.implements(IResolvable)
+class _ExpiryDays:
+    """The bodies' expiry in days, resolved at synthesis from the table's final retry horizon.
+
+    Consumers, sagas and queues wired after the receiver raise the horizon; the objects must outlive it.
+    """
+
+    def __init__(self, table: IdempotencyTable) -> None:
+        self._table = table
+
+    @property
+    def creation_stack(self) -> list[str]:
+        return []
+
+    def resolve(self, _context: IResolveContext) -> int:
+        return math.ceil(self._table.retention_seconds / 86_400) + 1
+
+    def to_string(self) -> str:
+        return Token.as_string(self)
 
 
 class WebhookReceiver(Construct):
@@ -65,22 +101,32 @@ class WebhookReceiver(Construct):
     the receiver may put objects, the worker may read them, and ``@idempotent_sqs`` hands the
     worker the body inline after checking its SHA-256.
 
-    Props:
-
-    - ``table``, ``api``, ``worker`` (required): the table, the REST or HTTP API to add the public
-      route to, and the :class:`IdempotentFunction` doing the heavy work (``retrysafe.sqs.idempotent_sqs``).
-    - ``outbox_target`` (required): the table's outbox target; must be an event bus, and an
-      :class:`Outbox` or :class:`OutboxPipe` must publish the table to it (checked at synthesis).
-    - ``path``: default ``/webhooks/<provider>``. ``provider``: ``github`` (default), ``stripe``,
-      ``standard`` (Standard Webhooks; the secret holds the ``whsec_...`` value), ``hmac``.
-    - ``source``: the sender's name, scoping delivery ids (default: the provider).
-    - ``secret``: an existing secret holding the signing secret; default a new generated one
-      (set the same value at the provider).
-    - ``consumer_props``: :class:`IdempotentQueueConsumer` props for the work queue (e.g. an
-      existing ``queue=``, ``max_concurrency``, ``alarms``).
-    - ``bodies``: an existing bucket for large bodies; default a new one.
-    - ``snap_start``: Lambda SnapStart for the receiver (default False; see :class:`IdempotentFunction`).
-      The route then invokes its alias. The worker's own setting is its own.
+    :param table: the :class:`IdempotencyTable` (required).
+    :param api: the :class:`IdempotentRestApi` or :class:`IdempotentHttpApi` to add the public route to (required).
+    :param worker: the :class:`IdempotentFunction` doing the heavy work (``retrysafe.sqs.idempotent_sqs``; required).
+    :param outbox_target: the table's outbox target (required); an event bus, which an :class:`Outbox` or
+        :class:`OutboxPipe` must publish the table to (checked at synthesis; the bus object and the same
+        bus imported by name count as one).
+    :param provider: ``github``, ``stripe``, ``standard`` (Standard Webhooks; the secret holds the
+        ``whsec_...`` value) or ``hmac``. @default ``github``.
+    :param path: @default ``/webhooks/<provider>``.
+    :param source: the sender's name, scoping delivery ids. @default the provider.
+    :param existing_secret: a secret holding the signing secret. @default a new generated one (set the same
+        value at the provider).
+    :param existing_bodies_bucket: a bucket for large bodies. @default a new one (SSE-S3, TLS only, no public
+        access, ``RETAIN``; objects expire one day after the table's final retry horizon, whatever is
+        wired after the receiver).
+    :param bodies_bucket_props: other ``s3.BucketProps`` of the created bucket. @default none. Refused with
+        ``existing_bodies_bucket``.
+    :param bodies_logical_id: pin the created bucket's logical id. @default derived from the construct path.
+        Refused with ``existing_bodies_bucket``.
+    :param consumer_props: :class:`IdempotentQueueConsumer` props for the work queue (a :class:`QueueConsumerProps` (e.g. ``existing_queue``,
+        ``max_concurrency``, ``alarms``, ``queue_logical_id``)). @default none.
+    :param receiver_function_props: ``lambda_.FunctionOptions`` of the receiver (memory, VPC, tracing,
+        reserved concurrency...). @default timeout 10 s, otherwise as :class:`IdempotentFunction`.
+    :param receiver_log_group_props: the receiver's log group. @default one month, ``DESTROY``.
+    :param snap_start: Lambda SnapStart for the receiver (see :class:`IdempotentFunction`); the route then
+        invokes its alias. The worker's own setting is its own. @default False.
 
     Attributes: ``receiver``, ``secret``, ``rule``, ``consumer``, ``method`` (REST) / ``routes`` (HTTP),
     ``bodies``.
@@ -90,24 +136,31 @@ class WebhookReceiver(Construct):
                  api: IdempotentRestApi | IdempotentHttpApi,
                  worker: IdempotentFunction, outbox_target: OutboxTarget, provider: str = "github",
                  path: str | None = None, source: str | None = None,
-                 secret: secretsmanager.ISecret | None = None, bodies: s3.IBucket | None = None,
-                 consumer_props: Mapping[str, Any] | None = None, snap_start: bool = False) -> None:
+                 existing_secret: secretsmanager.ISecret | None = None,
+                 existing_bodies_bucket: s3.IBucket | None = None, bodies_bucket_props: s3.BucketProps | None = None,
+                 bodies_logical_id: str | None = None, consumer_props: QueueConsumerProps | None = None,
+                 receiver_function_props: lambda_.FunctionOptions | None = None,
+                 receiver_log_group_props: logs.LogGroupProps | None = None, snap_start: bool = False) -> None:
         super().__init__(scope, construct_id)
         if provider not in PROVIDERS:
             raise ValueError(f"{self.node.path}: provider must be one of {', '.join(PROVIDERS)}, got {provider!r}.")
         if outbox_target.bus is None:
             raise ValueError(f"{self.node.path}: outbox_target must be OutboxTarget.event_bus(...): receipts are "
                              "routed to the worker's queue by an EventBridge rule.")
+        refuse_ignored(self, "existing_bodies_bucket", existing_bodies_bucket,
+                       {"bodies_bucket_props": bodies_bucket_props, "bodies_logical_id": bodies_logical_id},
+                       "set them on that bucket (and let its objects expire after the retry horizon)")
         self.source = source or provider
-        self.secret = secret or self._new_secret()
+        self.secret = existing_secret or self._new_secret()
         self.receiver = IdempotentFunction(
             self, "Receiver", table=table,
             code=lambda_.Code.from_inline("# The handler is in the retrysafe runtime layer (/opt/python).\n"),
-            handler=names.WEBHOOK_HANDLER, timeout=Duration.seconds(10),
-            environment={names.WEBHOOK_SECRET_ARN_ENV: self.secret.secret_arn,
-                         names.WEBHOOK_PROVIDER_ENV: provider, names.WEBHOOK_SOURCE_ENV: self.source,
-                         **outbox_target.producer_environment()},
-            description=f"retrysafe webhook receiver ({provider})", snap_start=snap_start)
+            handler=names.WEBHOOK_HANDLER, snap_start=snap_start, log_group_props=receiver_log_group_props,
+            function_props=with_defaults({
+                "timeout": Duration.seconds(10), "description": f"retrysafe webhook receiver ({provider})",
+                "environment": {names.WEBHOOK_SECRET_ARN_ENV: self.secret.secret_arn,
+                                names.WEBHOOK_PROVIDER_ENV: provider, names.WEBHOOK_SOURCE_ENV: self.source,
+                                **outbox_target.producer_environment()}}, receiver_function_props))
         self.secret.grant_read(self.receiver.role)
         route = path or f"/webhooks/{provider}"
         self.method: apigw.Method | None = None
@@ -116,14 +169,13 @@ class WebhookReceiver(Construct):
             self.method = api.add_route("POST", route, self.receiver, key_required=False, public=True)
         else:
             self.routes = api.add_route("POST", route, self.receiver, public=True)
-        self.consumer = IdempotentQueueConsumer(self, "Work", function=worker, **dict(consumer_props or {}))
+        self.consumer = IdempotentQueueConsumer(self, "Work", function=worker, **(consumer_props or {}))
         self.rule = events.Rule(
             self, "ReceiptRule", event_bus=outbox_target.bus,
             event_pattern=events.EventPattern(source=[outbox_target.event_source], detail_type=[RECEIPT_EVENT],
                                               detail={"aggregate_type": [f"webhook:{self.source}"]}),
             targets=[events_targets.SqsQueue(self.consumer.queue)])
-        # After the consumer: its queue's redelivery window is part of the horizon the objects must outlive.
-        self.bodies = bodies or self._new_bucket(table)
+        self.bodies = existing_bodies_bucket or self._new_bucket(table, bodies_bucket_props, bodies_logical_id)
         self.receiver.add_environment(CLAIM_CHECK_ENV, self.bodies.bucket_name)
         self.grant_put_bodies(self.receiver.role)
         self.grant_read_bodies(worker.role)
@@ -148,14 +200,17 @@ class WebhookReceiver(Construct):
                         "made per delivery at run time); one action, that prefix only.")
         return grant
 
-    def _new_bucket(self, table: IdempotencyTable) -> s3.Bucket:
-        days = math.ceil(table.retention_seconds / 86_400) + 1
-        bucket = s3.Bucket(
-            self, "Bodies", encryption=s3.BucketEncryption.S3_MANAGED, enforce_ssl=True,
-            block_public_access=s3.BlockPublicAccess.BLOCK_ALL, object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
-            lifecycle_rules=[s3.LifecycleRule(expiration=Duration.days(days), abort_incomplete_multipart_upload_after=
-                                              Duration.days(1))],
-            removal_policy=RemovalPolicy.RETAIN)
+    def _new_bucket(self, table: IdempotencyTable, props: s3.BucketProps | None, logical_id: str | None) -> s3.Bucket:
+        expiry = Duration.days(Token.as_number(_ExpiryDays(table)))
+        bucket = s3.Bucket(self, "Bodies", **{
+            "encryption": s3.BucketEncryption.S3_MANAGED, "enforce_ssl": True,
+            "block_public_access": s3.BlockPublicAccess.BLOCK_ALL,
+            "object_ownership": s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+            "lifecycle_rules": [s3.LifecycleRule(expiration=expiry,
+                                                 abort_incomplete_multipart_upload_after=Duration.days(1))],
+            "removal_policy": RemovalPolicy.RETAIN, **struct_values(props)})
+        if logical_id is not None:
+            bucket.node.default_child.override_logical_id(logical_id)  # type: ignore[union-attr]
         acknowledge(bucket, "AwsSolutions-S1",
                     "Claim-check objects are written by one receiver role and read by one worker role and expire "
                     "after the retry horizon; their access is in CloudTrail data events where enabled.")

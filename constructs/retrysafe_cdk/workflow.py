@@ -40,6 +40,7 @@ from retrysafe.stepfunctions import NON_RETRIABLE_ERRORS, RETRIABLE_ERRORS
 
 from constructs import Construct
 
+from ._props import refuse_ignored, struct_values
 from .function import IdempotentFunction
 from .horizon import DAY
 from .nag import acknowledge
@@ -183,20 +184,18 @@ _SAGA_OWNED_PROPS = frozenset({"definition", "definition_body", "definition_subs
 class Saga(Construct):
     """A Standard state machine running idempotent steps in order, compensating completed ones on failure.
 
-    Props:
-
-    - ``steps`` (required): the :class:`SagaStep` list. Step *i*'s failure (an error in its
-      ``compensate_on``, after the retries) runs the compensations of steps *i-1* ... 0, then fails
-      the execution with the original error (caught errors are stored at ``$.error``).
-    - ``business_errors``: exception names the tasks raise as outcomes; never retried.
-    - ``timeout``: the execution timeout (default 1 hour); it is part of the retry horizon.
-    - ``log_retention``: default one month. ``include_execution_data``: log state inputs and
-      outputs (default False).
-    - ``log_group``: an existing log group for the execution history (then none is created and
-      ``log_retention`` must not be set).
-    - ``state_machine_props``: any other ``sfn.StateMachine`` props (applied last), e.g.
-      ``state_machine_name`` or ``role``. The definition, type, timeout and logging are the
-      saga's own and are refused there.
+    :param steps: the :class:`SagaStep` list (required). Step *i*'s failure (an error in its ``compensate_on``,
+        after the retries) runs the compensations of steps *i-1* ... 0, then fails the execution with the
+        original error (caught errors are stored at ``$.error``).
+    :param business_errors: exception names the tasks raise as outcomes; never retried. @default none.
+    :param timeout: the execution timeout; it is part of the retry horizon. @default 1 hour.
+    :param include_execution_data: log state inputs and outputs. @default False.
+    :param existing_log_group: a log group for the execution history. @default a new one (``log_group_props``).
+    :param log_group_props: the created log group's ``logs.LogGroupProps``. @default retention one month,
+        ``DESTROY``. Refused with ``existing_log_group``.
+    :param state_machine_props: any other ``sfn.StateMachine`` props (applied last), e.g.
+        ``state_machine_name`` or ``role``. The definition, type, timeout and logging are the saga's own and
+        are refused there. @default none.
 
     Every task is built by :func:`idempotent_invoke`. The state machine logs ALL events to
     its own log group and is traced with X-Ray. Attributes: ``state_machine``, ``log_group``,
@@ -205,19 +204,18 @@ class Saga(Construct):
 
     def __init__(self, scope: Construct, construct_id: str, *, steps: Sequence[SagaStep],
                  business_errors: Sequence[str] = (), timeout: Duration = DEFAULT_EXECUTION_TIMEOUT,
-                 log_retention: logs.RetentionDays | None = None,
-                 include_execution_data: bool = False, log_group: logs.ILogGroup | None = None,
+                 include_execution_data: bool = False, existing_log_group: logs.ILogGroup | None = None,
+                 log_group_props: logs.LogGroupProps | None = None,
                  state_machine_props: Mapping[str, Any] | None = None) -> None:
         super().__init__(scope, construct_id)
         if not steps:
             raise ValueError(f"{self.node.path}: a saga needs at least one step.")
-        if log_group is not None and log_retention is not None:
-            raise ValueError(f"{self.node.path}: log_retention applies only to a log group the saga creates; "
-                             "set the retention on the log_group you pass instead.")
+        refuse_ignored(self, "existing_log_group", existing_log_group, {"log_group_props": log_group_props},
+                       "set retention and removal policy on that log group")
         fixed = sorted(set(state_machine_props or {}) & _SAGA_OWNED_PROPS)
         if fixed:
             raise ValueError(f"{self.node.path}: state_machine_props cannot set {', '.join(fixed)}: the saga "
-                             "builds them (use steps=, timeout=, log_group= and include_execution_data=).")
+                             "builds them (use steps=, timeout=, existing_log_group= or log_group_props= and include_execution_data=).")
         self.tasks: dict[str, tasks.LambdaInvoke] = {}
 
         def invoke(name: str, function: IdempotentFunction, result_path: str) -> tasks.LambdaInvoke:
@@ -247,8 +245,9 @@ class Saga(Construct):
         for table in {f.table.node.path: f.table for f in functions.values()}.values():
             require_redrive_horizon(table, timeout)
 
-        self.log_group: logs.ILogGroup = log_group or logs.LogGroup(
-            self, "Logs", retention=log_retention or logs.RetentionDays.ONE_MONTH, removal_policy=RemovalPolicy.DESTROY)
+        self.log_group: logs.ILogGroup = existing_log_group or logs.LogGroup(
+            self, "Logs", **{"retention": logs.RetentionDays.ONE_MONTH, "removal_policy": RemovalPolicy.DESTROY,
+                             **struct_values(log_group_props)})
         props: dict[str, Any] = {"tracing_enabled": True, **(state_machine_props or {})}
         self.state_machine = sfn.StateMachine(
             self, "StateMachine", definition_body=sfn.DefinitionBody.from_chainable(chain.next(self.succeeded)),

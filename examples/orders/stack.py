@@ -51,7 +51,7 @@ class OrdersStack(Stack):
 
         def function(construct_id: str, handler: str, business: list[dynamodb.ITable]) -> IdempotentFunction:
             return IdempotentFunction(self, construct_id, table=table, code=code, handler=handler,
-                                      business_tables=business, environment=env)
+                                      business_tables=business, function_props=lambda_.FunctionOptions(environment=env))
 
         api = IdempotentRestApi(self, "Api", authorizer=self._authorizer(code), cors_origins=["https://shop.example.com"],
                                 cloud_watch_role=True)
@@ -78,7 +78,8 @@ class OrdersStack(Stack):
         acknowledge(secret, "AwsSolutions-SMG4",
                     "Example token-signing key; rotating it invalidates issued tokens, so it is rotated by hand.")
         function, role, _ = python_function(scope, code=code, handler="authorizer.handler",
-                                            environment={"TOKEN_SECRET_ARN": secret.secret_arn},
-                                            timeout=Duration.seconds(5))
+                                            function_props=lambda_.FunctionOptions(
+                                                environment={"TOKEN_SECRET_ARN": secret.secret_arn},
+                                                timeout=Duration.seconds(5)))
         secret.grant_read(role)
         return apigw.TokenAuthorizer(scope, "Token", handler=function, results_cache_ttl=Duration.minutes(5))

@@ -58,8 +58,9 @@ class SagaStack(Stack):
         env = {ORDERS_ENV: orders.table_name, LEDGER_ENV: ledger.table_name}
 
         def task(construct_id: str, handler: str) -> IdempotentFunction:
-            function = IdempotentFunction(self, construct_id, table=table, code=code, environment=env,
-                                          handler=f"handlers.tasks.{handler}")
+            function = IdempotentFunction(self, construct_id, table=table, code=code,
+                                          handler=f"handlers.tasks.{handler}",
+                                          function_props=lambda_.FunctionOptions(environment=env))
             for business, actions in ((orders, ORDERS_ACTIONS), (ledger, LEDGER_ACTIONS)):
                 if handler in actions:
                     iam.Grant.add_to_principal(grantee=function.role, resource_arns=[business.table_arn],

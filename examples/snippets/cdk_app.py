@@ -39,12 +39,13 @@ class ExistingStack(Stack):
         )
 
         code = lambda_.Code.from_asset(HANDLERS, exclude=["__pycache__", "*.pyc"])
-        table = IdempotencyTable(self, "Idempotency")            # or IdempotencyTable(..., table=my_table)
+        table = IdempotencyTable(self, "Idempotency")     # or IdempotencyTable(..., existing_table=my_table)
         create = IdempotentFunction(self, "CreateOrder", table=table, handler="http_atomic.handler",
                                     code=code, business_tables=[orders])
         api = IdempotentRestApi(self, "Api", iam_authorization=True)   # or authorizer=my_authorizer
         api.add_route("POST", "/orders", create)
         Outbox(self, "Outbox", table=table, target=OutboxTarget.event_bus(my_bus))
         billing = IdempotentFunction(self, "Billing", table=table, handler="sqs_consumer.handler", code=code)
-        IdempotentQueueConsumer(self, "BillingConsumer", function=billing, queue=my_queue)  # my_queue needs a DLQ
+        IdempotentQueueConsumer(self, "BillingConsumer", function=billing,
+                                existing_queue=my_queue)         # my_queue needs a DLQ
     # --8<-- [end:constructs]

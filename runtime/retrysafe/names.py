@@ -34,7 +34,10 @@ SERVICE_ENV = "RETRYSAFE_SERVICE"
 LOG_LEVEL_ENV = "RETRYSAFE_LOG_LEVEL"
 #: An SQS consumer's queue visibility timeout, seconds (its claim lease in claim-first mode).
 VISIBILITY_TIMEOUT_ENV = "RETRYSAFE_VISIBILITY_TIMEOUT_SECONDS"
-#: The outbox target: an EventBridge bus name, an SNS topic ARN or an SQS queue URL (exactly one).
+#: An SQS consumer's default operation, set per deployed consumer by the constructs (a stable name, not the
+#: function's physical name, which changes when the function is replaced); the decorator's ``operation=`` wins.
+SQS_OPERATION_ENV = "RETRYSAFE_SQS_OPERATION"
+#: The outbox target: an EventBridge bus name or ARN, an SNS topic ARN or an SQS queue URL (exactly one).
 EVENT_BUS_ENV = "RETRYSAFE_EVENT_BUS_NAME"
 TOPIC_ENV = "RETRYSAFE_TOPIC_ARN"
 QUEUE_ENV = "RETRYSAFE_QUEUE_URL"

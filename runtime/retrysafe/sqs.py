@@ -45,7 +45,7 @@ from ._store import DynamoStore
 from ._transaction import Transaction
 from ._value import Value, set_field
 from .errors import ConfigurationError, InvalidInputError
-from .names import KEY_MESSAGE_ATTRIBUTE, VISIBILITY_TIMEOUT_ENV
+from .names import KEY_MESSAGE_ATTRIBUTE, SQS_OPERATION_ENV, VISIBILITY_TIMEOUT_ENV
 
 #: Dotted paths into the (unwrapped) JSON content that may carry a propagated event id.
 DEFAULT_KEY_PATHS: tuple[str, ...] = ("event_id",)
@@ -172,7 +172,10 @@ class SqsConsumer:
         self.mode = Mode.parse(mode)
         self.handler = handler
         self.subscriber = subscriber
-        self.operation: str = operation or str(getattr(handler, "__name__", "consume"))
+        # The constructs name each deployed consumer (SQS_OPERATION_ENV), so a copied consumer with the same
+        # subscriber and handler name does not share (and acknowledge) the other's processed-message records.
+        self.operation: str = operation or os.environ.get(SQS_OPERATION_ENV) or str(getattr(handler, "__name__",
+                                                                                              "consume"))
         self.key = key or default_key()
         self.fifo = fifo
         self.lease_seconds = _visibility_timeout(visibility_timeout_seconds)

@@ -18,4 +18,5 @@ def new_stack(name: str) -> cdk.Stack:
 def inline_function(stack: cdk.Stack, table: IdempotencyTable, timeout: int = 10) -> IdempotentFunction:
     """An idempotent function with inline code and the given timeout (seconds)."""
     return IdempotentFunction(stack, f"Fn{timeout}", table=table, code=lambda_.Code.from_inline("x = 1"),
-                              handler="index.handler", timeout=Duration.seconds(timeout))
+                              handler="index.handler",
+                              function_props=lambda_.FunctionOptions(timeout=Duration.seconds(timeout)))

@@ -57,13 +57,13 @@ def build(outdir: str) -> cdk.App:
     app = cdk.App(context=feature_flags(), outdir=outdir)
     stack = cdk.Stack(app, STACK)
     bus = events.EventBus(stack, "OwnBus")
-    table = IdempotencyTable(stack, "Idempotency", table=_table(stack))
+    table = IdempotencyTable(stack, "Idempotency", existing_table=_table(stack))
     code = lambda_.Code.from_asset(HANDLERS, exclude=["__pycache__", "*.pyc"])
     handler = IdempotentFunction(stack, "Orders", table=table, code=code, handler="orders.handler",
-                                 timeout=Duration.seconds(20))
+                                 function_props=lambda_.FunctionOptions(timeout=Duration.seconds(20)))
     consumer = IdempotentFunction(stack, "Consumer", table=table, code=code, handler="inventory.handler",
-                                  timeout=Duration.seconds(30))
-    IdempotentQueueConsumer(stack, "OwnQueueConsumer", function=consumer, queue=_queue(stack))
+                                  function_props=lambda_.FunctionOptions(timeout=Duration.seconds(30)))
+    IdempotentQueueConsumer(stack, "OwnQueueConsumer", function=consumer, existing_queue=_queue(stack))
 
     rest = IdempotentRestApi(stack, "Rest", iam_authorization=True, cloud_watch_role=True)
     rest.add_route("POST", "/orders", handler)
@@ -75,7 +75,11 @@ def build(outdir: str) -> cdk.App:
     Outbox(stack, "Outbox", table=table, target=target)
     topic = sns.Topic(stack, "OwnTopic", enforce_ssl=True,
                       master_key=kms.Key(stack, "TopicKey", enable_key_rotation=True))
-    OutboxPipe(stack, "Pipe", table=table, target=OutboxTarget.topic(topic))
+    # One relay per table: the pipe publishes a second table's outbox, encrypted with a customer-managed key.
+    keyed = IdempotencyTable(stack, "PipeIdempotency",
+                             encryption_key=kms.Key(stack, "TableKey", enable_key_rotation=True))
+    OutboxPipe(stack, "Pipe", table=keyed, target=OutboxTarget.topic(topic))
+    IdempotentFunction(stack, "Keyed", table=keyed, code=code, handler="orders.handler")
     worker = IdempotentFunction(stack, "Worker", table=table, code=code, handler="github.handler")
     WebhookReceiver(stack, "Hooks", table=table, api=rest, worker=worker, outbox_target=target)
     cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))

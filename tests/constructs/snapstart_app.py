@@ -42,7 +42,7 @@ def build(outdir: str) -> cdk.App:
     IdempotentQueueConsumer(stack, "Inventory", function=IdempotentFunction(
         stack, "Consumer", table=table, code=code, handler="inventory.handler", snap_start=True))
     target = OutboxTarget.event_bus(events.EventBus(stack, "Bus"))
-    Outbox(stack, "Outbox", table=table, target=target, function_props={"snap_start": True})
+    Outbox(stack, "Outbox", table=table, target=target, snap_start=True)
     WebhookReceiver(stack, "Hooks", table=table, api=rest, worker=worker, outbox_target=target, snap_start=True)
     tasks = lambda_.Code.from_asset(SAGA, exclude=["__pycache__", "*.pyc", "stack.py"])
     Saga(stack, "Saga", steps=[SagaStep("Confirm", IdempotentFunction(

@@ -26,7 +26,7 @@ def template(raw: dict[str, Any]) -> Template:
 
 
 def test_existing_table_queue_and_bus_are_used_not_duplicated(template: Template) -> None:
-    template.resource_count_is("AWS::DynamoDB::Table", 1)
+    template.resource_count_is("AWS::DynamoDB::Table", 2)  # the own table + the pipe's (one relay per table)
     template.resource_count_is("AWS::Events::EventBus", 1)
     # the own queue + DLQ, the outbox failure queue, the pipe's failure queue, the webhook work queue + DLQ
     template.resource_count_is("AWS::SQS::Queue", 6)
@@ -62,7 +62,7 @@ def test_rest_api_with_iam_authorization(template: Template) -> None:
 
 def test_pipe_variant_filters_bisects_and_dead_letters(template: Template, raw: dict[str, Any]) -> None:
     template.has_resource_properties("AWS::Pipes::Pipe", {
-        "Source": {"Fn::GetAtt": [Match.string_like_regexp("^OwnTable"), "StreamArn"]},
+        "Source": {"Fn::GetAtt": [Match.string_like_regexp("^PipeIdempotencyTable"), "StreamArn"]},
         "Target": {"Ref": Match.string_like_regexp("^OwnTopic")},
         "SourceParameters": {
             "FilterCriteria": {"Filters": [{"Pattern": Match.string_like_regexp('"INSERT"')}]},
@@ -75,9 +75,11 @@ def test_pipe_variant_filters_bisects_and_dead_letters(template: Template, raw: 
     role_policy = next(v for k, v in raw["Resources"].items() if k.startswith("PipeRoleDefaultPolicy"))
     actions = sorted(a for s in role_policy["Properties"]["PolicyDocument"]["Statement"]
                      for a in (s["Action"] if isinstance(s["Action"], list) else [s["Action"]]))
+    # kms:Decrypt twice: the table's customer-managed key (its stream) and the topic's key (with GenerateDataKey)
     assert actions == ["dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator",
-                       "dynamodb:ListStreams", "kms:Decrypt", "kms:GenerateDataKey", "lambda:InvokeFunction", "sns:Publish",
-                       "sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:SendMessage"]
+                       "dynamodb:ListStreams", "kms:Decrypt", "kms:Decrypt", "kms:GenerateDataKey",
+                       "lambda:InvokeFunction", "sns:Publish", "sqs:GetQueueAttributes", "sqs:GetQueueUrl",
+                       "sqs:SendMessage"]
 
 
 def test_one_runtime_layer_shared_by_every_function_with_a_stable_hash(raw: dict[str, Any],

@@ -13,6 +13,7 @@ from aws_cdk import aws_sqs as sqs
 from aws_cdk.assertions import Template
 from retrysafe import names
 from retrysafe_cdk import (
+    DeployedQueue,
     IdempotencyTable,
     IdempotentQueueConsumer,
     IdempotentRestApi,
@@ -67,15 +68,18 @@ def test_imported_queue_needs_its_settings_and_then_works(stack: cdk.Stack) -> N
     function = inline_function(stack, table, timeout=20)
     imported = sqs.Queue.from_queue_arn(stack, "Imported", "arn:aws:sqs:eu-west-1:123456789012:orders")
     with pytest.raises(ValueError, match="cannot be inspected") as raised:
-        IdempotentQueueConsumer(stack, "Bare", function=function, queue=imported)
-    assert "visibility_timeout, max_receive_count, dead_letter_queue" in str(raised.value)
+        IdempotentQueueConsumer(stack, "Bare", function=function, existing_queue=imported)
+    assert "existing_queue_settings=DeployedQueue(visibility_timeout=" in str(raised.value)
     dlq = sqs.Queue.from_queue_arn(stack, "ImportedDlq", "arn:aws:sqs:eu-west-1:123456789012:orders-dlq")
     with pytest.raises(ValueError, match=r"visibility_timeout \(30s\) must be at least 6x .* \(120s = 6 x 20s") as low:
-        IdempotentQueueConsumer(stack, "Low", function=function, queue=imported, dead_letter_queue=dlq,
-                                visibility_timeout=Duration.seconds(30), max_receive_count=5)
+        IdempotentQueueConsumer(stack, "Low", function=function, existing_queue=imported,
+                                existing_queue_settings=DeployedQueue(visibility_timeout=Duration.seconds(30),
+                                                                      max_receive_count=5, dead_letter_queue=dlq))
     assert "raise the visibility timeout of Guards/Imported to 120s" in str(low.value)
-    consumer = IdempotentQueueConsumer(stack, "Consumer", function=function, queue=imported, dead_letter_queue=dlq,
-                                       visibility_timeout=Duration.minutes(2), max_receive_count=6)
+    consumer = IdempotentQueueConsumer(stack, "Consumer", function=function, existing_queue=imported,
+                                       existing_queue_settings=DeployedQueue(visibility_timeout=Duration.minutes(2),
+                                                                             max_receive_count=6,
+                                                                             dead_letter_queue=dlq))
     assert consumer.queue is imported and consumer.dead_letter_queue is dlq
     # retention unknown: 14 days (SQS's maximum) for the queue and the DLQ, so the horizon is never short
     assert consumer.redelivery_seconds == 28 * DAY + 6 * 120
@@ -93,22 +97,23 @@ def _own_queue(stack: cdk.Stack, visibility: Duration | None = None) -> sqs.Queu
                      dead_letter_queue=sqs.DeadLetterQueue(queue=dlq, max_receive_count=5))
 
 
-@pytest.mark.parametrize("option", [{"retention_period": Duration.days(1)}, {"visibility_timeout": Duration.minutes(5)},
-                                    {"max_receive_count": 9}, {"dlq_retention_period": Duration.days(2)}])
+@pytest.mark.parametrize("option", [{"queue_props": sqs.QueueProps(retention_period=Duration.days(1))},
+                                    {"dead_letter_queue_props": sqs.QueueProps(retention_period=Duration.days(2))},
+                                    {"max_receive_count": 9}, {"queue_logical_id": "Pinned"}])
 def test_props_that_would_not_apply_to_an_existing_queue_are_refused(stack: cdk.Stack,
                                                                       option: dict[str, object]) -> None:
     function = inline_function(stack, IdempotencyTable(stack, "Table"))
     (name,) = option
-    with pytest.raises(ValueError, match=f"brings its own settings, so {name} would not apply") as raised:
-        IdempotentQueueConsumer(stack, "Consumer", function=function, queue=_own_queue(stack, Duration.minutes(2)),
-                                **option)  # type: ignore[arg-type]
-    assert "Set them on that queue" in str(raised.value)
+    with pytest.raises(ValueError, match=f"existing_queue=Guards/Own is given, so {name} would not apply") as raised:
+        IdempotentQueueConsumer(stack, "Consumer", function=function,
+                                existing_queue=_own_queue(stack, Duration.minutes(2)), **option)  # type: ignore[arg-type]
+    assert "Fix: set them on that queue" in str(raised.value)
 
 
 def test_existing_queue_with_sqs_default_visibility_says_what_to_set_where(stack: cdk.Stack) -> None:
     function = inline_function(stack, IdempotencyTable(stack, "Table"))
     with pytest.raises(ValueError, match=r"visibility_timeout \(30s\) must be at least 6x") as raised:
-        IdempotentQueueConsumer(stack, "Consumer", function=function, queue=_own_queue(stack))
+        IdempotentQueueConsumer(stack, "Consumer", function=function, existing_queue=_own_queue(stack))
     message = str(raised.value)
     assert "create Guards/Own with visibility_timeout=Duration.seconds(60)" in message
     assert "SQS's default: the queue sets none" in message
@@ -116,18 +121,20 @@ def test_existing_queue_with_sqs_default_visibility_says_what_to_set_where(stack
 
 def test_new_queue_visibility_error_names_the_value_to_pass(stack: cdk.Stack) -> None:
     function = inline_function(stack, IdempotencyTable(stack, "Table"))
-    with pytest.raises(ValueError, match=r"pass visibility_timeout=Duration.seconds\(60\) or more \(or omit it"):
-        IdempotentQueueConsumer(stack, "Consumer", function=function, visibility_timeout=Duration.seconds(30))
+    with pytest.raises(ValueError, match=r"pass queue_props=QueueProps\(visibility_timeout=Duration.seconds\(60\)\) or more"):
+        IdempotentQueueConsumer(stack, "Consumer", function=function,
+                                queue_props=sqs.QueueProps(visibility_timeout=Duration.seconds(30)))
 
 
 # -- 5. an existing REST API keeps its own stage ------------------------------------------------------------
 
 def test_existing_rest_api_refuses_stage_props_and_creates_no_log_group(stack: cdk.Stack) -> None:
     own = apigw.RestApi(stack, "Own", cloud_watch_role=False)
-    with pytest.raises(ValueError, match="has its own stage, so throttling_rate_limit, stage_name would not apply"):
-        IdempotentRestApi(stack, "Refused", iam_authorization=True, rest_api=own, throttling_rate_limit=5,
+    with pytest.raises(ValueError, match="existing_rest_api=Guards/Own is given, so throttling_rate_limit, stage_name "
+                                         "would not apply"):
+        IdempotentRestApi(stack, "Refused", iam_authorization=True, existing_rest_api=own, throttling_rate_limit=5,
                           stage_name="dev")
-    api = IdempotentRestApi(stack, "Api", iam_authorization=True, rest_api=own)
+    api = IdempotentRestApi(stack, "Api", iam_authorization=True, existing_rest_api=own)
     api.add_route("POST", "/orders", inline_function(stack, IdempotencyTable(stack, "Table")))
     assert api.access_logs is None and api.rest_api is own
     logs = Template.from_stack(stack).find_resources("AWS::Logs::LogGroup")
@@ -169,7 +176,7 @@ def _table(stack: cdk.Stack, *, ttl: bool, index: bool, v2: bool = False) -> dyn
 
 @pytest.mark.parametrize("v2", [False, True])
 def test_existing_table_without_index_or_ttl_is_refused(stack: cdk.Stack, v2: bool) -> None:
-    table = IdempotencyTable(stack, "Idempotency", table=_table(stack, ttl=False, index=False, v2=v2))
+    table = IdempotencyTable(stack, "Idempotency", existing_table=_table(stack, ttl=False, index=False, v2=v2))
     errors = table.node.validate()
     assert len(errors) == 2
     assert "TTL must be enabled on 'exp'" in errors[0]
@@ -178,18 +185,18 @@ def test_existing_table_without_index_or_ttl_is_refused(stack: cdk.Stack, v2: bo
 
 @pytest.mark.parametrize("v2", [False, True])
 def test_existing_table_with_index_and_ttl_is_accepted(stack: cdk.Stack, v2: bool) -> None:
-    assert IdempotencyTable(stack, "Idempotency", table=_table(stack, ttl=True, index=True, v2=v2)).node.validate() == []
+    assert IdempotencyTable(stack, "Idempotency", existing_table=_table(stack, ttl=True, index=True, v2=v2)).node.validate() == []
 
 
 def test_index_added_after_the_construct_counts_and_imported_tables_are_assumed_right(stack: cdk.Stack) -> None:
     own = _table(stack, ttl=True, index=False)
-    table = IdempotencyTable(stack, "Idempotency", table=own)
+    table = IdempotencyTable(stack, "Idempotency", existing_table=own)
     assert isinstance(own, dynamodb.Table)
     own.add_global_secondary_index(index_name=names.OUTBOX_INDEX,
                                    partition_key=dynamodb.Attribute(name=names.UNPUBLISHED_ATTRIBUTE, type=dynamodb.AttributeType.STRING),
                                    sort_key=dynamodb.Attribute(name="at", type=dynamodb.AttributeType.STRING))
     assert table.node.validate() == []
-    imported = IdempotencyTable(stack, "Imported", table=dynamodb.Table.from_table_name(stack, "Named", "idem"))
+    imported = IdempotencyTable(stack, "Imported", existing_table=dynamodb.Table.from_table_name(stack, "Named", "idem"))
     assert imported.node.validate() == []
 
 

@@ -3,8 +3,6 @@ actions and can be turned off one by one, API Gateway's account role follows the
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import aws_cdk as cdk
 import pytest
 from aws_cdk import Duration
@@ -28,7 +26,6 @@ from retrysafe_cdk import (
     Outbox,
     OutboxTarget,
 )
-from retrysafe_cdk.layer import LAYER_PYTHON_ENV, compile_bytecode, matching_interpreter
 
 from .builders import inline_function, new_stack
 
@@ -69,11 +66,13 @@ def test_lambda_props_pass_through(stack: cdk.Stack) -> None:
     powertools = lambda_.LayerVersion.from_layer_version_arn(
         stack, "Powertools", "arn:aws:lambda:eu-west-1:017000801446:layer:AWSLambdaPowertoolsPythonV3-python313-arm64:7")
     fn = IdempotentFunction(stack, "Fn", table=table, code=lambda_.Code.from_inline("x = 1"), handler="index.handler",
-                            runtime=lambda_.Runtime.PYTHON_3_13, architecture=lambda_.Architecture.X86_64,
-                            memory_size=1024, tracing=lambda_.Tracing.ACTIVE, vpc=vpc, role=role, layers=[extra],
-                            powertools_layer=powertools, reserved_concurrent_executions=3,
-                            environment_encryption=kms.Key(stack, "EnvKey", enable_key_rotation=True),
-                            function_props={"ephemeral_storage_size": cdk.Size.mebibytes(1024)})
+                            runtime=lambda_.Runtime.PYTHON_3_13, existing_role=role, powertools_layer=powertools,
+                            function_props=lambda_.FunctionOptions(
+                                architecture=lambda_.Architecture.X86_64, memory_size=1024,
+                                tracing=lambda_.Tracing.ACTIVE, vpc=vpc, layers=[extra],
+                                reserved_concurrent_executions=3,
+                                environment_encryption=kms.Key(stack, "EnvKey", enable_key_rotation=True),
+                                ephemeral_storage_size=cdk.Size.mebibytes(1024)))
     assert fn.role is role
     props = Template.from_stack(stack).find_resources("AWS::Lambda::Function")
     (function,) = [r["Properties"] for r in props.values()]
@@ -129,17 +128,6 @@ def test_cloudwatch_role_follows_the_flag_and_is_never_created_twice() -> None:
     Template.from_stack(unflagged).resource_count_is("AWS::ApiGateway::Account", 1)
 
 
-def test_layer_bytecode_needs_the_functions_python(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    import sys
-
-    monkeypatch.setenv(LAYER_PYTHON_ENV, sys.executable)  # this interpreter is not the functions' 3.14
-    assert sys.version_info[:2] != (3, 14) and matching_interpreter() is None
-    (tmp_path / "mod.py").write_text("x = 1\n")
-    compile_bytecode(tmp_path, sys.executable)
-    assert [p.name for p in (tmp_path / "__pycache__").iterdir()] == [
-        f"mod.{sys.implementation.cache_tag}.pyc"]
-
-
 def test_dashboard_charts_what_on_call_opens_first(stack: cdk.Stack) -> None:
     import json
 
@@ -168,17 +156,20 @@ def test_grants_return_every_statement_they_add(stack: cdk.Stack) -> None:
     sweep = table.grant_sweep(role)
     statements = [s.to_statement_json()["Action"] for s in sweep.principal_statements]
     actions = [a for action in statements for a in ([action] if isinstance(action, str) else action)]
-    assert {"dynamodb:Query", "dynamodb:GetItem", "dynamodb:UpdateItem", "kms:Decrypt"} <= set(actions)
+    assert set(actions) == {"dynamodb:Query", "dynamodb:UpdateItem", "kms:Decrypt", "kms:Encrypt",
+                            "kms:GenerateDataKey"}
     assert table.grant_records(role).success and table.grant_stream_read(role).success
 
 
 def test_props_overrides_for_created_resources(stack: cdk.Stack) -> None:
     table = IdempotencyTable(stack, "Table", table_props={"deletion_protection": True, "table_name": "idem"})
+    other = IdempotencyTable(stack, "Other")
     with pytest.raises(ValueError, match="table_props cannot set partition_key"):
         IdempotencyTable(stack, "Bad", table_props={"partition_key": dynamodb.Attribute(
             name="id", type=dynamodb.AttributeType.STRING)})
     outbox = Outbox(stack, "Outbox", table=table, target=OutboxTarget.event_bus(events.EventBus(stack, "Bus")),
-                    function_props={"memory_size": 256, "tracing": lambda_.Tracing.ACTIVE})
+                    function_props=lambda_.FunctionOptions(memory_size=256, tracing=lambda_.Tracing.ACTIVE))
+    assert other.relays == []
     template = Template.from_stack(stack)
     template.has_resource_properties("AWS::DynamoDB::Table", {"TableName": "idem", "DeletionProtectionEnabled": True,
                                                               "TimeToLiveSpecification": {"AttributeName": "exp",

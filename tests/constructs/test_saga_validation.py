@@ -86,7 +86,7 @@ def test_a_saga_without_compensations_fails_straight_away(stack: cdk.Stack) -> N
 def test_saga_takes_an_existing_log_group_and_state_machine_props(stack: cdk.Stack) -> None:
     table = IdempotencyTable(stack, "Table")
     existing = logs.LogGroup(stack, "History", retention=logs.RetentionDays.ONE_YEAR)
-    saga = Saga(stack, "Saga", steps=[SagaStep("A", inline_function(stack, table), "$.a")], log_group=existing,
+    saga = Saga(stack, "Saga", steps=[SagaStep("A", inline_function(stack, table), "$.a")], existing_log_group=existing,
                 state_machine_props={"state_machine_name": "orders-saga"})
     assert saga.log_group is existing
     template = Template.from_stack(stack)
@@ -98,8 +98,10 @@ def test_saga_takes_an_existing_log_group_and_state_machine_props(stack: cdk.Sta
     step = [SagaStep("B", inline_function(stack, table, 20), "$.b")]
     with pytest.raises(ValueError, match="state_machine_props cannot set timeout"):
         Saga(stack, "Bad", steps=step, state_machine_props={"timeout": Duration.hours(2)})
-    with pytest.raises(ValueError, match="set the retention on the log_group"):
-        Saga(stack, "Both", steps=step, log_group=existing, log_retention=logs.RetentionDays.ONE_DAY)
+    with pytest.raises(ValueError, match="existing_log_group=Workflow/History is given, so log_group_props would not "
+                                         "apply .* Fix: set retention and removal policy on that log group"):
+        Saga(stack, "Both", steps=step, existing_log_group=existing,
+             log_group_props=logs.LogGroupProps(retention=logs.RetentionDays.ONE_DAY))
 
 
 @given(st.integers(min_value=1, max_value=900))

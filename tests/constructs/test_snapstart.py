@@ -135,7 +135,7 @@ def _version_id(layer_source: Path, flags: dict[str, object] | None = None) -> s
     stack = cdk.Stack(cdk.App(context=flags or {}), "Versions")
     layer = lambda_.LayerVersion(stack, "Extra", code=lambda_.Code.from_asset(str(layer_source)))
     IdempotentFunction(stack, "Fn", table=IdempotencyTable(stack, "Table"), code=lambda_.Code.from_inline("x"),
-                       handler="index.handler", layers=[layer], snap_start=True)
+                       handler="index.handler", function_props=lambda_.FunctionOptions(layers=[layer]), snap_start=True)
     (version_id,) = Template.from_stack(stack).find_resources("AWS::Lambda::Version")
     return version_id
 
@@ -156,18 +156,20 @@ def test_a_new_layer_publishes_a_new_version_even_without_cdks_layer_flag(tmp_pa
     assert _version_id(new, flagged) != _version_id(old, flagged)
 
 
-class _Mounted:
-    """Stands for an EFS mount (``lambda_.FileSystem``): refused before anything is built."""
+_MOUNTED = lambda_.FileSystem(
+    arn="arn:aws:elasticfilesystem:eu-west-1:123456789012:access-point/fsap-0123456789abcdef0",
+    local_mount_path="/mnt/data")
 
 
 @pytest.mark.parametrize(("kwargs", "message"), [
     ({"runtime": lambda_.Runtime.PYTHON_3_11}, "runtime python3.11 has no SnapStart.*PYTHON_3_14"),
-    ({"function_props": {"runtime": lambda_.Runtime.PROVIDED_AL2023}}, "runtime provided.al2023 has no SnapStart"),
-    ({"function_props": {"filesystem": _Mounted()}}, "mounts EFS"),
-    ({"function_props": {"ephemeral_storage_size": cdk.Size.mebibytes(1024)}}, "1024 MiB; .* at most 512 MiB"),
-    ({"function_props": {"current_version_options": lambda_.VersionOptions(provisioned_concurrent_executions=2)}},
-     "provisioned concurrency"),
-    ({"function_props": {"snap_start": lambda_.SnapStartConf.ON_PUBLISHED_VERSIONS}},
+    ({"runtime": lambda_.Runtime.PROVIDED_AL2023}, "runtime provided.al2023 has no SnapStart"),
+    ({"function_props": lambda_.FunctionOptions(filesystem=_MOUNTED)}, "mounts EFS"),
+    ({"function_props": lambda_.FunctionOptions(ephemeral_storage_size=cdk.Size.mebibytes(1024))},
+     "1024 MiB; .* at most 512 MiB"),
+    ({"function_props": lambda_.FunctionOptions(current_version_options=lambda_.VersionOptions(
+        provisioned_concurrent_executions=2))}, "provisioned concurrency"),
+    ({"function_props": lambda_.FunctionOptions(snap_start=lambda_.SnapStartConf.ON_PUBLISHED_VERSIONS)},
      "function_props cannot set snap_start; pass snap_start=True"),
 ])
 def test_snap_start_where_lambda_cannot_snapshot_is_refused_at_synthesis(kwargs: dict[str, Any],
@@ -184,8 +186,9 @@ def test_the_limits_themselves_are_accepted() -> None:
     stack = new_stack("Limits")
     IdempotentFunction(stack, "Fn", table=IdempotencyTable(stack, "Table"), code=lambda_.Code.from_inline("x"),
                        handler="index.handler", runtime=lambda_.Runtime.PYTHON_3_12, snap_start=True,
-                       function_props={"ephemeral_storage_size": cdk.Size.mebibytes(512),
-                                       "current_version_options": lambda_.VersionOptions(description="mine")})
+                       function_props=lambda_.FunctionOptions(
+                           ephemeral_storage_size=cdk.Size.mebibytes(512),
+                           current_version_options=lambda_.VersionOptions(description="mine")))
     Template.from_stack(stack).has_resource_properties("AWS::Lambda::Version", {"Description": "mine"})
 
 

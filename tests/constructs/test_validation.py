@@ -66,7 +66,8 @@ def test_record_ttl_under_a_day_is_refused(stack: cdk.Stack) -> None:
 
 @pytest.mark.parametrize(("options", "message"), [
     ({"max_receive_count": 3}, "max_receive_count must be at least 5"),
-    ({"visibility_timeout": Duration.seconds(59)}, r"visibility_timeout \(59s\) must be at least 6x"),
+    ({"queue_props": sqs.QueueProps(visibility_timeout=Duration.seconds(59))},
+     r"visibility_timeout \(59s\) must be at least 6x"),
     ({"max_concurrency": 1}, "max_concurrency must be 2..1000"),
 ])
 def test_queue_consumer_validation(stack: cdk.Stack, options: dict[str, object], message: str) -> None:
@@ -78,7 +79,7 @@ def test_queue_consumer_validation(stack: cdk.Stack, options: dict[str, object],
 def test_existing_queue_needs_a_dlq(stack: cdk.Stack) -> None:
     function = inline_function(stack, IdempotencyTable(stack, "Table"))
     with pytest.raises(ValueError, match="has no dead-letter queue"):
-        IdempotentQueueConsumer(stack, "Consumer", function=function, queue=sqs.Queue(stack, "Plain"))
+        IdempotentQueueConsumer(stack, "Consumer", function=function, existing_queue=sqs.Queue(stack, "Plain"))
 
 
 def test_outbox_validation(stack: cdk.Stack) -> None:
@@ -123,16 +124,19 @@ def test_existing_table_without_stream_cannot_feed_an_outbox(stack: cdk.Stack) -
     from aws_cdk import aws_dynamodb as dynamodb
 
     imported = dynamodb.Table.from_table_name(stack, "Imported", "idempotency")
-    table = IdempotencyTable(stack, "Table", table=imported)
+    table = IdempotencyTable(stack, "Table", existing_table=imported)
     with pytest.raises(ValueError, match="table_stream_arn"):
         table.enable_stream()
 
 
 def test_fifo_consumer_and_redrive_denied(stack: cdk.Stack) -> None:
     table = IdempotencyTable(stack, "Table")
-    fifo = IdempotentQueueConsumer(stack, "Fifo", function=inline_function(stack, table), fifo=True)
+    fifo = IdempotentQueueConsumer(stack, "Fifo", function=inline_function(stack, table),
+                                   queue_props=sqs.QueueProps(fifo=True))
     assert fifo.queue.fifo and fifo.dead_letter_queue.fifo
-    closed = IdempotentQueueConsumer(stack, "Closed", function=inline_function(stack, table, 20), allow_redrive=False)
+    closed = IdempotentQueueConsumer(stack, "Closed", function=inline_function(stack, table, 20),
+                                     dead_letter_queue_props=sqs.QueueProps(redrive_allow_policy=sqs.RedriveAllowPolicy(
+                                         redrive_permission=sqs.RedrivePermission.DENY_ALL)))
     assert closed.visibility_seconds == 120
     assert closed.redelivery_seconds == 4 * DAY + 5 * 120  # the DLQ's retention no longer counts
     assert table.horizon.queue_redelivery == fifo.redelivery_seconds == 18 * DAY + 5 * 60

@@ -21,6 +21,7 @@ def stacks() -> dict[str, Any]:
     from aws_cdk.assertions import Template
 
     from examples.snippets.cdk_app import ExistingStack
+    from examples.snippets.cdk_pinned import MovedStack
     from examples.snippets.cdk_saga import SagaStack
     from examples.snippets.cdk_snapstart import SnapStartStack
     from examples.snippets.cdk_sources import SourcesStack
@@ -29,7 +30,8 @@ def stacks() -> dict[str, Any]:
     existing, saga = ExistingStack(app, "DocsExisting"), SagaStack(app, "DocsSaga")
     snapped = SnapStartStack(app, "DocsSnapStart")
     sources = SourcesStack(app, "DocsSources")
-    return {"sources": Template.from_stack(sources), "sources_stack": sources,
+    moved = MovedStack(app, "DocsMoved")
+    return {"sources": Template.from_stack(sources), "sources_stack": sources, "moved": Template.from_stack(moved),
             "existing": Template.from_stack(existing), "saga": Template.from_stack(saga), "saga_stack": saga,
             "snapstart": Template.from_stack(snapped), "snapstart_stack": snapped}
 
@@ -49,6 +51,17 @@ def test_existing_app_gets_the_table_api_outbox_and_consumer(stacks: dict[str, A
     template.has_resource_properties("AWS::Lambda::EventSourceMapping", {
         "EventSourceArn": {"Fn::GetAtt": [Match.string_like_regexp("^BillingQueue"), "Arn"]},
         "FunctionResponseTypes": ["ReportBatchItemFailures"]})
+
+
+def test_moved_constructs_keep_the_example_apps_logical_ids(stacks: dict[str, Any]) -> None:
+    from tests.examples.test_example_template import STATEFUL_LOGICAL_IDS
+
+    moved = stacks["moved"].to_json()["Resources"]
+    example = STATEFUL_LOGICAL_IDS["RetrysafeOrders"]
+    for logical_id in ("IdempotencyTable48612DF4", "InventoryQueue9CB6A1E3", "InventoryQueueDeadLetterQueue0100568D"):
+        assert moved[logical_id]["Type"] == example[logical_id]
+    (function,) = [r for r in moved.values() if r["Type"] == "AWS::Lambda::Function"]
+    assert function["Properties"]["Environment"]["Variables"][names.SQS_OPERATION_ENV] == "InventoryQueue"
 
 
 def test_saga_has_its_compensations_and_the_documented_task_payload(stacks: dict[str, Any]) -> None:

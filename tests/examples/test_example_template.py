@@ -181,3 +181,37 @@ def test_handlers_asset_is_free_of_bytecode(example: Synthesized, raw: dict[str,
     handler_assets = [f for f in folders if (f / "orders.py").is_file()]
     assert len(handler_assets) == 1
     assert not list(Path(handler_assets[0]).rglob("*.pyc"))
+
+
+#: The example app's stateful resources by logical id. A logical id follows the construct path: a refactor that
+#: moves or renames a construct would replace the resource (a new, empty table; the RETAINed one orphaned, and
+#: every in-flight retry running again). Changing this list needs the migration in docs/constructs.md
+#: ("Moving the stateful resources"), not an edit here.
+STATEFUL_LOGICAL_IDS = {
+    "RetrysafeOrders": {
+        "AuthorizerTokenSecret1957847C": "AWS::SecretsManager::Secret",
+        "GitHubBodiesEDDC9E42": "AWS::S3::Bucket",
+        "GitHubSigningSecretA7058982": "AWS::SecretsManager::Secret",
+        "GitHubWorkDeadLetterQueueA799257C": "AWS::SQS::Queue",
+        "GitHubWorkQueue406BD06A": "AWS::SQS::Queue",
+        "IdempotencyTable48612DF4": "AWS::DynamoDB::Table",
+        "InventoryCFCBEC24": "AWS::DynamoDB::Table",
+        "InventoryQueue9CB6A1E3": "AWS::SQS::Queue",
+        "InventoryQueueDeadLetterQueue0100568D": "AWS::SQS::Queue",
+        "OrdersA9B65338": "AWS::DynamoDB::Table",
+        "OutboxFailureQueueF968CAFD": "AWS::SQS::Queue",
+    },
+    "RetrysafeSaga": {
+        "IdempotencyTable48612DF4": "AWS::DynamoDB::Table",
+        "OrdersA9B65338": "AWS::DynamoDB::Table",
+        "OutboxFailureQueueF968CAFD": "AWS::SQS::Queue",
+        "ProviderLedger23F6E796": "AWS::DynamoDB::Table",
+    },
+}
+STATEFUL_TYPES = ("AWS::DynamoDB::Table", "AWS::SQS::Queue", "AWS::S3::Bucket", "AWS::SecretsManager::Secret")
+
+
+@pytest.mark.parametrize("stack", sorted(STATEFUL_LOGICAL_IDS))
+def test_the_stateful_resources_keep_their_logical_ids(example: Synthesized, stack: str) -> None:
+    found = {k: v["Type"] for k, v in example.template(stack)["Resources"].items() if v["Type"] in STATEFUL_TYPES}
+    assert found == STATEFUL_LOGICAL_IDS[stack]

@@ -46,7 +46,7 @@ def assembly(tmp_path_factory: pytest.TempPathFactory) -> Path:
     notes = IdempotentFunction(stack, "CreateNote", table=table, code=code, handler="echo.handler")
     api = IdempotentHttpApi(stack, "Api", authorizer=authorizers.HttpIamAuthorizer())
     api.add_route("POST", "/notes", notes)
-    gate, _, _ = python_function(Construct(stack, "Gate"), code=code, handler="gate.handler", environment={})
+    gate, _, _ = python_function(Construct(stack, "Gate"), code=code, handler="gate.handler")
     integration = integrations.HttpLambdaIntegration("Notes", notes.function)
     api.http_api.add_routes(path="/keyed", methods=[apigwv2.HttpMethod.POST], integration=integration,
                             authorizer=authorizers.HttpLambdaAuthorizer(
