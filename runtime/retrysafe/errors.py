@@ -11,6 +11,7 @@ The hierarchy::
     RetrysafeError
     ├── ConfigurationError            misconfigured deployment (cold start where possible)
     ├── InvalidKeyError               Idempotency-Key missing or malformed (400)
+    │   └── KeyNotFoundError          a key= selector found no key in the event or argument
     ├── TenantRequiredError           no authenticated tenant (401)
     ├── MalformedRequestError         not a usable API Gateway event (400; also a ValueError)
     ├── InvalidInputError             no canonical form, cannot be fingerprinted (400)
@@ -50,6 +51,7 @@ __all__ = [
     "FencingError",
     "InvalidInputError",
     "InvalidKeyError",
+    "KeyNotFoundError",
     "KeyReuseMismatchError",
     "MalformedRequestError",
     "PayloadTooLargeError",
@@ -89,6 +91,13 @@ class InvalidKeyError(RetrysafeError):
     def __init__(self, message: str, *, missing: bool = False) -> None:
         super().__init__(message)
         self.missing = missing
+
+
+class KeyNotFoundError(InvalidKeyError):
+    """A ``key=`` selector found no key in the event or the function's argument; nothing was executed."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, missing=True)
 
 
 class TenantRequiredError(RetrysafeError):
