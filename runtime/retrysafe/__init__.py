@@ -6,7 +6,9 @@ decorated handler stays cheap:
 - the adapters: :func:`idempotent_http` (API Gateway REST v1 and HTTP API v2),
   :class:`IdempotencyMiddleware` and :data:`TRANSACTION_KEY` (Powertools event
   handler), :func:`idempotent_sqs` and its :class:`Message` (SQS consumers),
-  :func:`idempotent_task` (Lambda tasks of Step Functions);
+  :func:`idempotent_task` (Lambda tasks of Step Functions), :func:`idempotent_kinesis` and
+  :func:`idempotent_dynamodb_stream` with their :class:`KinesisMessage` and :class:`DynamoDBChange`
+  (stream consumers);
 - the handler's transaction: :class:`Transaction` (writes, ``append_event``,
   ``step``, ``derive_key``) and the order-aware writes :func:`put_if_newer`,
   :func:`update_if_newer`;
@@ -32,16 +34,20 @@ __version__ = "0.1.0"
 #: Where each exported name is defined (imported on first use).
 _EXPORTS = {
     "BusinessConditionFailedError": "retrysafe.errors",
+    "DynamoDBChange": "retrysafe.streams",
     "DynamoStore": "retrysafe.store",
     "Engine": "retrysafe.engine",
     "IdempotencyMiddleware": "retrysafe.http.middleware",
+    "KinesisMessage": "retrysafe.streams",
     "Message": "retrysafe.sqs",
     "Mode": "retrysafe.config",
     "RecordCache": "retrysafe.cache",
     "RetrysafeError": "retrysafe.errors",
     "TRANSACTION_KEY": "retrysafe.http.middleware",
     "Transaction": "retrysafe.transaction",
+    "idempotent_dynamodb_stream": "retrysafe.streams",
     "idempotent_http": "retrysafe.http.decorator",
+    "idempotent_kinesis": "retrysafe.streams",
     "idempotent_sqs": "retrysafe.sqs",
     "idempotent_task": "retrysafe.stepfunctions",
     "put_if_newer": "retrysafe.ordering",
@@ -76,20 +82,25 @@ if TYPE_CHECKING:
     from .sqs import Message, idempotent_sqs
     from .stepfunctions import idempotent_task
     from .store import DynamoStore
+    from .streams import DynamoDBChange, KinesisMessage, idempotent_dynamodb_stream, idempotent_kinesis
     from .transaction import Transaction
 
 __all__ = [
     "TRANSACTION_KEY",
     "BusinessConditionFailedError",
+    "DynamoDBChange",
     "DynamoStore",
     "Engine",
     "IdempotencyMiddleware",
+    "KinesisMessage",
     "Message",
     "Mode",
     "RecordCache",
     "RetrysafeError",
     "Transaction",
+    "idempotent_dynamodb_stream",
     "idempotent_http",
+    "idempotent_kinesis",
     "idempotent_sqs",
     "idempotent_task",
     "put_if_newer",

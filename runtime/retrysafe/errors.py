@@ -31,6 +31,7 @@ The hierarchy::
     ├── StoreUnavailableError         DynamoDB throttled or unavailable (503, Retry-After)
     ├── StoreRejectedError            DynamoDB refused a request as invalid (500)
     ├── SignatureError                webhook signature missing or wrong (401)
+    ├── ShardHaltedError              a stream record not run: an earlier one of its shard failed
     ├── ClaimCheckError               a claim-checked S3 object is missing or altered
     ├── UnreadableOutboxRecordError   an outbox stream record cannot be read (also a ValueError)
     └── SweepIncompleteError          the outbox sweeper left refused events for its next run
@@ -59,6 +60,7 @@ __all__ = [
     "RequestInFlightError",
     "ResponseTooLargeError",
     "RetrysafeError",
+    "ShardHaltedError",
     "SignatureError",
     "StoreRejectedError",
     "StoreUnavailableError",
@@ -242,3 +244,11 @@ class UnreadableOutboxRecordError(RetrysafeError, ValueError):
 
 class SweepIncompleteError(RetrysafeError):
     """Some unpublished events were still refused by the target; the next run tries again."""
+
+
+class ShardHaltedError(RetrysafeError):
+    """A stream record was not run because an earlier record of its shard failed in the same batch.
+
+    Reported in ``batchItemFailures`` with the failed record, so Lambda retries the
+    shard from the failed record and no later record overtakes it.
+    """

@@ -11,6 +11,7 @@ time is fixed, so that leases are predictable. The failure drills use them; so c
 
 from __future__ import annotations
 
+import base64
 import json
 import time
 import uuid
@@ -152,6 +153,65 @@ def sqs_event(messages: Iterable[Mapping[str, Any]], queue: str) -> dict[str, An
     } for m in messages]}
 
 
+def kinesis_arn(stream: str) -> str:
+    """The ARN of the Kinesis stream ``stream`` in the test account and region."""
+    return f"arn:aws:kinesis:{REGION}:{ACCOUNT}:stream/{stream}"
+
+
+def kinesis_record(data: Any, *, sequence_number: str, partition_key: str = "pk-1",
+                   shard: str = "shardId-000000000000", stream: str = "orders",
+                   arrival: float | None = None) -> dict[str, Any]:
+    """One record of a Lambda Kinesis event, as AWS's documentation shows it.
+
+    ``data``: bytes as they are, text as UTF-8, anything else as JSON; delivered base64-encoded.
+    """
+    raw = data if isinstance(data, bytes) else (data if isinstance(data, str) else json.dumps(data)).encode()
+    return {
+        "kinesis": {"kinesisSchemaVersion": "1.0", "partitionKey": partition_key, "sequenceNumber": sequence_number,
+                    "data": base64.b64encode(raw).decode("ascii"),
+                    "approximateArrivalTimestamp": arrival if arrival is not None else time.time()},
+        "eventSource": "aws:kinesis", "eventVersion": "1.0", "eventID": f"{shard}:{sequence_number}",
+        "eventName": "aws:kinesis:record", "invokeIdentityArn": f"arn:aws:iam::{ACCOUNT}:role/drill-fn-role",
+        "awsRegion": REGION, "eventSourceARN": kinesis_arn(stream),
+    }
+
+
+def kinesis_event(records: Iterable[Mapping[str, Any]], *, shard: str, stream: str) -> dict[str, Any]:
+    """The Lambda event for records Kinesis ``GetRecords`` returned from ``shard`` of ``stream``."""
+    return {"Records": [kinesis_record(r["Data"], sequence_number=r["SequenceNumber"],
+                                       partition_key=r["PartitionKey"], shard=shard, stream=stream,
+                                       arrival=r["ApproximateArrivalTimestamp"].timestamp())
+                        for r in records]}
+
+
+def dynamodb_stream_arn(table: str) -> str:
+    """A stream ARN of the table ``table`` in the test account and region."""
+    return f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/{table}/stream/2026-12-01T00:00:00.000"
+
+
+def dynamodb_stream_record(event_name: str, keys: Mapping[str, Any], *, sequence_number: str,
+                           new_image: Mapping[str, Any] | None = None, old_image: Mapping[str, Any] | None = None,
+                           table: str = "orders", ttl: bool = False) -> dict[str, Any]:
+    """One record of a Lambda DynamoDB Streams event (view type ``NEW_AND_OLD_IMAGES``), as AWS documents it.
+
+    ``keys`` and the images are in DynamoDB JSON (``{"pk": {"S": "order#1"}}``). ``ttl``: a ``REMOVE``
+    written by DynamoDB's TTL, whose ``userIdentity`` names the DynamoDB service.
+    """
+    change: dict[str, Any] = {"ApproximateCreationDateTime": int(time.time()), "Keys": dict(keys),
+                              "SequenceNumber": sequence_number, "SizeBytes": 64,
+                              "StreamViewType": "NEW_AND_OLD_IMAGES"}
+    if new_image is not None:
+        change["NewImage"] = dict(new_image)
+    if old_image is not None:
+        change["OldImage"] = dict(old_image)
+    record: dict[str, Any] = {"eventID": uuid.uuid4().hex, "eventName": event_name, "eventVersion": "1.1",
+                              "eventSource": "aws:dynamodb", "awsRegion": REGION, "dynamodb": change,
+                              "eventSourceARN": dynamodb_stream_arn(table)}
+    if ttl:
+        record["userIdentity"] = {"type": "Service", "principalId": "dynamodb.amazonaws.com"}
+    return record
+
+
 def task_payload(task_input: Any, *, execution: str, state: str = "Task",
                  state_machine: str = f"arn:aws:states:{REGION}:{ACCOUNT}:stateMachine:Drill",
                  retry: int = 0) -> dict[str, Any]:
@@ -161,5 +221,6 @@ def task_payload(task_input: Any, *, execution: str, state: str = "Task",
 
 
 
-__all__ = ["ACCOUNT", "JSON", "REGION", "DrillContext", "api_event", "http_event", "queue_arn", "rest_event",
-           "sqs_event", "sqs_record", "task_payload"]
+__all__ = ["ACCOUNT", "JSON", "REGION", "DrillContext", "api_event", "dynamodb_stream_arn", "dynamodb_stream_record",
+           "http_event", "kinesis_arn", "kinesis_event", "kinesis_record", "queue_arn", "rest_event", "sqs_event",
+           "sqs_record", "task_payload"]
