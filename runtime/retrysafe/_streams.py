@@ -288,13 +288,19 @@ class StreamConsumer(Generic[M]):
         remaining = getattr(lambda_context, "get_remaining_time_in_millis", None)
         return self.engine.execute(intent, work, remaining).result
 
-    @flushes_telemetry
-    def __call__(self, event: dict[str, Any], context: Any) -> dict[str, Any]:
-        """The Lambda handler: process the batch in order and return the partial batch response."""
+    def run(self, event: dict[str, Any], context: Any) -> Any:
+        """Process the batch in order; returns Powertools' batch processor (its ``response()`` is the
+        partial batch response, its ``exceptions`` what each failed record raised, in order)."""
         from aws_lambda_powertools.utilities.batch import process_partial_response
 
         processor = _shard_ordered(self.source)
-        return dict(process_partial_response(event, self.process, processor, context))
+        process_partial_response(event, self.process, processor, context)
+        return processor
+
+    @flushes_telemetry
+    def __call__(self, event: dict[str, Any], context: Any) -> dict[str, Any]:
+        """The Lambda handler: process the batch in order and return the partial batch response."""
+        return dict(self.run(event, context).response())
 
 
 def _shard_ordered(source: _Source[Any]) -> Any:

@@ -453,8 +453,11 @@ class Schedule:
         records = self._items(TABLE)
         business = self._items(BUSINESS)
         for note in self.notes:
-            if note.startswith("VIOLATION"):
+            if note.startswith("VIOLATION: "):
                 self._fail("foreign-checkpoint", note[len("VIOLATION: "):])
+            elif note.startswith("VIOLATION "):  # "VIOLATION <kind>: detail"
+                kind, _, detail = note[len("VIOLATION "):].partition(": ")
+                self._fail(kind, detail)
         for item in business:
             if int(item.get("n", {}).get("N", "0")) > 1:
                 self._fail("double-effect", f"{item['pk']['S']} was committed {item['n']['N']} times")
@@ -602,6 +605,13 @@ BOUNDED: tuple[Scope, ...] = (
     # another intent reusing the key days later: expiry, TTL at any moment after it
     *(Scope(path, ("A", "B"), faults=0, env=("expire", "ttl"), env_budget=2, sequential=True) for path in REQUESTS),
     Scope("task", ("A", "B"), faults=1, kinds=(CRASH_AFTER,), env=("expire",), sequential=True),
+    # a stream batch whose middle record fails once: up to two faults, the batch redelivered while it runs,
+    # and the retry after the reported failure with a fault on each of its calls
+    Scope("kinesis", ("A",), faults=2),
+    Scope("kinesis", ("A", "A"), faults=1, total=1),
+    Scope("kinesis", ("A", "A"), faults=1, sequential=True),
+    Scope("kinesis-claim-first", ("A",), faults=2),
+    Scope("kinesis-claim-first", ("A", "A"), faults=1, total=1, sequential=True),
     # the outbox: one publisher with two faults, two publishers of the same batch racing
     Scope("outbox", ("E",), faults=2),
     Scope("outbox", ("E", "E"), faults=0),

@@ -19,6 +19,7 @@ from retrysafe import Engine, Transaction, idempotent_http, idempotent_sqs, idem
 from retrysafe.sqs import Message
 from retrysafe.store import DynamoStore
 from retrysafe.testing.adapters import Answer, HttpAdapter, SqsAdapter, TaskAdapter, WebhookAdapter
+from retrysafe.testing.events import DrillContext
 from retrysafe.webhook import GitHub, WebhookReceiver
 
 from tests.helpers import create_business_table
@@ -95,6 +96,52 @@ def _webhook(intent: str, engine: Engine, notes: list[str]) -> Callable[[], Answ
     receiver = WebhookReceiver(GitHub(), secrets=lambda: [SECRET], on_receipt=on_receipt, engine=engine)
     adapter = WebhookAdapter(receiver, lambda variant: payload(intent))
     return lambda: adapter.invoke(adapter.request(KEY))
+
+
+def _kinesis(intent: str, engine: Engine, notes: list[str], mode: str) -> Callable[[], Answer]:
+    """A Kinesis batch of three records of one shard; the middle one fails the first time it runs.
+
+    The batch is always delivered whole (a crashed invocation's batch comes back whole; the
+    retry after a reported failure is a subset of it). A record running after an earlier record
+    of its batch failed in that same invocation breaks the shard's order.
+    """
+    from retrysafe.errors import ShardHaltedError
+    from retrysafe.streams import KinesisMessage, idempotent_kinesis
+    from retrysafe.testing.events import kinesis_record
+
+    failed_here: list[str] = []
+
+    def consume(message: KinesisMessage, txn: Transaction) -> None:
+        segment = message.content["segment"]
+        if failed_here:
+            notes.append(f"VIOLATION out-of-order: record {segment} of intent {intent} ran after record "
+                         f"{failed_here[0]} of its shard failed in the same batch")
+        if mode == "claim_first":
+            notes.append(f"foreign call for {intent} {segment}")
+        if segment == "r2" and f"r2 of {intent} failed once" not in notes:
+            notes.append(f"r2 of {intent} failed once")
+            failed_here.append(segment)
+            raise RuntimeError("the downstream service refused once")
+        effect(txn, message.content["intent"], segment)
+
+    handler = idempotent_kinesis(subscriber="ledger", operation=f"Kinesis-{mode}", mode=mode, engine=engine)(consume)
+    event = {"Records": [kinesis_record({**payload(intent), "segment": f"r{n}"}, sequence_number=str(n),
+                                        partition_key=KEY) for n in (1, 2, 3)]}
+
+    def call() -> Answer:
+        from retrysafe.errors import KeyReuseMismatchError, RequestInFlightError
+
+        failed_here.clear()
+        processor = handler.consumer.run(event, DrillContext())
+        failures = processor.response()["batchItemFailures"]
+        if not failures:
+            return Answer("executed", value={"records": len(event["Records"])})
+        first = next(e[1] for e in processor.exceptions if not isinstance(e[1], ShardHaltedError))
+        kind = "mismatch" if isinstance(first, KeyReuseMismatchError) else \
+            "in_flight" if isinstance(first, RequestInFlightError) else "failed"
+        return Answer(kind, value=[f["itemIdentifier"] for f in failures])
+
+    return call
 
 
 class MemoryQueue:
@@ -223,6 +270,8 @@ PATHS: dict[str, Path] = {p.name: p for p in (
     Path("http-atomic", lambda i, e, n: _http(i, e, n, "atomic")),
     Path("http-claim-first", lambda i, e, n: _http(i, e, n, "claim_first")),
     Path("sqs", _sqs),
+    Path("kinesis", lambda i, e, n: _kinesis(i, e, n, "atomic"), ("r1", "r2", "r3")),
+    Path("kinesis-claim-first", lambda i, e, n: _kinesis(i, e, n, "claim_first"), ("r1", "r2", "r3")),
     Path("task", _task, ("a", "b", "c")),
     Path("webhook", _webhook, refused_after_expiry="urn:retrysafe:problem:state-conflict"),
     Path("outbox", OUTBOX.make, outbox=OUTBOX),
