@@ -20,7 +20,7 @@ from ..keys import Scope, parse_key
 from ..store import DynamoStore
 from ..transaction import Transaction
 from .problem import Problem, problem_for
-from .request import HttpRequest, parse_event
+from .request import PROXY, HttpRequest, parse_event
 from .tenant import TenantExtractor, default_tenant
 
 REPLAYED_HEADER = names.REPLAYED_HEADER
@@ -62,19 +62,24 @@ class HttpAnswer(Value):
     """What an adapter sends back: a handler response (first or replayed) or a problem.
 
     ``original`` is the handler's own response object on a first execution
-    (returned untouched: all headers, cookies).
+    (returned untouched: all headers, cookies). ``shape``: the response format
+    the request's source expects (:data:`~retrysafe.http.request.PROXY`,
+    ``ALB``, ``ALB_MULTI_VALUE``).
     """
 
-    __slots__ = ("original", "replayed", "response")
+    __slots__ = ("original", "replayed", "response", "shape")
 
     original: Any
     replayed: bool
     response: StoredResponse
+    shape: str
 
-    def __init__(self, response: StoredResponse, replayed: bool = False, original: Any = None) -> None:
+    def __init__(self, response: StoredResponse, replayed: bool = False, original: Any = None,
+                 shape: str = PROXY) -> None:
         set_field(self, "response", response)
         set_field(self, "replayed", replayed)
         set_field(self, "original", original)
+        set_field(self, "shape", shape)
 
     def headers(self) -> dict[str, str]:
         """Response headers, with ``Idempotent-Replayed: true`` on replays."""
@@ -83,9 +88,9 @@ class HttpAnswer(Value):
         return dict(self.response.headers)
 
 
-def problem_answer(problem: Problem) -> HttpAnswer:
-    """A problem+json answer."""
-    return HttpAnswer(StoredResponse(problem.status, problem.all_headers(), problem.body()))
+def problem_answer(problem: Problem, shape: str = PROXY) -> HttpAnswer:
+    """A problem+json answer, in the response ``shape`` of the request's source."""
+    return HttpAnswer(StoredResponse(problem.status, problem.all_headers(), problem.body()), shape=shape)
 
 
 class HttpIdempotency:
@@ -140,14 +145,18 @@ class HttpIdempotency:
         ``convert`` reduces an ``on_state_conflict`` response the same way.
         """
         try:
-            return self._handle(parse_event(event), call, remaining_ms, operation)
+            request = parse_event(event)
+        except RetrysafeError as error:
+            return refusal(error)
+        try:
+            return self._handle(request, call, remaining_ms, operation)
         except BusinessConditionFailedError as error:
             if self.on_state_conflict is not None and convert is not None:
                 original = self.on_state_conflict(error, event)
-                return HttpAnswer(convert(original), original=original)
-            return refusal(error)
+                return HttpAnswer(convert(original), original=original, shape=request.shape)
+            return refusal(error, shape=request.shape)
         except RetrysafeError as error:
-            return refusal(error)
+            return refusal(error, shape=request.shape)
 
     def _handle(self, request: HttpRequest, call: Callable[[Transaction], tuple[StoredResponse, Any]],
                 remaining_ms: Callable[[], int] | None, operation: str | None) -> HttpAnswer:
@@ -155,8 +164,7 @@ class HttpIdempotency:
         if self.tenant is not None:
             found = self.tenant(request)
             if not found:
-                raise TenantRequiredError("this operation needs an authenticated caller; no tenant was found "
-                                          "in the authorizer context")
+                raise TenantRequiredError(_NO_TENANT.get(request.source, _NO_TENANT["rest"]))
             tenant = _unicode(found, "the tenant")
         op = _unicode(self.operation or operation or request.route, "the operation")
         key = parse_key(request.header(self.header), required=self.key_required)
@@ -175,7 +183,18 @@ class HttpIdempotency:
                             self.retention, wait_seconds=self.wait_for_in_flight)
             outcome = self.engine.execute(intent, work, remaining_ms)
         original = originals[-1] if originals and not outcome.replayed else None
-        return HttpAnswer(StoredResponse.from_result(outcome.result), replayed=outcome.replayed, original=original)
+        return HttpAnswer(StoredResponse.from_result(outcome.result), replayed=outcome.replayed, original=original,
+                          shape=request.shape)
+
+
+#: Why no tenant was found, per source (the deployer reads it in the 401's detail).
+_NO_TENANT = {
+    "rest": "this operation needs an authenticated caller; no tenant was found in the authorizer context",
+    "function-url": "this operation needs an authenticated caller; a function URL carries one only with "
+                    "AuthType AWS_IAM (use it, or pass tenant=None for a public endpoint)",
+    "alb": "this operation needs an authenticated caller; a load balancer event carries no authorizer context "
+           "(pass a tenant callable, or tenant=None for a public endpoint)",
+}
 
 
 def _unicode(value: str, what: str) -> str:
@@ -185,9 +204,10 @@ def _unicode(value: str, what: str) -> str:
     return value
 
 
-def refusal(error: Exception, problems: Callable[[Exception], Problem | None] = problem_for) -> HttpAnswer:
+def refusal(error: Exception, problems: Callable[[Exception], Problem | None] = problem_for, *,
+            shape: str = PROXY) -> HttpAnswer:
     """The problem+json answer for a refusal, by ``problems``; errors without one (misconfiguration) propagate."""
     problem = problems(error)
     if problem is None:
         raise error
-    return problem_answer(problem)
+    return problem_answer(problem, shape)

@@ -1,14 +1,17 @@
-"""``@idempotent_http``: the HTTP contract for plain Lambda handlers behind API Gateway (REST v1, HTTP API v2)."""
+"""``@idempotent_http``: the HTTP contract for plain Lambda handlers behind API Gateway (REST v1, HTTP API v2),
+Lambda function URLs and Application Load Balancers."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from http import HTTPStatus
 from typing import Any, Protocol, cast
 
 from .._adapter import lambda_entry_point, takes_options
 from ..transaction import Transaction
 from .core import HttpAnswer, HttpIdempotency, StoredResponse
+from .request import ALB_MULTI_VALUE, PROXY
 
 Handler = Callable[[Any, Any, Transaction], Any]
 
@@ -72,9 +75,27 @@ def to_stored(response: Any, idempotency: HttpIdempotency) -> StoredResponse:
 
 
 def to_proxy(answer: HttpAnswer) -> dict[str, Any]:
-    """The Lambda proxy response for an answer (the handler's own object on a first execution)."""
+    """The Lambda proxy response for an answer (the handler's own object on a first execution).
+
+    An ALB target group with multi-value headers on needs ``multiValueHeaders`` in the response
+    (it ignores ``headers`` then): a replay or a refusal of such a request answers in that shape.
+    """
     if isinstance(answer.original, dict) and "statusCode" in answer.original:
         return answer.original
     response = answer.response
-    return {"statusCode": response.status, "headers": answer.headers(), "body": response.body,
-            "isBase64Encoded": response.is_base64}
+    proxy: dict[str, Any] = {"statusCode": response.status, "headers": answer.headers(), "body": response.body,
+                             "isBase64Encoded": response.is_base64}
+    if answer.shape == PROXY:
+        return proxy
+    proxy["statusDescription"] = _status_line(response.status)
+    if answer.shape == ALB_MULTI_VALUE:
+        proxy["multiValueHeaders"] = {k: [v] for k, v in proxy.pop("headers").items()}
+    return proxy
+
+
+def _status_line(status: int) -> str:
+    """``201 Created``: the load balancer's ``statusDescription``."""
+    try:
+        return f"{status} {HTTPStatus(status).phrase}"
+    except ValueError:
+        return str(status)

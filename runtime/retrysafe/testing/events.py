@@ -117,6 +117,59 @@ def api_event(body: str | None, *, headers: dict[str, str] | None = None, tenant
                       base64=base64, content_type=None)
 
 
+def alb_event(body: Any = None, *, key: str | None = "key-1", method: str = "POST", path: str = "/orders",
+              query: Mapping[str, str | list[str]] | None = None, headers: Mapping[str, str | list[str]] | None = None,
+              multi_value: bool = False, raw_body: str | None = None, content_type: str | None = JSON,
+              header: str = IDEMPOTENCY_KEY_HEADER) -> dict[str, Any]:
+    """An Application Load Balancer event, as a target group with multi-value headers off or on sends it.
+
+    Header names in lower case; query names and values as the client sent them (still percent-encoded).
+    A list value is a repeated header or parameter (``multi_value=True`` keeps every value; off, the
+    load balancer passes the last one).
+    """
+    all_headers, text = _request_headers(body, raw_body, key, header, content_type, None)
+    values: dict[str, list[str]] = {k.lower(): [v] for k, v in all_headers.items()}
+    values["host"] = ["orders-alb-1234567890.eu-west-1.elb.amazonaws.com"]
+    values["x-amzn-trace-id"] = [f"Root=1-{uuid.uuid4().hex[:8]}-{uuid.uuid4().hex[:24]}"]
+    values["x-forwarded-for"] = ["203.0.113.7"]
+    for name, value in (headers or {}).items():
+        values[name.lower()] = list(value) if isinstance(value, list) else [value]
+    params = {k: list(v) if isinstance(v, list) else [v] for k, v in (query or {}).items()}
+    event: dict[str, Any] = {
+        "requestContext": {"elb": {"targetGroupArn": f"arn:aws:elasticloadbalancing:{REGION}:{ACCOUNT}:"
+                                                     "targetgroup/orders/49e9d65c45c6791a"}},
+        "httpMethod": method, "path": path, "body": text or "", "isBase64Encoded": False,
+    }
+    if multi_value:
+        event["multiValueHeaders"] = values
+        event["multiValueQueryStringParameters"] = params
+    else:
+        event["headers"] = {k: v[-1] for k, v in values.items()}
+        event["queryStringParameters"] = {k: v[-1] for k, v in params.items()}
+    return event
+
+
+def function_url_event(body: Any = None, *, key: str | None = "key-1", method: str = "POST", path: str = "/orders",
+                       iam_caller: str | None = None, headers: Mapping[str, str] | None = None,
+                       raw_body: str | None = None, content_type: str | None = JSON,
+                       header: str = IDEMPOTENCY_KEY_HEADER) -> dict[str, Any]:
+    """A Lambda function URL event (payload v2.0); ``iam_caller``: the signing IAM role ARN of an
+    ``AuthType AWS_IAM`` URL (``None``: ``AuthType NONE``, no caller)."""
+    event = http_event(body, key=key, tenant=None, method=method, route=path, headers=headers, raw_body=raw_body,
+                       content_type=content_type, header=header)
+    domain = "abcdefghij1234567890abcdefghij12.lambda-url.eu-west-1.on.aws"
+    event["routeKey"] = "$default"
+    event["headers"]["host"] = domain
+    context = event["requestContext"]
+    context.update(routeKey="$default", accountId="anonymous" if iam_caller is None else ACCOUNT,
+                   apiId=domain.split(".")[0], domainName=domain, domainPrefix=domain.split(".")[0])
+    if iam_caller is not None:
+        context["authorizer"] = {"iam": {"accessKey": "ASIAEXAMPLE", "accountId": ACCOUNT,
+                                         "callerId": "AROAEXAMPLE:session", "cognitoIdentity": None,
+                                         "principalOrgId": None, "userArn": iam_caller, "userId": "AROAEXAMPLE"}}
+    return event
+
+
 def queue_arn(name: str) -> str:
     """The ARN of the queue ``name`` in the test account and region."""
     return f"arn:aws:sqs:{REGION}:{ACCOUNT}:{name}"
@@ -221,6 +274,6 @@ def task_payload(task_input: Any, *, execution: str, state: str = "Task",
 
 
 
-__all__ = ["ACCOUNT", "JSON", "REGION", "DrillContext", "api_event", "dynamodb_stream_arn", "dynamodb_stream_record",
-           "http_event", "kinesis_arn", "kinesis_event", "kinesis_record", "queue_arn", "rest_event", "sqs_event",
+__all__ = ["ACCOUNT", "JSON", "REGION", "DrillContext", "alb_event", "api_event", "dynamodb_stream_arn",
+           "dynamodb_stream_record", "function_url_event", "http_event", "kinesis_arn", "kinesis_event", "kinesis_record", "queue_arn", "rest_event", "sqs_event",
            "sqs_record", "task_payload"]
