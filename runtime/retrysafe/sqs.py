@@ -36,6 +36,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol, cast
 
 from ._adapter import flushes_telemetry, lambda_entry_point, takes_options, wiring
+from ._select import FingerprintSelector, KeySelector, Selector
 from ._value import Value, set_field
 from .claimcheck import resolve_receipt
 from .config import Mode, env_float
@@ -127,6 +128,11 @@ def default_key(paths: Sequence[str] = DEFAULT_KEY_PATHS, attribute: str = KEY_A
     return extract
 
 
+def _content_key(selector: KeySelector) -> KeyExtractor:
+    """``key="detail_path"``: a JMESPath expression searching the message content; a missing key is an error."""
+    return lambda record, content: selector(content)
+
+
 def message_fingerprint(body: str) -> str:
     """Hash of the canonical message content (envelope excluded), read from the body's text.
 
@@ -162,7 +168,8 @@ class SqsConsumer:
     """Configuration and engine of one idempotent SQS consumer (see :func:`idempotent_sqs`)."""
 
     def __init__(self, handler: RecordHandler, *, subscriber: str, operation: str | None = None,
-                 mode: Mode | str = Mode.ATOMIC, key: KeyExtractor | None = None, fifo: bool | None = None,
+                 mode: Mode | str = Mode.ATOMIC, key: KeyExtractor | str | None = None,
+                 fingerprint: Selector | None = None, fifo: bool | None = None,
                  visibility_timeout_seconds: float | None = None, horizon_seconds: int | None = None,
                  store: DynamoStore | None = None, engine: Engine | None = None) -> None:
         if not subscriber:
@@ -171,7 +178,8 @@ class SqsConsumer:
         self.handler = handler
         self.subscriber = subscriber
         self.operation: str = operation or str(getattr(handler, "__name__", "consume"))
-        self.key = key or default_key()
+        self.key = _content_key(KeySelector(key)) if isinstance(key, str) else key or default_key()
+        self.fingerprint = FingerprintSelector(fingerprint) if fingerprint is not None else None
         self.fifo = fifo
         self.lease_seconds = _visibility_timeout(visibility_timeout_seconds)
         self.retention, self.engine = wiring(horizon_seconds, store, engine)
@@ -183,7 +191,8 @@ class SqsConsumer:
         message = Message(record=record, key=key, content=content)
         if not isinstance(key, str) or not is_unicode(key):
             raise InvalidInputError("the message key is not Unicode text")
-        intent = Intent(Scope(self.subscriber, self.operation, key), message_fingerprint(record.body),
+        part = message_fingerprint(record.body) if self.fingerprint is None else self.fingerprint(content)
+        intent = Intent(Scope(self.subscriber, self.operation, key), part,
                         self.mode, self.retention, lease_seconds=self.lease_seconds)
 
         def work(txn: Transaction) -> Completion:
@@ -234,7 +243,11 @@ def idempotent_sqs(func: RecordHandler, **options: Any) -> SqsLambdaHandler:
     :class:`SqsConsumer`: ``subscriber`` (required), ``operation``, ``mode``
     (``claim_first`` for foreign effects; the lease is the queue's visibility
     timeout from ``visibility_timeout_seconds`` or
-    ``RETRYSAFE_VISIBILITY_TIMEOUT_SECONDS``), ``key``, ``fifo`` (default:
+    ``RETRYSAFE_VISIBILITY_TIMEOUT_SECONDS``), ``key`` (a JMESPath expression
+    searching the message content, e.g. ``"order_id"``, or a
+    ``callable(record, content)``), ``fingerprint`` (a JMESPath expression or a
+    callable given the content: what must match between deliveries of a key;
+    default the whole content), ``fifo`` (default:
     detected from the queue ARN), ``horizon_seconds``, ``store``/``engine``.
     Enable ``ReportBatchItemFailures`` on the event source mapping.
 

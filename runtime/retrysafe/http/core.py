@@ -11,6 +11,7 @@ from typing import Any
 
 from .. import names
 from .._adapter import flushes_telemetry, wiring
+from .._select import FingerprintSelector, Selector
 from .._value import Value, set_field
 from ..config import Mode
 from ..engine import Completion, Engine, Intent
@@ -101,6 +102,10 @@ class HttpIdempotency:
     ``header``: the key header (``Idempotency-Key``). ``key_required``: refuse requests without one (400).
     ``tenant``: extractor of the authenticated tenant, or ``None`` when the API has no tenants.
     ``fingerprint_query``: query parameters that are part of the request's identity (``None`` = all).
+    ``fingerprint``: what of the JSON body must match between a request and its replays: a JMESPath
+    expression or a callable given the parsed body (default: the whole canonical body). With
+    ``fingerprint="{order: order, amount: amount}"`` a client that re-sends the order with a new
+    ``sent_at`` gets the replay; another amount under the key is still refused (422).
     ``replay_headers``: response headers stored and replayed besides status and body.
     ``horizon_seconds``: record lifetime (default ``RETRYSAFE_RETRY_HORIZON_SECONDS``, else 7 days).
     ``wait_for_in_flight``: seconds to wait for an in-flight duplicate before answering 409.
@@ -115,7 +120,7 @@ class HttpIdempotency:
     def __init__(self, *, operation: str | None = None, mode: Mode | str = Mode.ATOMIC,
                  header: str = names.IDEMPOTENCY_KEY_HEADER, key_required: bool = True,
                  tenant: TenantExtractor | None = default_tenant,
-                 fingerprint_query: Collection[str] | None = None,
+                 fingerprint_query: Collection[str] | None = None, fingerprint: Selector | None = None,
                  replay_headers: Collection[str] = DEFAULT_REPLAY_HEADERS,
                  horizon_seconds: int | None = None, wait_for_in_flight: float = 0.0,
                  on_state_conflict: Callable[[BusinessConditionFailedError, Any], Any] | None = None,
@@ -126,6 +131,7 @@ class HttpIdempotency:
         self.key_required = key_required
         self.tenant = tenant
         self.fingerprint_query = fingerprint_query
+        self.fingerprint = FingerprintSelector(fingerprint) if fingerprint is not None else None
         self.replay_headers = frozenset(h.lower() for h in replay_headers)
         self.wait_for_in_flight = wait_for_in_flight
         self.on_state_conflict = on_state_conflict
@@ -179,8 +185,8 @@ class HttpIdempotency:
         if key is None:
             outcome = self.engine.execute_unkeyed(Scope(tenant, op, ""), work, self.retention)
         else:
-            intent = Intent(Scope(tenant, op, key), request.fingerprint(self.fingerprint_query), self.mode,
-                            self.retention, wait_seconds=self.wait_for_in_flight)
+            intent = Intent(Scope(tenant, op, key), request.fingerprint(self.fingerprint_query, self.fingerprint),
+                            self.mode, self.retention, wait_seconds=self.wait_for_in_flight)
             outcome = self.engine.execute(intent, work, remaining_ms)
         original = originals[-1] if originals and not outcome.replayed else None
         return HttpAnswer(StoredResponse.from_result(outcome.result), replayed=outcome.replayed, original=original,

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import base64
 import binascii
+import json
 import re
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 from urllib.parse import unquote
 
 from .._value import Value, set_field
-from ..errors import MalformedRequestError
+from ..errors import InvalidInputError, MalformedRequestError
 from ..fingerprint import canonical_json, fingerprint
 
 #: Content types whose bodies are canonicalised as JSON (besides ``*/*+json`` and an absent Content-Type).
@@ -90,8 +91,13 @@ class HttpRequest(Value):
         """A header's value, case-insensitively."""
         return self.headers.get(name.lower())
 
-    def fingerprint(self, query_params: Collection[str] | None = None) -> str:
+    def fingerprint(self, query_params: Collection[str] | None = None,
+                    body: Callable[[Any], str] | None = None) -> str:
         """Hash of method, route, path, the chosen query parameters (all when ``None``) and the canonical body.
+
+        ``body``: a fingerprint selector (:class:`~retrysafe._select.FingerprintSelector`) given the
+        JSON body, whose fingerprint stands for the body (a body that is not JSON raises
+        :class:`~retrysafe.errors.InvalidInputError`).
 
         The parameters, sorted by name, each with its values in order, are one unambiguous part, so no
         two different parameter lists share a fingerprint. A JSON body
@@ -115,8 +121,15 @@ class HttpRequest(Value):
                 for value in values:
                     text.append(f"{len(value)}:{value}")
             parts.append(self._query_form + "".join(text).encode("utf-8", "surrogatepass"))
-        parts.append(self._body_part())
+        parts.append(self._body_part() if body is None else b"selected:" + body(self.json_body()).encode("ascii"))
         return fingerprint(parts)
+
+    def json_body(self) -> Any:
+        """The body as a JSON value; :class:`~retrysafe.errors.InvalidInputError` when it is not JSON."""
+        try:
+            return json.loads(self.text if self.text is not None else self.body)
+        except (ValueError, RecursionError):
+            raise InvalidInputError("the request body is not JSON, so fingerprint= cannot select from it") from None
 
     def _body_part(self) -> bytes:
         if not self.body:
