@@ -1,4 +1,5 @@
-"""Idempotent consumers of Kinesis Data Streams and DynamoDB Streams (public names in :mod:`retrysafe.streams`).
+"""``@idempotent_kinesis`` and ``@idempotent_dynamodb_stream``: idempotent consumers of Kinesis Data Streams
+and DynamoDB Streams.
 
 Each record runs through the engine with ``Scope(tenant=subscriber,
 operation=operation, key=record key)``, as an SQS message does: in atomic

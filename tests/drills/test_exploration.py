@@ -66,13 +66,13 @@ def test_the_exploration_catches_a_stream_consumer_that_runs_past_a_failure(
         explorer: World, monkeypatch: pytest.MonkeyPatch) -> None:
     """Mutation check: Powertools' plain BatchProcessor (every record runs) breaks the shard's order."""
     from aws_lambda_powertools.utilities.batch import BatchProcessor
-    from retrysafe import _streams
+    from retrysafe import streams
 
     class Unordered(BatchProcessor):
         def __init__(self, source: Any) -> None:
             super().__init__(source.event_type, raise_on_entire_batch_failure=False)
 
-    monkeypatch.setattr(_streams, "_processor_class", lambda: Unordered)
+    monkeypatch.setattr(streams, "_processor_class", lambda: Unordered)
     result = explore(explorer, Scope("kinesis", ("A",), faults=0), stop_at_first=True)
     assert "record r3 of intent A ran after record r2 of its shard failed" in result.violations["out-of-order"].detail
 
