@@ -144,3 +144,28 @@ def test_iam_callers_of_a_function_url_are_separate_tenants(store: Any, ddb: Any
     second = handler(function_url_event({"amount": 1}, key="k", iam_caller=other), DrillContext())
     assert second["statusCode"] == 201 and names.REPLAYED_HEADER not in second["headers"]
     assert effects(ddb) == 2
+
+
+@pytest.mark.parametrize("multi_value", [False, True], ids=["alb", "alb-multi-value"])
+def test_the_middleware_behind_powertools_alb_resolver(store: Any, ddb: Any, calls: Any, multi_value: bool) -> None:
+    from aws_lambda_powertools.event_handler import ALBResolver, Response, content_types
+    from retrysafe import TRANSACTION_KEY, Engine, IdempotencyMiddleware
+
+    app = ALBResolver()
+    runs: list[int] = []
+
+    @app.post("/orders", middlewares=[IdempotencyMiddleware(operation="CreateOrder", tenant=None,
+                                                            engine=Engine(store))])
+    def create() -> Response[str]:
+        runs.append(1)
+        app.context[TRANSACTION_KEY].update({"pk": "order#1"}, "ADD n :one", values={":one": 1}, table=ORDERS)
+        return Response(201, content_types.APPLICATION_JSON, json.dumps({"id": "1"}), headers={"Location": "/orders/1"})
+
+    first = app.resolve(alb_event({"amount": 1}, key="order-9", multi_value=multi_value), DrillContext())
+    calls.reset()
+    replay = app.resolve(alb_event({"amount": 1}, key="order-9", multi_value=multi_value), DrillContext())
+    # Atomic: the replay's body runs again, its buffered write is dropped with the refused commit.
+    assert calls.calls == {"TransactWriteItems": 1} and runs == [1, 1] and effects(ddb) == 1
+    assert first["statusCode"] == replay["statusCode"] == 201 and replay["body"] == first["body"]
+    assert headers_of(replay)[names.REPLAYED_HEADER] == "true"
+    assert ("multiValueHeaders" in replay) is multi_value  # Powertools answers in the target group's shape
