@@ -24,6 +24,7 @@ import base64
 import binascii
 import functools
 import json
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any, ClassVar, Generic, Protocol, TypeVar, cast
 
@@ -136,29 +137,32 @@ KinesisHandler = Callable[[KinesisMessage, Transaction], Any]
 DynamoDBStreamHandler = Callable[[DynamoDBChange, Transaction], Any]
 
 
-class _Source(Generic[M]):
+class _Source(ABC, Generic[M]):
     """What differs between the two streams: reading a record, its shard, its document and its default parts."""
 
     name: ClassVar[str]
     default_key: ClassVar[str]
 
     @property
+    @abstractmethod
     def event_type(self) -> Any:
-        raise NotImplementedError
+        """Powertools' ``EventType`` of the stream."""
 
+    @abstractmethod
     def message(self, record: Any, key: Callable[[Any], str]) -> M:
-        raise NotImplementedError
+        """The handler's view of ``record`` (Powertools' data class), keyed by ``key``."""
 
+    @abstractmethod
     def shard(self, raw: dict[str, Any]) -> str:
-        raise NotImplementedError
+        """The ordered unit ``raw`` belongs to."""
 
+    @abstractmethod
     def document(self, message: M) -> Any:
         """The JSON document JMESPath selectors search."""
-        raise NotImplementedError
 
+    @abstractmethod
     def fingerprint(self, message: M) -> str:
         """The default fingerprint: the record's content, without what changes on redelivery."""
-        raise NotImplementedError
 
 
 class _Kinesis(_Source[KinesisMessage]):
