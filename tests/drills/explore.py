@@ -612,6 +612,8 @@ BOUNDED: tuple[Scope, ...] = (
     Scope("kinesis", ("A", "A"), faults=1, sequential=True),
     Scope("kinesis-claim-first", ("A",), faults=2),
     Scope("kinesis-claim-first", ("A", "A"), faults=1, total=1, sequential=True),
+    Scope("dynamodb-stream", ("A",), faults=2),
+    Scope("dynamodb-stream", ("A", "A"), faults=1, total=1),
     # the outbox: one publisher with two faults, two publishers of the same batch racing
     Scope("outbox", ("E",), faults=2),
     Scope("outbox", ("E", "E"), faults=0),

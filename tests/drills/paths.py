@@ -144,6 +144,46 @@ def _kinesis(intent: str, engine: Engine, notes: list[str], mode: str) -> Callab
     return call
 
 
+def _dynamodb_stream(intent: str, engine: Engine, notes: list[str]) -> Callable[[], Answer]:
+    """A DynamoDB Streams batch of three INSERTs of one stream; the middle one fails the first time it runs."""
+    from retrysafe.errors import KeyReuseMismatchError, RequestInFlightError, ShardHaltedError
+    from retrysafe.streams import DynamoDBChange, idempotent_dynamodb_stream
+    from retrysafe.testing.events import dynamodb_stream_record
+
+    failed_here: list[str] = []
+
+    def consume(change: DynamoDBChange, txn: Transaction) -> None:
+        segment = change.new_image["segment"]
+        if failed_here:
+            notes.append(f"VIOLATION out-of-order: record {segment} of intent {intent} ran after record "
+                         f"{failed_here[0]} of its stream failed in the same batch")
+        if segment == "r2" and f"r2 of {intent} failed once" not in notes:
+            notes.append(f"r2 of {intent} failed once")
+            failed_here.append(segment)
+            raise RuntimeError("the index refused once")
+        effect(txn, change.new_image["intent"], segment)
+
+    handler = idempotent_dynamodb_stream(subscriber="index", engine=engine)(consume)
+    records = [dynamodb_stream_record("INSERT", {"pk": {"S": f"order#{n}"}}, sequence_number=f"{n:021d}",
+                                      new_image={"pk": {"S": f"order#{n}"}, "segment": {"S": f"r{n}"},
+                                                 "intent": {"S": intent},
+                                                 "amount": {"N": str(payload(intent)["amount"])}})
+               for n in (1, 2, 3)]
+
+    def call() -> Answer:
+        failed_here.clear()
+        processor = handler.consumer.run({"Records": records}, DrillContext())
+        failures = processor.response()["batchItemFailures"]
+        if not failures:
+            return Answer("executed", value={"records": len(records)})
+        first = next(e[1] for e in processor.exceptions if not isinstance(e[1], ShardHaltedError))
+        kind = "mismatch" if isinstance(first, KeyReuseMismatchError) else \
+            "in_flight" if isinstance(first, RequestInFlightError) else "failed"
+        return Answer(kind, value=[f["itemIdentifier"] for f in failures])
+
+    return call
+
+
 class MemoryQueue:
     """The publisher's target: an SQS-like queue in memory (bodies in send order)."""
 
@@ -272,6 +312,7 @@ PATHS: dict[str, Path] = {p.name: p for p in (
     Path("sqs", _sqs),
     Path("kinesis", lambda i, e, n: _kinesis(i, e, n, "atomic"), ("r1", "r2", "r3")),
     Path("kinesis-claim-first", lambda i, e, n: _kinesis(i, e, n, "claim_first"), ("r1", "r2", "r3")),
+    Path("dynamodb-stream", _dynamodb_stream, ("r1", "r2", "r3")),
     Path("task", _task, ("a", "b", "c")),
     Path("webhook", _webhook, refused_after_expiry="urn:retrysafe:problem:state-conflict"),
     Path("outbox", OUTBOX.make, outbox=OUTBOX),
