@@ -142,6 +142,15 @@ class _Source(ABC, Generic[M]):
 
     name: ClassVar[str]
     default_key: ClassVar[str]
+    #: Where the record's sequence number is (what ``batchItemFailures`` reports).
+    sequence_path: ClassVar[tuple[str, str]]
+
+    def sequence_number(self, raw: Any) -> str | None:
+        """The sequence number of a raw record; ``None`` when it has none (not a record Lambda sends)."""
+        outer, inner = self.sequence_path
+        part = raw.get(outer) if isinstance(raw, dict) else None
+        value = part.get(inner) if isinstance(part, dict) else None
+        return value if isinstance(value, str) else None
 
     @property
     @abstractmethod
@@ -168,6 +177,7 @@ class _Source(ABC, Generic[M]):
 class _Kinesis(_Source[KinesisMessage]):
     name = "idempotent_kinesis"
     default_key = KINESIS_DEFAULT_KEY
+    sequence_path = ("kinesis", "sequenceNumber")
 
     @property
     def event_type(self) -> Any:
@@ -203,6 +213,7 @@ class _Kinesis(_Source[KinesisMessage]):
 class _DynamoDB(_Source[DynamoDBChange]):
     name = "idempotent_dynamodb_stream"
     default_key = DYNAMODB_DEFAULT_KEY
+    sequence_path = ("dynamodb", "SequenceNumber")
 
     @property
     def event_type(self) -> Any:
@@ -324,11 +335,18 @@ def _processor_class() -> Any:
     class ShardOrderedProcessor(BatchProcessor):
         def __init__(self, source: _Source[Any]) -> None:
             super().__init__(source.event_type, raise_on_entire_batch_failure=False)
-            self.shard_of = source.shard
+            self.source = source
             self.failed_shards: set[str] = set()
 
+        def _get_messages_to_report(self) -> Any:
+            # Read from the raw record: Powertools' collectors raise on a record without its
+            # 'kinesis'/'dynamodb' member. Such a record has no sequence number: reported as null, which
+            # Lambda takes as a failure of the whole batch (retried from its start): nothing is skipped.
+            return [{"itemIdentifier": self.source.sequence_number(getattr(failed, "raw_event", None))}
+                    for failed in self.fail_messages]
+
         def _process_record(self, record: dict[str, Any]) -> Any:
-            shard = self.shard_of(record)
+            shard = self.source.shard(record)
             if shard in self.failed_shards:
                 return self.failure_handler(self._to_batch_type(record, self.event_type), halted)
             outcome = super()._process_record(record)

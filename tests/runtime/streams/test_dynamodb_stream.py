@@ -161,3 +161,27 @@ def test_a_tables_real_stream_is_consumed_once_per_change(server: str) -> None:
     finally:
         for name in (TABLE, ORDERS, INDEX):
             ddb.delete_table(TableName=name)
+
+
+def hostile(kind: str) -> dict[str, Any]:
+    record = dynamodb_stream_record("INSERT", {"pk": {"S": "h"}}, sequence_number="9",
+                                    new_image={"pk": {"S": "h"}, "note": {"S": "fine"}})
+    if kind == "no-change":
+        del record["dynamodb"]
+    elif kind == "lone-surrogate":
+        record["dynamodb"]["NewImage"]["note"] = {"S": "\ud800"}
+    elif kind == "no-sequence-number":
+        del record["dynamodb"]["SequenceNumber"]
+    return record
+
+
+@pytest.mark.parametrize("kind", ["no-change", "lone-surrogate", "no-sequence-number"])
+def test_hostile_records_fail_with_the_rest_of_the_batch_and_no_dynamodb_call(
+        store: Any, search: Any, calls: Any, kind: str) -> None:
+    handler = idempotent_dynamodb_stream(subscriber="search", store=store)(index)
+    after = dynamodb_stream_record("INSERT", {"pk": {"S": "later"}}, sequence_number="10",
+                                   new_image={"pk": {"S": "later"}})
+    calls.reset()
+    response = handler({"Records": [hostile(kind), after]}, DrillContext())
+    assert [f["itemIdentifier"] for f in response["batchItemFailures"]][1:] == ["10"]
+    assert len(response["batchItemFailures"]) == 2 and calls.total == 0

@@ -195,3 +195,14 @@ def test_configuration_errors_are_raised_at_decoration(store: Any) -> None:
         idempotent_kinesis(subscriber="s", mode="sometimes", store=store)(count_effect)
     with pytest.raises(ConfigurationError):
         idempotent_kinesis(subscriber="s", key="kinesis.[", store=store)(count_effect)
+
+
+def test_a_record_without_its_kinesis_member_fails_the_whole_batch(store: Any, calls: Any) -> None:
+    """Nothing identifies it: a null itemIdentifier, which Lambda takes as a failure of the whole batch."""
+    handler = idempotent_kinesis(subscriber="ledger", store=store)(count_effect)
+    broken = kinesis_record({"counter": "z"}, sequence_number="1")
+    del broken["kinesis"]
+    calls.reset()
+    response = handler({"Records": [broken, kinesis_record({"counter": "y"}, sequence_number="2")]}, DrillContext())
+    assert response == {"batchItemFailures": [{"itemIdentifier": None}, {"itemIdentifier": "2"}]}
+    assert calls.total == 0
