@@ -123,7 +123,7 @@ class PydanticSerializer(Generic[T]):
 def serializer_for(func: Callable[..., Any]) -> ResultSerializer[Any]:
     """The serializer ``func``'s return annotation asks for (a dataclass or pydantic model class), else :class:`StoredAsIs`."""
     try:
-        annotation = get_type_hints(func).get("return")
+        annotation: Any = get_type_hints(func).get("return")
     except (NameError, TypeError) as error:  # e.g. a class imported only under TYPE_CHECKING
         raise ConfigurationError(f"the return annotation of {getattr(func, '__qualname__', func)!r} does not "
                                  f"resolve ({error}): a replay could not rebuild the result's type; import the "
@@ -140,7 +140,8 @@ def _is_model_class(cls: Any) -> bool:
     return pydantic is not None and isinstance(cls, type) and issubclass(cls, pydantic.BaseModel)
 
 
-def _is_model(value: Any) -> bool:
+def is_model(value: Any) -> bool:
+    """True for an instance of a pydantic model (without importing pydantic)."""
     return _is_model_class(type(value))
 
 
@@ -154,9 +155,12 @@ def _build(annotation: Any, stored: Any) -> Any:
             return annotation.model_validate(stored)  # type: ignore[attr-defined]
         return stored
     origin = getattr(annotation, "__origin__", None)
-    arguments = getattr(annotation, "__args__", ())
+    arguments: tuple[Any, ...] = getattr(annotation, "__args__", ())
     if origin in (list, tuple) and isinstance(stored, (list, tuple)) and arguments:
-        items = [_build(arguments[0], item) for item in stored]
+        if origin is tuple and Ellipsis not in arguments and len(arguments) == len(stored):  # tuple[A, B]
+            items = [_build(kind, item) for kind, item in zip(arguments, stored, strict=True)]
+        else:
+            items = [_build(arguments[0], item) for item in stored]
         return tuple(items) if isinstance(stored, tuple) else items
     if origin is dict and isinstance(stored, dict) and len(arguments) == 2:
         return {name: _build(arguments[1], value) for name, value in stored.items()}
@@ -226,7 +230,7 @@ def _document(value: Any) -> Any:
         return {_TAG: "fset" if isinstance(value, frozenset) else "set", "v": items}
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return _document({f.name: getattr(value, f.name) for f in dataclasses.fields(value)})
-    if _is_model(value):
+    if is_model(value):
         return _document(value.model_dump(mode="python"))
     raise UnstorableResultError(
         f"a {type(value).__module__}.{type(value).__qualname__} in the result cannot be stored; return JSON, "

@@ -201,7 +201,11 @@ class Engine:
         if not completion.store:
             self._count(NOT_STORED, intent)
             return Outcome(completion.result, replayed=False, stored=False)
-        record = self._completed(intent, completion, now, expires_at, writer)
+        try:
+            record = self._completed(intent, completion, now, expires_at, writer)
+        except UnstorableResultError as error:
+            self._count(UNSTORABLE_RESULT, intent, error=str(error))  # nothing was written
+            raise
         actions = txn.actions()
         for attempt in range(RACE_RETRIES + 1):
             try:
@@ -254,7 +258,8 @@ class Engine:
                 self._count(NOT_STORED, intent)
                 return Outcome(completion.result, replayed=False, stored=False)
             record = self._completed(intent, completion, now, expires_at, owner)
-        except UnstorableResultError:
+        except UnstorableResultError as error:
+            self._count(UNSTORABLE_RESULT, intent, error=str(error))
             self._park(intent, owner, now, expires_at)  # the run may have made foreign calls: never release
             raise
         except BaseException:
@@ -382,11 +387,7 @@ class Engine:
         record = Record(record_id=intent.scope.record_id, state=COMPLETED, fingerprint=intent.fingerprint,
                         expires_at=expires_at, created_at_ms=int(now * 1000), operation=intent.scope.operation,
                         owner=writer, result=completion.result, resource=completion.resource)
-        try:
-            record.result_text  # noqa: B018  # encoded once, kept on the record for the commit and the cache
-        except UnstorableResultError as error:
-            self._count(UNSTORABLE_RESULT, intent, error=str(error))
-            raise
+        record.result_text  # noqa: B018  # encoded once, kept on the record for the commit and the cache
         return record
 
     def _executed(self, intent: Intent, record: Record, completion: Completion) -> Outcome:
