@@ -64,10 +64,18 @@ class ResultSerializer(Protocol[T]):
 
 
 class StoredAsIs:
-    """The default serializer: the result is stored as the record codec stores it (JSON plus tagged types)."""
+    """The default serializer: the result is stored as the record codec stores it (JSON plus tagged types).
+
+    A dataclass or pydantic model *as the result itself* is refused: it would replay as a
+    dict. Annotate the return with its class (:func:`serializer_for`) or pass ``serializer=``.
+    """
 
     def dump(self, result: Any, /) -> Any:
         """``result`` itself."""
+        if (dataclasses.is_dataclass(result) and not isinstance(result, type)) or is_model(result):
+            raise UnstorableResultError(
+                f"the result is a {type(result).__name__} but the function's return annotation does not name "
+                "that class: a replay would return a dict. Annotate the return type or pass serializer=")
         return result
 
     def load(self, stored: Any, /) -> Any:

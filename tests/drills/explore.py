@@ -521,9 +521,9 @@ class Schedule:
                                               f"({'record deleted' if found is None else 'record rewritten'})")
         for pk, item in current.items():
             fp, exp = item.get("fp", {}).get("S", ""), int(item.get("exp", {}).get("N", "0"))
-            if item.get("st", {}).get("S") == "parked":
-                if pk not in self.seen.parked or self.seen.parked[pk][1] < now:
-                    self.seen.parked[pk] = (fp, exp)
+            if item.get("st", {}).get("S") == "parked" and (pk not in self.seen.parked
+                                                            or self.seen.parked[pk][1] < now):
+                self.seen.parked[pk] = (fp, exp)
             if item.get("st", {}).get("S") == "completed":
                 self.seen.completed.setdefault(pk, (fp, _result(item), exp))
                 if self.seen.completed[pk][2] < now:

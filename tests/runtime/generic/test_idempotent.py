@@ -294,3 +294,25 @@ def test_options_are_checked_when_the_decorator_is_applied(engine: Engine) -> No
         idempotent(namespace="n", key="detail.[", engine=engine)(handler)
     with pytest.raises(ConfigurationError, match="mode must be"):
         idempotent(namespace="n", mode="eventually", engine=engine)(handler)
+
+
+def test_an_event_without_a_canonical_form_is_refused_before_anything_runs(ddb: Any, engine: Engine,
+                                                                           calls: Any) -> None:
+    from retrysafe.errors import InvalidInputError, InvalidKeyError
+
+    runs: list[Any] = []
+
+    @idempotent(namespace="fulfilment", engine=engine)
+    def ship(event: dict[str, Any], context: Any, txn: Transaction) -> None:
+        runs.append(event)
+
+    calls.reset()
+    with pytest.raises(InvalidInputError):  # a lone surrogate is not Unicode text
+        ship(event(EVENTBRIDGE, detail={"order_id": "o-42", "note": "\ud800"}), DrillContext())
+    with pytest.raises(InvalidInputError):
+        ship(event(EVENTBRIDGE, detail={"amount": float("nan")}), DrillContext())
+    with pytest.raises(InvalidKeyError):
+        ship(event(EVENTBRIDGE, id="\udfff"), DrillContext())
+    with pytest.raises(InvalidKeyError):
+        ship(event(EVENTBRIDGE, id=1.5), DrillContext())
+    assert runs == [] and calls.total == 0

@@ -175,3 +175,14 @@ def test_a_serializer_that_refuses_parks_too(ddb: Any, engine: Engine) -> None:
     with pytest.raises(UnstorableResultError, match="an earlier run of this intent"):
         charge(order={"order_id": "o-1"})
     assert runs == [1]
+
+
+def test_a_dataclass_result_without_its_annotation_is_refused_rather_than_replayed_as_a_dict(
+        ddb: Any, engine: Engine) -> None:
+    @idempotent_function(data_keyword_argument="order", namespace="billing", key="order_id", engine=engine)
+    def invoice(order: dict[str, Any], txn: Transaction) -> Any:
+        return Invoice(number="inv-1", amount=Decimal(1))
+
+    with pytest.raises(UnstorableResultError, match="return annotation does not name that class"):
+        invoice(order={"order_id": "o-1"})
+    assert [i for i in ddb.scan(TableName=TABLE)["Items"] if i["pk"]["S"].startswith("idem#")] == []
