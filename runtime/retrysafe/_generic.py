@@ -155,8 +155,7 @@ class _Idempotency:
         self.operation = operation
         self.mode = Mode.parse(mode)
         self.key = KeySelector(key) if key is not None else None
-        self.fingerprint = None if fingerprint is None else \
-            FingerprintSelector(fingerprint, to_json=to_json) if to_json is not None else FingerprintSelector(fingerprint)
+        self.fingerprint = FingerprintSelector(fingerprint, to_json=to_json) if fingerprint is not None else None
         self.key_required = key_required
         self.serializer = serializer
         self.lease_seconds = lease_seconds

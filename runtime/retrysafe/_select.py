@@ -137,9 +137,9 @@ class FingerprintSelector:
     __slots__ = ("_compiled", "_to_json")
 
     def __init__(self, selector: Selector, *, option: str = "fingerprint",
-                 to_json: Callable[[Any], Any] = _same) -> None:
+                 to_json: Callable[[Any], Any] | None = None) -> None:
         self._compiled = _Compiled(selector, option)
-        self._to_json = to_json
+        self._to_json = to_json or _same
 
     @property
     def description(self) -> str:

@@ -18,6 +18,8 @@ from retrysafe.errors import (
     KeyReuseMismatchError,
     UnstorableResultError,
 )
+from retrysafe.metrics import UNKEYED
+from retrysafe.names import RECORD_PREFIX
 from retrysafe.testing.events import DrillContext, http_event, sqs_record
 
 from tests.helpers import ORDERS, TABLE
@@ -248,11 +250,11 @@ def test_key_required_false_runs_unprotected_and_says_so(ddb: Any, engine: Engin
     assert job({"job": 1}, DrillContext()) == 7
     assert job({"job": 1}, DrillContext()) == 7
     assert applied(ddb, "job#unkeyed") == 2  # unprotected: each call is its own intent
-    assert '"Unkeyed":[1.0]' in capsys.readouterr().out  # the EMF metric, flushed per invocation
-    logged = [r for r in caplog.records if r.getMessage() == "Unkeyed"]
+    assert f'"{UNKEYED}":[1.0]' in capsys.readouterr().out  # the EMF metric, flushed per invocation
+    logged = [r for r in caplog.records if r.getMessage() == UNKEYED]
     assert len(logged) == 2 and logged[0].levelname == "WARNING"
     assert logged[0].reason == "key='job_id' found no key" and "runs unprotected" in logged[0].detail
-    assert [item for item in ddb.scan(TableName=TABLE)["Items"] if item["pk"]["S"].startswith("idem#")] == []
+    assert [item for item in ddb.scan(TableName=TABLE)["Items"] if item["pk"]["S"].startswith(RECORD_PREFIX)] == []
 
 
 @dataclass
@@ -316,3 +318,20 @@ def test_an_event_without_a_canonical_form_is_refused_before_anything_runs(ddb: 
     with pytest.raises(InvalidKeyError):
         ship(event(EVENTBRIDGE, id=1.5), DrillContext())
     assert runs == [] and calls.total == 0
+
+
+def test_a_direct_invoke_retried_with_its_key_is_a_no_op_in_one_round_trip(ddb: Any, engine: Engine,
+                                                                           calls: Any) -> None:
+    """``aws lambda invoke`` (or an SDK retry of ``Invoke``) with the same payload: one effect."""
+    @idempotent(namespace="jobs", key="job_id", engine=engine)
+    def job(event: dict[str, Any], context: Any, txn: Transaction) -> dict[str, Any]:
+        count(txn, f"job#{event['job_id']}")
+        return {"job": event["job_id"], "rows": 3}
+
+    calls.reset()
+    assert job({"job_id": 17, "table": "orders"}, DrillContext()) == {"job": 17, "rows": 3}
+    assert calls.calls == {"TransactWriteItems": 1}
+    calls.reset()
+    assert job({"job_id": 17, "table": "orders"}, DrillContext()) == {"job": 17, "rows": 3}
+    assert calls.calls == {"TransactWriteItems": 1}
+    assert applied(ddb, "job#17") == 1

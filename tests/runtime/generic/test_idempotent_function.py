@@ -16,6 +16,7 @@ from retrysafe.errors import (
     KeyReuseMismatchError,
     UnstorableResultError,
 )
+from retrysafe.names import RECORD_PREFIX
 
 from tests.helpers import ORDERS, TABLE
 
@@ -150,7 +151,7 @@ def test_an_unstorable_result_parks_the_claim_and_the_provider_is_called_once(dd
         with pytest.raises(UnstorableResultError):
             charge(order={"order_id": "o-1"})
     assert len(provider.calls) == 1
-    records = [i for i in ddb.scan(TableName=TABLE)["Items"] if i["pk"]["S"].startswith("idem#")]
+    records = [i for i in ddb.scan(TableName=TABLE)["Items"] if i["pk"]["S"].startswith(RECORD_PREFIX)]
     assert [r["st"]["S"] for r in records] == ["parked"]
 
 
@@ -185,4 +186,4 @@ def test_a_dataclass_result_without_its_annotation_is_refused_rather_than_replay
 
     with pytest.raises(UnstorableResultError, match="return annotation does not name that class"):
         invoice(order={"order_id": "o-1"})
-    assert [i for i in ddb.scan(TableName=TABLE)["Items"] if i["pk"]["S"].startswith("idem#")] == []
+    assert [i for i in ddb.scan(TableName=TABLE)["Items"] if i["pk"]["S"].startswith(RECORD_PREFIX)] == []
