@@ -3,7 +3,10 @@
 The names a handler's code writes, loaded on first use so that importing a
 decorated handler stays cheap:
 
-- the adapters: :func:`idempotent_http` (API Gateway REST v1 and HTTP API v2),
+- the adapters: :func:`idempotent` (a Lambda handler of any event: EventBridge, SNS, S3,
+  direct Invoke...), :func:`idempotent_function` (a plain function called inside any
+  handler) and :class:`ResultSerializer` (how their results are stored),
+  :func:`idempotent_http` (API Gateway REST v1 and HTTP API v2),
   :class:`IdempotencyMiddleware` and :data:`TRANSACTION_KEY` (Powertools event
   handler), :func:`idempotent_sqs` and its :class:`Message` (SQS consumers),
   :func:`idempotent_task` (Lambda tasks of Step Functions), :func:`idempotent_kinesis` and
@@ -42,10 +45,13 @@ _EXPORTS = {
     "Message": "retrysafe.sqs",
     "Mode": "retrysafe.config",
     "RecordCache": "retrysafe.cache",
+    "ResultSerializer": "retrysafe._results",
     "RetrysafeError": "retrysafe.errors",
     "TRANSACTION_KEY": "retrysafe.http.middleware",
     "Transaction": "retrysafe.transaction",
+    "idempotent": "retrysafe._generic",
     "idempotent_dynamodb_stream": "retrysafe.streams",
+    "idempotent_function": "retrysafe._generic",
     "idempotent_http": "retrysafe.http.decorator",
     "idempotent_kinesis": "retrysafe.streams",
     "idempotent_sqs": "retrysafe.sqs",
@@ -72,6 +78,8 @@ _MOVED = {
 }
 
 if TYPE_CHECKING:
+    from ._generic import idempotent, idempotent_function
+    from ._results import ResultSerializer
     from .cache import RecordCache
     from .config import Mode
     from .engine import Engine
@@ -96,9 +104,12 @@ __all__ = [
     "Message",
     "Mode",
     "RecordCache",
+    "ResultSerializer",
     "RetrysafeError",
     "Transaction",
+    "idempotent",
     "idempotent_dynamodb_stream",
+    "idempotent_function",
     "idempotent_http",
     "idempotent_kinesis",
     "idempotent_sqs",

@@ -26,8 +26,9 @@ hashing ``null``: a misspelled expression would otherwise let every request
 reusing a key match.
 
 Both take ``as_document``: how a value that is not JSON (a dataclass, a
-pydantic model, a ``Decimal``) becomes JSON before an expression searches it
-or before it is hashed. Callables get the value itself.
+pydantic model) becomes a document an expression searches; callables get the
+value itself. A fingerprint selector's ``to_json`` turns the selected part into
+JSON before it is hashed (``Decimal``, ``datetime``... as tagged JSON).
 """
 
 from __future__ import annotations
@@ -133,10 +134,12 @@ class KeySelector:
 class FingerprintSelector:
     """A fingerprint selector: hashes the canonical JSON of the selected part."""
 
-    __slots__ = ("_compiled",)
+    __slots__ = ("_compiled", "_to_json")
 
-    def __init__(self, selector: Selector, *, option: str = "fingerprint") -> None:
+    def __init__(self, selector: Selector, *, option: str = "fingerprint",
+                 to_json: Callable[[Any], Any] | None = None) -> None:
         self._compiled = _Compiled(selector, option)
+        self._to_json = to_json or _same
 
     @property
     def description(self) -> str:
@@ -151,7 +154,7 @@ class FingerprintSelector:
             raise InvalidInputError(f"{self.description} cannot be evaluated: {error}") from None
         if selected is None:
             raise InvalidInputError(f"{self.description} selected nothing to fingerprint")
-        return fingerprint_document(as_document(selected) if not self._compiled.expression else selected)
+        return fingerprint_document(self._to_json(selected))
 
 
 def fingerprint_document(document: Any) -> str:

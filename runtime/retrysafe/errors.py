@@ -24,6 +24,7 @@ The hierarchy::
     ├── RecordConflict                a record condition failed (between store and engine)
     ├── BusinessConditionFailedError  a condition on the handler's own write failed (409)
     ├── TransactionRaced              a concurrent transaction touched the same items (409)
+    ├── UnstorableResultError         the handler's result cannot be stored (nothing committed)
     ├── TransactionTooLargeError      over DynamoDB's transaction limits
     │   ├── EventTooLargeError        an outbox event cannot fit its target
     │   ├── ResponseTooLargeError     the result cannot fit one item
@@ -72,6 +73,7 @@ __all__ = [
     "TransactionRaced",
     "TransactionTooLargeError",
     "UnreadableOutboxRecordError",
+    "UnstorableResultError",
 ]
 
 
@@ -156,6 +158,18 @@ class RecordConflict(RetrysafeError):
     def __init__(self, current: Record | None) -> None:
         super().__init__("idempotency record condition failed")
         self.current = current
+
+
+class UnstorableResultError(RetrysafeError):
+    """The handler's result cannot be stored (a type no serializer knows); nothing of its run was committed.
+
+    Raised when the handler returns, before any commit. In atomic mode nothing was
+    written: a retry runs the handler again. In claim-first mode (the handler may
+    have made foreign calls) the claim is *parked*: the record keeps the key until
+    it expires, and every retry of the intent raises this error again without
+    running the handler, so a foreign call made without ``txn.derive_key`` is
+    never repeated. See :mod:`retrysafe._results` for what can be stored.
+    """
 
 
 class TransactionTooLargeError(RetrysafeError):

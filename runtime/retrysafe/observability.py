@@ -38,6 +38,8 @@ from .metrics import (
     RELEASED,
     REPLAYED,
     TAKEOVER,
+    UNKEYED,
+    UNSTORABLE_RESULT,
 )
 from .names import LOG_LEVEL_ENV, SERVICE_ENV
 
@@ -51,6 +53,8 @@ __all__ = [
     "RELEASE_FAILED",
     "REPLAYED",
     "TAKEOVER",
+    "UNKEYED",
+    "UNSTORABLE_RESULT",
     "Telemetry",
     "emf_line",
     "telemetry",
@@ -58,7 +62,7 @@ __all__ = [
 
 _ROUTINE = frozenset({EXECUTED, REPLAYED})
 _NOT_A_METRIC = metrics.NOT_METRICS
-_ALARMING = frozenset({FENCING_REJECTED, KEY_MISMATCH, RELEASE_FAILED})
+_ALARMING = frozenset({FENCING_REJECTED, KEY_MISMATCH, RELEASE_FAILED, UNSTORABLE_RESULT, UNKEYED})
 
 
 #: Lambda's advanced logging levels (``AWS_LAMBDA_LOG_LEVEL``), which take precedence, and Python's.

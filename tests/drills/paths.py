@@ -6,6 +6,12 @@ so the table itself counts how often each part of the work was committed. The
 Step Functions task commits three segments around two recovery points
 (``txn.step``); its foreign calls answer with the intent they were made for, so
 a step that returns another intent's result is seen.
+
+The generic paths: ``@idempotent`` on an EventBridge event (atomic), and a plain
+``@idempotent_function`` in claim-first mode, once returning a ``Decimal`` (the
+record codec's tagged form) and once returning a value that cannot be stored:
+that intent's documented final answer is ``UnstorableResultError``, its record is
+parked (never released before its ``exp``) and its effect never commits.
 """
 
 from __future__ import annotations
@@ -13,12 +19,30 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
-from retrysafe import Engine, Transaction, idempotent_http, idempotent_sqs, idempotent_task, names
+from retrysafe import (
+    Engine,
+    Transaction,
+    idempotent,
+    idempotent_function,
+    idempotent_http,
+    idempotent_sqs,
+    idempotent_task,
+    names,
+)
 from retrysafe.sqs import Message
 from retrysafe.store import DynamoStore
-from retrysafe.testing.adapters import Answer, HttpAdapter, SqsAdapter, TaskAdapter, WebhookAdapter
+from retrysafe.testing.adapters import (
+    Answer,
+    EventAdapter,
+    FunctionAdapter,
+    HttpAdapter,
+    SqsAdapter,
+    TaskAdapter,
+    WebhookAdapter,
+)
 from retrysafe.testing.events import DrillContext
 from retrysafe.webhook import GitHub, WebhookReceiver
 
@@ -86,6 +110,31 @@ def _task(intent: str, engine: Engine, notes: list[str]) -> Callable[[], Answer]
         return {"intent": label, "charge": charge, "ship": ship}
 
     adapter = TaskAdapter(idempotent_task(task, tenant="explore", engine=engine), lambda variant: payload(intent))
+    return lambda: adapter.invoke(adapter.request(KEY))
+
+
+def _event(intent: str, engine: Engine, notes: list[str]) -> Callable[[], Answer]:
+    def ship(event: dict[str, Any], context: Any, txn: Transaction) -> dict[str, Any]:
+        effect(txn, event["detail"]["intent"])
+        return {"intent": event["detail"]["intent"], "amount": Decimal(event["detail"]["amount"]) / 4}
+
+    adapter = EventAdapter(idempotent(namespace="explore", engine=engine)(ship), lambda variant: payload(intent))
+    return lambda: adapter.invoke(adapter.request(KEY))
+
+
+class _Unstorable:
+    """A provider's response object: not a value a record can store."""
+
+
+def _function(intent: str, engine: Engine, notes: list[str], storable: bool) -> Callable[[], Answer]:
+    def charge(order: dict[str, Any], txn: Transaction) -> Any:
+        notes.append(f"foreign call for {order['intent']}")
+        effect(txn, order["intent"])
+        return {"intent": order["intent"], "charged": Decimal(order["amount"]) / 4} if storable else _Unstorable()
+
+    function = idempotent_function(data_keyword_argument="order", namespace="explore", key="id", mode="claim_first",
+                                   lease_seconds=30, engine=engine)(charge)
+    adapter = FunctionAdapter(function, lambda variant: payload(intent))
     return lambda: adapter.invoke(adapter.request(KEY))
 
 
@@ -301,6 +350,9 @@ class Path:
     #: intent's record with the same key expired (a webhook receipt is once per delivery id while the
     #: earlier receipt event is still in the outbox).
     refused_after_expiry: str | None = None
+    #: The named error that is a documented final answer of this path (``failed`` with it ends the intent),
+    #: with the record parked and no effect committed.
+    final_error: str | None = None
 
 
 OUTBOX = Outbox()
@@ -315,6 +367,10 @@ PATHS: dict[str, Path] = {p.name: p for p in (
     Path("dynamodb-stream", _dynamodb_stream, ("r1", "r2", "r3")),
     Path("task", _task, ("a", "b", "c")),
     Path("webhook", _webhook, refused_after_expiry="urn:retrysafe:problem:state-conflict"),
+    Path("event-atomic", _event),
+    Path("function-claim-first", lambda i, e, n: _function(i, e, n, storable=True)),
+    Path("function-unstorable", lambda i, e, n: _function(i, e, n, storable=False),
+         final_error="UnstorableResultError"),
     Path("outbox", OUTBOX.make, outbox=OUTBOX),
 )}
 

@@ -14,7 +14,19 @@ import pytest
 from retrysafe.testing import ALWAYS, DrillFailed, Drills, publish_twice
 
 from tests.drills import handlers
-from tests.drills.handlers import bill, capture, create_order, notify, pay_order, provider, receiver
+from tests.drills.handlers import (
+    bill,
+    capture,
+    charge_card,
+    charge_event,
+    create_order,
+    invoice,
+    notify,
+    pay_order,
+    provider,
+    receiver,
+    ship,
+)
 
 DRILLS = ["response_lost", "race", "key_reuse", "redelivery", "crash_after_foreign_call", "late_replay"]
 
@@ -35,6 +47,10 @@ PATHS = {
     "webhook": (lambda: receiver, order_event, None),
     "webhook-standard": (lambda: handlers.standard_receiver, order_event, None),
     "workflow-task": (lambda: capture, order_event, lambda orders: provider.charges),
+    "event-atomic": (lambda: ship, amount, lambda orders: lambda: orders("order#")),
+    "event-claim-first": (lambda: charge_event, amount, lambda orders: provider.charges),
+    "function-atomic": (lambda: invoice, amount, lambda orders: lambda: orders("order#")),
+    "function-claim-first": (lambda: charge_card, amount, lambda orders: provider.charges),
 }
 
 

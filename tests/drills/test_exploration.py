@@ -101,3 +101,16 @@ def test_the_exploration_replays_from_warm_record_caches(explorer: World, monkey
     scope = next(s for s in BOUNDED if s.path == "http-atomic" and s.intents == ("A",) and not s.env)
     result = explore(explorer, scope)
     assert not result.violations and hits
+
+
+def test_the_exploration_catches_an_engine_that_releases_an_unstorable_claim(explorer: World,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """Mutation check: releasing the claim of a run whose result could not be stored lets a retry run it again."""
+    from retrysafe.engine import Engine
+
+    def release(engine: Engine, intent: Any, owner: str, now: float, expires_at: int) -> None:
+        engine._release(intent, owner, keep=False)
+
+    monkeypatch.setattr(Engine, "_park", release)
+    result = explore(explorer, Scope("function-unstorable", ("A",), faults=0), stop_at_first=True)
+    assert "final-released" in result.violations, result.violations

@@ -15,7 +15,16 @@ the fixtures that need it, so Lambda packages never load them.
 
 from __future__ import annotations
 
-from .adapters import Answer, HttpAdapter, SqsAdapter, TaskAdapter, WebhookAdapter, engine_of
+from .adapters import (
+    Answer,
+    EventAdapter,
+    FunctionAdapter,
+    HttpAdapter,
+    SqsAdapter,
+    TaskAdapter,
+    WebhookAdapter,
+    engine_of,
+)
 from .boundary import ALWAYS, Boundary, Commit, SimulatedCrash
 from .drills import Clock, DrillFailed, DrillReport, Drills
 from .dynamodb_semantics import DynamoSemantics, instant_retries, ttl_sweep
@@ -31,6 +40,8 @@ __all__ = [
     "DrillReport",
     "Drills",
     "DynamoSemantics",
+    "EventAdapter",
+    "FunctionAdapter",
     "HttpAdapter",
     "SimulatedCrash",
     "SqsAdapter",

@@ -115,6 +115,6 @@ def test_a_fingerprint_selector_that_selects_nothing_or_no_json_is_refused() -> 
         FingerprintSelector("k")({"k": float("nan")})
 
 
-def test_a_callable_fingerprint_is_made_json_by_as_document() -> None:
-    select = FingerprintSelector(lambda order: order)
-    assert select(Decimal("12.50"), lambda value: str(value)) == fingerprint_document("12.50")
+def test_the_selected_part_is_made_json_by_to_json_before_it_is_hashed() -> None:
+    select = FingerprintSelector(lambda order: order, to_json=str)
+    assert select(Decimal("12.50")) == fingerprint_document("12.50") != select(Decimal("12.5"))
