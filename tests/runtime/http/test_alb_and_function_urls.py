@@ -120,7 +120,7 @@ def test_multi_value_headers_and_query_parameters_are_read(store: Any) -> None:
     assert request.header("accept") == "text/html,application/json"
     assert request.query == {"tag": ("a%2Cb", "c")}  # still encoded, as the load balancer passed them
     # What Powertools' data classes read from the same events.
-    assert ALBEvent(event).multi_value_headers["idempotency-key"] == ["order-3"]
+    assert ALBEvent(event).multi_value_headers[names.IDEMPOTENCY_KEY_HEADER.lower()] == ["order-3"]
     assert parse_event(alb_event({}, query={"q": "x%41"})).query == {"q": ("xA",)}  # unreserved escape normalised
     url = function_url_event({"amount": 1}, key="order-4", iam_caller=ROLE)
     assert parse_event(url).source == "function-url" and parse_event(url).route == "POST /orders"
