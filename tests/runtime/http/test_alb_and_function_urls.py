@@ -169,3 +169,21 @@ def test_the_middleware_behind_powertools_alb_resolver(store: Any, ddb: Any, cal
     assert first["statusCode"] == replay["statusCode"] == 201 and replay["body"] == first["body"]
     assert headers_of(replay)[names.REPLAYED_HEADER] == "true"
     assert ("multiValueHeaders" in replay) is multi_value  # Powertools answers in the target group's shape
+
+
+@pytest.mark.parametrize("field, value", [
+    ("multiValueHeaders", {names.IDEMPOTENCY_KEY_HEADER.lower(): [None]}),
+    ("multiValueHeaders", ["not", "an", "object"]),
+    ("multiValueQueryStringParameters", {"q": [1]}),
+    ("queryStringParameters", {"q": {"nested": True}}),
+    ("httpMethod", None),
+    ("body", 42),
+], ids=["null-header", "headers-list", "number-param", "object-param", "no-method", "body-number"])
+def test_hostile_load_balancer_events_are_a_400_with_no_dynamodb_call(store: Any, calls: Any, field: str,
+                                                                      value: Any) -> None:
+    event = alb_event({"amount": 1}, key="order-5", multi_value=field.startswith("multiValue"))
+    event[field] = value
+    calls.reset()
+    response = make(store, None)(event, DrillContext())
+    assert response["statusCode"] == 400 and problem_type(response).endswith("malformed-request")
+    assert calls.total == 0
