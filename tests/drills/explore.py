@@ -667,8 +667,12 @@ BOUNDED: tuple[Scope, ...] = (
 #: two in a schedule of two invocations, lease lapses and skewed clocks, expiry and TTL.
 DEEP: tuple[Scope, ...] = (
     *(Scope(path, ("A",), faults=2, kinds=DEEP_FAULTS) for path in PATHS),
-    *(Scope(path, ("A", "A"), faults=2, total=2, kinds=DEEP_FAULTS) for path in PATHS if path != "task"),
+    *(Scope(path, ("A", "A"), faults=2, total=2, kinds=DEEP_FAULTS) for path in PATHS
+      if path not in ("task", "kinesis-claim-first")),
+    # the paths with the most calls per intent: one fault between two invocations (778 schedules here for
+    # the stream batch, about two minutes on one CPU; two faults would be tens of thousands)
     Scope("task", ("A", "A"), faults=1, total=1),
+    Scope("kinesis-claim-first", ("A", "A"), faults=1, total=1),
     *(Scope(path, ("A", "A"), faults=1, total=1, env=("lapse",)) for path in REQUESTS),
     Scope("http-claim-first", ("A", "A"), faults=1, total=1, env=("lapse",), skew=(0.0, 90.0)),
     *(Scope(path, ("A", "B"), faults=1, env=("expire", "ttl"), env_budget=2, sequential=True) for path in REQUESTS),
