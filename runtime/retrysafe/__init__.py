@@ -3,10 +3,15 @@
 The names a handler's code writes, loaded on first use so that importing a
 decorated handler stays cheap:
 
-- the adapters: :func:`idempotent_http` (API Gateway REST v1 and HTTP API v2),
+- the adapters: :func:`idempotent` (a Lambda handler of any event: EventBridge, SNS, S3,
+  direct Invoke...), :func:`idempotent_function` (a plain function called inside any
+  handler) and :class:`ResultSerializer` (how their results are stored),
+  :func:`idempotent_http` (API Gateway REST v1 and HTTP API v2),
   :class:`IdempotencyMiddleware` and :data:`TRANSACTION_KEY` (Powertools event
   handler), :func:`idempotent_sqs` and its :class:`Message` (SQS consumers),
-  :func:`idempotent_task` (Lambda tasks of Step Functions);
+  :func:`idempotent_task` (Lambda tasks of Step Functions), :func:`idempotent_kinesis` and
+  :func:`idempotent_dynamodb_stream` with their :class:`KinesisMessage` and :class:`DynamoDBChange`
+  (stream consumers);
 - the handler's transaction: :class:`Transaction` (writes, ``append_event``,
   ``step``, ``derive_key``), the order-aware writes :func:`put_if_newer`,
   :func:`update_if_newer`, and :class:`Scope` (keys derived outside a handler);
@@ -36,17 +41,24 @@ __version__ = "0.1.0"
 #: Where each exported name is defined (imported on first use).
 _EXPORTS = {
     "BusinessConditionFailedError": "retrysafe.errors",
+    "DynamoDBChange": "retrysafe.streams",
     "DynamoStore": "retrysafe._store",
     "Engine": "retrysafe._engine",
     "IdempotencyMiddleware": "retrysafe.http._middleware",
+    "KinesisMessage": "retrysafe.streams",
     "Message": "retrysafe.sqs",
     "Mode": "retrysafe._config",
     "RecordCache": "retrysafe._cache",
+    "ResultSerializer": "retrysafe._results",
     "RetrysafeError": "retrysafe.errors",
     "Scope": "retrysafe._keys",
     "TRANSACTION_KEY": "retrysafe.http._middleware",
     "Transaction": "retrysafe._transaction",
+    "idempotent": "retrysafe._generic",
+    "idempotent_dynamodb_stream": "retrysafe.streams",
+    "idempotent_function": "retrysafe._generic",
     "idempotent_http": "retrysafe.http._decorator",
+    "idempotent_kinesis": "retrysafe.streams",
     "idempotent_sqs": "retrysafe.sqs",
     "idempotent_task": "retrysafe.stepfunctions",
     "put_if_newer": "retrysafe._ordering",
@@ -58,8 +70,10 @@ if TYPE_CHECKING:
     from ._cache import RecordCache
     from ._config import Mode
     from ._engine import Engine
+    from ._generic import idempotent, idempotent_function
     from ._keys import Scope
     from ._ordering import put_if_newer, update_if_newer
+    from ._results import ResultSerializer
     from ._snapstart import register_snapstart
     from ._store import DynamoStore
     from ._transaction import Transaction
@@ -68,20 +82,28 @@ if TYPE_CHECKING:
     from .http._middleware import TRANSACTION_KEY, IdempotencyMiddleware
     from .sqs import Message, idempotent_sqs
     from .stepfunctions import idempotent_task
+    from .streams import DynamoDBChange, KinesisMessage, idempotent_dynamodb_stream, idempotent_kinesis
 
 __all__ = [
     "TRANSACTION_KEY",
     "BusinessConditionFailedError",
+    "DynamoDBChange",
     "DynamoStore",
     "Engine",
     "IdempotencyMiddleware",
+    "KinesisMessage",
     "Message",
     "Mode",
     "RecordCache",
+    "ResultSerializer",
     "RetrysafeError",
     "Scope",
     "Transaction",
+    "idempotent",
+    "idempotent_dynamodb_stream",
+    "idempotent_function",
     "idempotent_http",
+    "idempotent_kinesis",
     "idempotent_sqs",
     "idempotent_task",
     "put_if_newer",

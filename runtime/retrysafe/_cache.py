@@ -15,11 +15,11 @@ never changes what a later replay returns.
 
 from __future__ import annotations
 
-import json
 from collections import OrderedDict
 from threading import Lock
 
 from ._record import COMPLETED, Record
+from ._results import decode_text
 from ._value import set_field
 
 #: The default byte budget: stored result text plus a fixed overhead per entry.
@@ -71,7 +71,7 @@ class RecordCache:
         cached = entry.record
         copy = Record(record_id=cached.record_id, state=cached.state, fingerprint=cached.fingerprint,
                       expires_at=cached.expires_at, created_at_ms=cached.created_at_ms, operation=cached.operation,
-                      owner=cached.owner, result=json.loads(entry.text), resource=cached.resource)
+                      owner=cached.owner, result=decode_text(entry.text), resource=cached.resource)
         set_field(copy, "_text", entry.text)  # the text it was decoded from, as from_item keeps it
         return copy
 

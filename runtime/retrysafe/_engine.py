@@ -12,6 +12,14 @@ Claim first
     uncacheable run releases the claim, also conditioned on the owner token;
     a claim that holds (or may hold) a committed checkpoint only ends its lease.
 
+Results that cannot be stored (:class:`~retrysafe.errors.UnstorableResultError`) are
+refused when the work returns, before any commit. Atomic mode writes nothing. Claim
+first *parks* the claim: the record becomes ``parked`` (conditioned on the owner token,
+nothing of the work committed) and keeps the key until it expires; every later attempt
+meets it and raises the same error without running the work, because the work may
+have made foreign calls that must not run twice. Should the parking write fail too
+(DynamoDB unavailable), the claim is left to its lease, logged as ``ReleaseFailed``.
+
 Warm containers: with a :class:`~retrysafe._cache.RecordCache` (the store from the environment has
 one) a key this container completed or replayed is answered from memory before any of the above:
 a replay or a mismatch, zero round trips, the work not run.
@@ -43,9 +51,10 @@ from ._observability import (
     RELEASED,
     REPLAYED,
     TAKEOVER,
+    UNSTORABLE_RESULT,
     telemetry,
 )
-from ._record import COMPLETED, PENDING, Record
+from ._record import COMPLETED, PARKED, PENDING, Record
 from ._store import DynamoStore, request_token
 from ._transaction import Transaction
 from ._value import Value, set_field
@@ -57,6 +66,7 @@ from .errors import (
     RetrysafeError,
     StoreUnavailableError,
     TransactionRaced,
+    UnstorableResultError,
 )
 from .names import LEASE_MARGIN_SECONDS
 
@@ -193,7 +203,11 @@ class Engine:
         if not completion.store:
             self._count(NOT_STORED, intent)
             return Outcome(completion.result, replayed=False, stored=False)
-        record = self._completed(intent, completion, now, expires_at, writer)
+        try:
+            record = self._completed(intent, completion, now, expires_at, writer)
+        except UnstorableResultError as error:
+            self._count(UNSTORABLE_RESULT, intent, error=str(error))  # nothing was written
+            raise
         actions = txn.actions()
         for attempt in range(RACE_RETRIES + 1):
             try:
@@ -244,14 +258,18 @@ class Engine:
                           instance=held.instance or owner)
         try:
             completion = work(txn)
+            if not completion.store:
+                self._release(intent, owner, keep=steps.keep(txn))
+                self._count(NOT_STORED, intent)
+                return Outcome(completion.result, replayed=False, stored=False)
+            record = self._completed(intent, completion, now, expires_at, owner)
+        except UnstorableResultError as error:
+            self._count(UNSTORABLE_RESULT, intent, error=str(error))
+            self._park(intent, owner, now, expires_at)  # the run may have made foreign calls: never release
+            raise
         except BaseException:
             self._release(intent, owner, keep=steps.keep(txn))
             raise
-        if not completion.store:
-            self._release(intent, owner, keep=steps.keep(txn))
-            self._count(NOT_STORED, intent)
-            return Outcome(completion.result, replayed=False, stored=False)
-        record = self._completed(intent, completion, now, expires_at, owner)
         try:
             self._commit_claimed(record, txn, owner)
         except RecordConflict as conflict:
@@ -280,6 +298,19 @@ class Engine:
                 if attempt == RACE_RETRIES:
                     raise
                 _back_off(attempt)
+
+    def _park(self, intent: Intent, owner: str, now: float, expires_at: int) -> None:
+        """Turn this owner's claim into a parked record (nothing else committed); see the module docstring."""
+        parked = Record(record_id=intent.scope.record_id, state=PARKED, fingerprint=intent.fingerprint,
+                        expires_at=expires_at, created_at_ms=int(now * 1000), operation=intent.scope.operation,
+                        owner=owner)
+        try:
+            self.store.commit(parked, [], self.clock(), owner=owner, token=request_token(owner, "park"))
+        except RecordConflict as conflict:
+            if not _written_by(conflict.current, owner, PARKED):  # else: our own write, its response lost
+                self._count(FENCING_REJECTED, intent, step="park")
+        except RetrysafeError as error:
+            self._count(RELEASE_FAILED, intent, step="park", error=type(error).__name__)
 
     def _lease_seconds(self, intent: Intent, remaining_ms: Callable[[], int] | None) -> float:
         if intent.lease_seconds is not None:
@@ -333,6 +364,11 @@ class Engine:
             raise KeyReuseMismatchError("this idempotency key was already used with a different request")
         if current.state == COMPLETED:
             return self._replay(intent, current)
+        if current.state == PARKED:
+            self._count(UNSTORABLE_RESULT, intent, parked=True)
+            raise UnstorableResultError("an earlier run of this intent returned a result that could not be stored; "
+                                        "it is not run again (its foreign calls may have happened) until the "
+                                        "record expires")
         deadline = now + intent.wait_seconds
         while self.clock() < deadline:
             time.sleep(POLL_SECONDS)
@@ -352,9 +388,12 @@ class Engine:
         return Outcome(record.result, replayed=True, stored=True)
 
     def _completed(self, intent: Intent, completion: Completion, now: float, expires_at: int, writer: str) -> Record:
-        return Record(record_id=intent.scope.record_id, state=COMPLETED, fingerprint=intent.fingerprint,
-                      expires_at=expires_at, created_at_ms=int(now * 1000), operation=intent.scope.operation,
-                      owner=writer, result=completion.result, resource=completion.resource)
+        """The completed record; its result is encoded here, before any commit (:class:`UnstorableResultError`)."""
+        record = Record(record_id=intent.scope.record_id, state=COMPLETED, fingerprint=intent.fingerprint,
+                        expires_at=expires_at, created_at_ms=int(now * 1000), operation=intent.scope.operation,
+                        owner=writer, result=completion.result, resource=completion.resource)
+        record.result_text  # noqa: B018  # encoded once, kept on the record for the commit and the cache
+        return record
 
     def _executed(self, intent: Intent, record: Record, completion: Completion) -> Outcome:
         if self.cache is not None:

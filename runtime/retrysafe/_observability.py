@@ -38,6 +38,8 @@ from .metrics import (
     RELEASED,
     REPLAYED,
     TAKEOVER,
+    UNKEYED,
+    UNSTORABLE_RESULT,
 )
 from .names import LOG_LEVEL_ENV, SERVICE_ENV
 
@@ -51,13 +53,16 @@ __all__ = [
     "RELEASE_FAILED",
     "REPLAYED",
     "TAKEOVER",
+    "UNKEYED",
+    "UNSTORABLE_RESULT",
     "Telemetry",
     "emf_line",
     "telemetry",
 ]
 
 _ROUTINE = frozenset({EXECUTED, REPLAYED})
-_ALARMING = frozenset({FENCING_REJECTED, KEY_MISMATCH, RELEASE_FAILED})
+_NOT_A_METRIC = metrics.NOT_METRICS
+_ALARMING = frozenset({FENCING_REJECTED, KEY_MISMATCH, RELEASE_FAILED, UNSTORABLE_RESULT, UNKEYED})
 
 
 #: Lambda's advanced logging levels (``AWS_LAMBDA_LOG_LEVEL``), which take precedence, and Python's.

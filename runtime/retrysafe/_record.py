@@ -17,8 +17,11 @@ attribute  meaning
 ``ii``     intent instance (pending only): set by a fresh claim, kept by takeovers; names this
            instance of the intent in its outbox event ids
 ``le``     lease end, epoch milliseconds (pending only)
-``r``      stored result, JSON text (small results)
-``rz``     stored result, zlib-compressed JSON (larger results)
+``st``     (see above); ``parked``: a claim whose run returned a result that could not be stored
+           (never run again before ``exp``, see :class:`~retrysafe.errors.UnstorableResultError`)
+``r``      stored result, JSON text (small results); a leading ``$`` marks tagged JSON
+           (``Decimal``, ``datetime``, ``set``, ``bytes``... see :mod:`retrysafe._results`)
+``rz``     stored result, zlib-compressed ``r`` text (larger results)
 ``rs``     resource pointer, e.g. ``order/123`` (optional)
 ``cp``     named checkpoints of a multi-step task (pending only)
 =========  ==================================================================
@@ -26,16 +29,18 @@ attribute  meaning
 
 from __future__ import annotations
 
-import json
 import zlib
 from typing import Any
 
 from . import names
+from ._results import decode_text, encode_text
 from ._value import Value, set_field
 from .errors import ResponseTooLargeError
 
 PENDING = "pending"
 COMPLETED = "completed"
+#: A claim-first run whose result could not be stored: the key is kept, the run is never repeated.
+PARKED = "parked"
 
 #: Results larger than this (bytes of JSON) are stored zlib-compressed when that is smaller.
 COMPRESS_THRESHOLD = 256
@@ -43,8 +48,6 @@ COMPRESS_THRESHOLD = 256
 MAX_RESULT_BYTES = 390 * 1024
 
 AttributeMap = dict[str, dict[str, Any]]
-
-_encode_json = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode  # reused: no encoder per call
 
 
 class Record(Value):
@@ -100,10 +103,13 @@ class Record(Value):
 
     @property
     def result_text(self) -> str:
-        """``result`` as the compact JSON text that is stored (encoded once per record)."""
+        """``result`` as the compact text that is stored (encoded once per record).
+
+        Raises :class:`~retrysafe.errors.UnstorableResultError` when the result cannot be stored.
+        """
         text = self._text
         if text is None:
-            text = _encode_json(self.result)
+            text = encode_text(self.result)
             set_field(self, "_text", text)
         return text
 
@@ -120,7 +126,7 @@ class Record(Value):
 
 def encode_result(result: Any) -> tuple[str, dict[str, Any]]:
     """The attribute (name, value) that stores ``result``; compressed when that pays."""
-    return _encode_text(_encode_json(result))
+    return _encode_text(encode_text(result))
 
 
 def _encode_text(text: str) -> tuple[str, dict[str, Any]]:
@@ -180,8 +186,8 @@ def to_item(record: Record) -> AttributeMap:
 
 
 def encode_checkpoints(checkpoints: dict[str, Any]) -> dict[str, Any]:
-    """The ``cp`` attribute value: a map of checkpoint name to JSON text."""
-    return {"M": {k: {"S": json.dumps(v, separators=(",", ":"))} for k, v in checkpoints.items()}}
+    """The ``cp`` attribute value: a map of checkpoint name to its stored text (as results are stored)."""
+    return {"M": {k: {"S": encode_text(v)} for k, v in checkpoints.items()}}
 
 
 def from_item(item: AttributeMap) -> Record:
@@ -193,8 +199,8 @@ def from_item(item: AttributeMap) -> Record:
     elif "r" in item:
         text = item["r"]["S"]
     if text is not None:
-        result = json.loads(text)
-    checkpoints = {k: json.loads(v["S"]) for k, v in item.get("cp", {}).get("M", {}).items()}
+        result = decode_text(text)
+    checkpoints = {k: decode_text(v["S"]) for k, v in item.get("cp", {}).get("M", {}).items()}
     record = Record(
         record_id=item[names.PARTITION_KEY]["S"],
         state=item.get("st", {}).get("S", PENDING),

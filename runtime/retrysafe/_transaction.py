@@ -11,13 +11,13 @@ the writes buffered so far together with its checkpoint.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ._codec import serialize_item
 from ._events import OutboxEvent, event_id
 from ._keys import Scope
+from ._results import decode_text, encode_text
 from .errors import ConfigurationError
 
 if TYPE_CHECKING:
@@ -132,15 +132,17 @@ class Transaction:
     def step(self, name: str, call: Callable[[], Any]) -> Any:
         """Run ``call`` (a foreign call) once for this intent, across retries and takeovers.
 
-        On the first run the call's JSON-able result is saved as checkpoint ``name``,
+        On the first run the call's result is saved as checkpoint ``name`` (JSON, or the
+        types results may hold: ``Decimal``, ``datetime``, ``set``, ``bytes``...; anything
+        else raises :class:`~retrysafe.errors.UnstorableResultError` and parks the claim),
         committed atomically with the writes and events buffered since the previous
         step and conditioned on this invocation's claim (:class:`FencingError` if it
         was taken over). When a retry reaches a step that already completed, the
         stored result is returned without calling, and the writes and events
         buffered since the previous step are dropped: they committed with it. Code
         between steps must therefore be deterministic, and ``call`` should send
-        a downstream key from :meth:`derive_key`. Returns the result as JSON
-        would (a tuple comes back as a list), the same on every run.
+        a downstream key from :meth:`derive_key`. Returns the result as it is
+        stored and read back (a dataclass comes back as a dict), the same on every run.
         Needs claim-first mode.
         """
         if self._write_checkpoints is None:
@@ -149,7 +151,7 @@ class Transaction:
             self._actions.clear()
             self._events.clear()
             return self.checkpoints[name]
-        value = json.loads(json.dumps(call()))
+        value = decode_text(encode_text(call()))  # what a retry will read back, also on this run
         self._write_checkpoints(name, {**self.checkpoints, name: value}, self.actions())
         self._actions.clear()
         self._events.clear()

@@ -11,6 +11,7 @@ The hierarchy::
     RetrysafeError
     ├── ConfigurationError            misconfigured deployment (cold start where possible)
     ├── InvalidKeyError               Idempotency-Key missing or malformed (400)
+    │   └── KeyNotFoundError          a key= selector found no key in the event or argument
     ├── TenantRequiredError           no authenticated tenant (401)
     ├── MalformedRequestError         not a usable API Gateway event (400)
     ├── InvalidInputError             no canonical form, cannot be fingerprinted (400)
@@ -23,6 +24,7 @@ The hierarchy::
     ├── RecordConflict                a record condition failed (between store and engine)
     ├── BusinessConditionFailedError  a condition on the handler's own write failed (409)
     ├── TransactionRaced              a concurrent transaction touched the same items (409)
+    ├── UnstorableResultError         the handler's result cannot be stored (nothing committed)
     ├── TransactionTooLargeError      over DynamoDB's transaction limits
     │   ├── EventTooLargeError        an outbox event cannot fit its target
     │   ├── ResponseTooLargeError     the result cannot fit one item
@@ -30,6 +32,7 @@ The hierarchy::
     ├── StoreUnavailableError         DynamoDB throttled or unavailable (503, Retry-After)
     ├── StoreRejectedError            DynamoDB refused a request as invalid (500)
     ├── SignatureError                webhook signature missing or wrong (401)
+    ├── ShardHaltedError              a stream record not run: an earlier one of its shard failed
     ├── ClaimCheckError               a claim-checked S3 object is missing or altered
     ├── UnreadableOutboxRecordError   an outbox stream record cannot be read
     └── SweepIncompleteError          the outbox sweeper left refused events for its next run
@@ -50,6 +53,7 @@ __all__ = [
     "FencingError",
     "InvalidInputError",
     "InvalidKeyError",
+    "KeyNotFoundError",
     "KeyReuseMismatchError",
     "MalformedRequestError",
     "PayloadTooLargeError",
@@ -57,6 +61,7 @@ __all__ = [
     "RequestInFlightError",
     "ResponseTooLargeError",
     "RetrysafeError",
+    "ShardHaltedError",
     "SignatureError",
     "StoreRejectedError",
     "StoreUnavailableError",
@@ -68,6 +73,7 @@ __all__ = [
     "TransactionRaced",
     "TransactionTooLargeError",
     "UnreadableOutboxRecordError",
+    "UnstorableResultError",
 ]
 
 
@@ -89,6 +95,13 @@ class InvalidKeyError(RetrysafeError):
     def __init__(self, message: str, *, missing: bool = False) -> None:
         super().__init__(message)
         self.missing = missing
+
+
+class KeyNotFoundError(InvalidKeyError):
+    """A ``key=`` selector found no key in the event or the function's argument; nothing was executed."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, missing=True)
 
 
 class TenantRequiredError(RetrysafeError):
@@ -142,6 +155,18 @@ class RecordConflict(RetrysafeError):
     def __init__(self, current: Record | None) -> None:
         super().__init__("idempotency record condition failed")
         self.current = current
+
+
+class UnstorableResultError(RetrysafeError):
+    """The handler's result cannot be stored (a type no serializer knows); nothing of its run was committed.
+
+    Raised when the handler returns, before any commit. In atomic mode nothing was
+    written: a retry runs the handler again. In claim-first mode (the handler may
+    have made foreign calls) the claim is *parked*: the record keeps the key until
+    it expires, and every retry of the intent raises this error again without
+    running the handler, so a foreign call made without ``txn.derive_key`` is
+    never repeated. See :mod:`retrysafe._results` for what can be stored.
+    """
 
 
 class TransactionTooLargeError(RetrysafeError):
@@ -227,3 +252,11 @@ class UnreadableOutboxRecordError(RetrysafeError):
 
 class SweepIncompleteError(RetrysafeError):
     """Some unpublished events were still refused by the target; the next run tries again."""
+
+
+class ShardHaltedError(RetrysafeError):
+    """A stream record was not run because an earlier record of its shard failed in the same batch.
+
+    Reported in ``batchItemFailures`` with the failed record, so Lambda retries the
+    shard from the failed record and no later record overtakes it.
+    """

@@ -34,6 +34,10 @@ RELEASED = "Released"
 #: A claim could not be freed (DynamoDB unavailable): it stays until its lease lapses.
 RELEASE_FAILED = "ReleaseFailed"
 NOT_STORED = "NotStored"
+#: A result that could not be stored (refused before any commit), or a retry of an intent parked for it.
+UNSTORABLE_RESULT = "UnstorableResult"
+#: An ``@idempotent``/``@idempotent_function`` call ran unprotected: no key, ``key_required=False``.
+UNKEYED = "Unkeyed"
 #: An outbox event its target refused permanently (parked by the publisher).
 OUTBOX_EVENT_PARKED = "OutboxEventParked"
 
@@ -41,7 +45,7 @@ OUTBOX_EVENT_PARKED = "OutboxEventParked"
 NOT_METRICS = frozenset({EXECUTED})
 #: Every metric name the runtime can emit.
 METRIC_NAMES = (REPLAYED, KEY_MISMATCH, IN_FLIGHT, TAKEOVER, FENCING_REJECTED, RELEASED, RELEASE_FAILED,
-                NOT_STORED, OUTBOX_EVENT_PARKED)
+                NOT_STORED, UNSTORABLE_RESULT, UNKEYED, OUTBOX_EVENT_PARKED)
 
 
 def namespace(environ: Mapping[str, str] | None = None) -> str:

@@ -41,6 +41,7 @@ from ._config import Mode, env_float
 from ._engine import Completion, Engine, Intent
 from ._fingerprint import canonical_document, fingerprint, is_unicode, parse_json
 from ._keys import Scope
+from ._select import FingerprintSelector, KeySelector, Selector
 from ._store import DynamoStore
 from ._transaction import Transaction
 from ._value import Value, set_field
@@ -126,6 +127,11 @@ def default_key(paths: Sequence[str] = DEFAULT_KEY_PATHS, attribute: str = KEY_M
     return extract
 
 
+def _content_key(selector: KeySelector) -> KeyExtractor:
+    """``key="detail_path"``: a JMESPath expression searching the message content; a missing key is an error."""
+    return lambda record, content: selector(content)
+
+
 def message_fingerprint(body: str) -> str:
     """Hash of the canonical message content (envelope excluded), read from the body's text.
 
@@ -164,7 +170,8 @@ class SqsConsumer:
     """
 
     def __init__(self, handler: RecordHandler, *, subscriber: str, operation: str | None = None,
-                 mode: Mode | str = Mode.ATOMIC, key: KeyExtractor | None = None, fifo: bool | None = None,
+                 mode: Mode | str = Mode.ATOMIC, key: KeyExtractor | str | None = None,
+                 fingerprint: Selector | None = None, fifo: bool | None = None,
                  visibility_timeout_seconds: float | None = None, horizon_seconds: int | None = None,
                  store: DynamoStore | None = None, engine: Engine | None = None) -> None:
         if not subscriber:
@@ -176,7 +183,8 @@ class SqsConsumer:
         # subscriber and handler name does not share (and acknowledge) the other's processed-message records.
         self.operation: str = operation or os.environ.get(SQS_OPERATION_ENV) or str(getattr(handler, "__name__",
                                                                                               "consume"))
-        self.key = key or default_key()
+        self.key = _content_key(KeySelector(key)) if isinstance(key, str) else key or default_key()
+        self.fingerprint = FingerprintSelector(fingerprint) if fingerprint is not None else None
         self.fifo = fifo
         self.lease_seconds = _visibility_timeout(visibility_timeout_seconds)
         self.retention, self.engine = wiring(horizon_seconds, store, engine)
@@ -188,7 +196,8 @@ class SqsConsumer:
         message = Message(record=record, key=key, content=content)
         if not isinstance(key, str) or not is_unicode(key):
             raise InvalidInputError("the message key is not Unicode text")
-        intent = Intent(Scope(self.subscriber, self.operation, key), message_fingerprint(record.body),
+        part = message_fingerprint(record.body) if self.fingerprint is None else self.fingerprint(content)
+        intent = Intent(Scope(self.subscriber, self.operation, key), part,
                         self.mode, self.retention, lease_seconds=self.lease_seconds)
 
         def work(txn: Transaction) -> Completion:
@@ -233,7 +242,8 @@ def idempotent_sqs(
     subscriber: str,
     operation: str | None = None,
     mode: Mode | str = Mode.ATOMIC,
-    key: KeyExtractor | None = None,
+    key: KeyExtractor | str | None = None,
+    fingerprint: Selector | None = None,
     fifo: bool | None = None,
     visibility_timeout_seconds: float | None = None,
     horizon_seconds: int | None = None,
@@ -254,7 +264,10 @@ def idempotent_sqs(
     - ``mode`` (default ``Mode.ATOMIC``): ``Mode.CLAIM_FIRST`` for foreign effects; its lease is the
       queue's visibility timeout.
     - ``key`` (default :func:`default_key`: the ``idempotency-key`` attribute, then an event id in
-      the body, else the message id): ``(record, content) -> key``.
+      the body, else the message id): a JMESPath expression searching the message content (e.g.
+      ``"order_id"``), or ``(record, content) -> key``.
+    - ``fingerprint`` (default: the whole content): a JMESPath expression or a callable given the
+      content, selecting what must match between deliveries of a key.
     - ``fifo`` (default ``None``: detected from the queue ARN): FIFO batch semantics (a failure
       fails the rest of its message group in the batch).
     - ``visibility_timeout_seconds`` (default ``RETRYSAFE_VISIBILITY_TIMEOUT_SECONDS``): the claim
@@ -270,7 +283,7 @@ def idempotent_sqs(
             txn.update({"pk": f"invoice#{order['id']}"}, "SET total = :t", values={":t": order["total"]},
                        table="invoices")
     """
-    consumer = SqsConsumer(func, subscriber=subscriber, operation=operation, mode=mode, key=key, fifo=fifo,
+    consumer = SqsConsumer(func, subscriber=subscriber, operation=operation, mode=mode, key=key, fingerprint=fingerprint, fifo=fifo,
                            visibility_timeout_seconds=visibility_timeout_seconds, horizon_seconds=horizon_seconds,
                            store=store, engine=engine)
 

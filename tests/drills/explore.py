@@ -18,9 +18,11 @@ every step and at the end:
 * every 2xx answer of an intent equals its first (status, body, replayed headers);
 * an invocation never answers "in flight" because of its own claim;
 * a committed checkpoint is never lost; no invocation receives another intent's checkpoint;
-* a completed record is never overwritten (or deleted) before its ``exp``;
+* a completed record is never overwritten (or deleted) before its ``exp``; nor is a parked one
+  (a result that could not be stored), and a parked intent never commits its effect;
 * no unhandled exception; every intent eventually gets an answer (2xx, 422, or a refusal its path
-  documents for a key reused after expiry: a webhook receipt is once per delivery id).
+  documents for a key reused after expiry: a webhook receipt is once per delivery id; or the named
+  error its path documents as final: ``UnstorableResultError``).
 
 ``python -m tests.drills.explore --path task --intents A,B --faults 1 --env expire`` explores a
 scope; ``--replay 0,2,1`` replays one schedule and prints its trace.
@@ -185,6 +187,9 @@ class _Seen:
     """What the invariants remember across the steps of one schedule."""
 
     completed: dict[str, tuple[str, str, int]] = field(default_factory=dict)
+    parked: dict[str, tuple[str, int]] = field(default_factory=dict)
+    #: Foreign calls of an intent when it was answered with its final error from a parked record.
+    parked_calls: dict[str, int] = field(default_factory=dict)
     checkpoints: dict[tuple[str, str], tuple[frozenset[str], int]] = field(default_factory=dict)
     first_2xx: dict[str, tuple[Any, ...]] = field(default_factory=dict)
     terminal: dict[str, str] = field(default_factory=dict)
@@ -350,7 +355,7 @@ class Schedule:
                     record.get("ow", {}).get("S") == owner:
                 self._fail("self-in-flight", f"{who} answered in flight because of its own claim")
         if answer.kind in ("executed", "replayed"):
-            shown = (answer.status, json.dumps(answer.value, sort_keys=True), answer.headers)
+            shown = (answer.status, json.dumps(answer.value, sort_keys=True, default=repr), answer.headers)
             first = self.seen.first_2xx.setdefault(intent, shown)
             if first != shown:
                 self._fail("answers-differ", f"intent {intent}: a 2xx answer {shown} differs from the first {first}")
@@ -358,10 +363,25 @@ class Schedule:
         elif answer.kind == "refused" and self.expired and self.path.refused_after_expiry is not None \
                 and isinstance(answer.value, dict) and answer.value.get("type") == self.path.refused_after_expiry:
             self.seen.terminal.setdefault(intent, "refused")  # the path's documented answer after expiry
+        elif answer.kind == "failed" and self._final_error(answer):
+            self.seen.terminal.setdefault(intent, "final")  # the path's documented final error (parked)
+            state = (self._record() or {}).get("st", {}).get("S")
+            if state not in ("parked", "pending"):  # pending: the parking write failed, the lease holds the key
+                self._fail("final-released", f"{who} answered {answer.value} but the record is "
+                                             f"{state or 'gone'}: a retry would repeat its foreign calls")
+            if state == "parked":
+                self.seen.parked_calls.setdefault(intent, self._foreign_calls(intent))
         elif answer.kind == "mismatch":
             if len(set(self.scope.intents)) == 1:
                 self._fail("mismatch-own", f"{who} was refused as another payload (422) for its own request")
             self.seen.terminal.setdefault(intent, "mismatch")
+
+    def _foreign_calls(self, intent: str) -> int:
+        return sum(1 for note in self.notes if note == f"foreign call for {intent}")
+
+    def _final_error(self, answer: Any) -> bool:
+        final = self.path.final_error
+        return final is not None and str(answer.value).startswith(f"{final}:")
 
     def _settle_outbox(self) -> None:
         """Publish what is left, deliver every message (duplicates too): each event applied exactly once."""
@@ -379,7 +399,8 @@ class Schedule:
             return
         world = self.world
         for intent in dict.fromkeys(self.scope.intents):
-            if self.seen.terminal.get(intent) not in ("executed", "replayed"):
+            terminal = self.seen.terminal.get(intent)
+            if terminal not in ("executed", "replayed", "final"):
                 continue
             for slot in world.slots:
                 slot.boundary.revive()
@@ -387,6 +408,11 @@ class Schedule:
                                       self.notes)
                 answer = call()
                 self.trace.append(f"a replay of intent {intent} in another process answered {answer.describe()}")
+                if terminal == "final":
+                    if not self._final_error(answer):
+                        self._fail("replay-differs", f"a retry of parked intent {intent} answered {answer.describe()}")
+                    self._check()
+                    continue
                 if answer.kind not in ("executed", "replayed"):  # SQS and task answers do not tell a replay apart
                     self._fail("replay-differs", f"a replay of answered intent {intent} answered {answer.describe()}")
                 self._answered(intent, answer, None, f"a replay of {intent}")
@@ -453,12 +479,27 @@ class Schedule:
         records = self._items(TABLE)
         business = self._items(BUSINESS)
         for note in self.notes:
-            if note.startswith("VIOLATION"):
+            if note.startswith("VIOLATION: "):
                 self._fail("foreign-checkpoint", note[len("VIOLATION: "):])
+            elif note.startswith("VIOLATION "):  # "VIOLATION <kind>: detail"
+                kind, _, detail = note[len("VIOLATION "):].partition(": ")
+                self._fail(kind, detail)
         for item in business:
             if int(item.get("n", {}).get("N", "0")) > 1:
                 self._fail("double-effect", f"{item['pk']['S']} was committed {item['n']['N']} times")
         current = {i["pk"]["S"]: i for i in records if i["pk"]["S"].startswith(RECORD_PREFIX)}
+        for pk, (fp, exp) in self.seen.parked.items():
+            found = current.get(pk)
+            if now <= exp and (found is None or (found.get("fp", {}).get("S"), found.get("st", {}).get("S"))
+                               != (fp, "parked")):
+                self._fail("parked-released", f"the parked record {pk} was "
+                                              f"{'deleted' if found is None else 'rewritten'} before its exp: "
+                                              "a retry could repeat its foreign calls")
+        for intent, calls in self.seen.parked_calls.items():
+            if self._foreign_calls(intent) > calls:
+                self._fail("parked-ran-again", f"intent {intent} ran again after its record was parked")
+        if self.path.final_error is not None and any(int(i.get("n", {}).get("N", "0")) for i in business):
+            self._fail("unstorable-committed", "the effect of a run whose result could not be stored was committed")
         for pk, (fp, result, exp) in self.seen.completed.items():
             found = current.get(pk)
             if now <= exp and (found is None or (found.get("fp", {}).get("S"), _result(found)) != (fp, result)):
@@ -483,6 +524,9 @@ class Schedule:
                                               f"({'record deleted' if found is None else 'record rewritten'})")
         for pk, item in current.items():
             fp, exp = item.get("fp", {}).get("S", ""), int(item.get("exp", {}).get("N", "0"))
+            if item.get("st", {}).get("S") == "parked" and (pk not in self.seen.parked
+                                                            or self.seen.parked[pk][1] < now):
+                self.seen.parked[pk] = (fp, exp)
             if item.get("st", {}).get("S") == "completed":
                 self.seen.completed.setdefault(pk, (fp, _result(item), exp))
                 if self.seen.completed[pk][2] < now:
@@ -592,18 +636,28 @@ REQUESTS = tuple(p for p in PATHS if PATHS[p].outbox is None)
 #: The bounded exhaustive set ``make test`` runs (tests/drills/test_exploration.py).
 BOUNDED: tuple[Scope, ...] = (
     # one invocation, up to two faults on its calls (one on the task's four calls)
-    *(Scope(path, ("A",), faults=2) for path in ("http-atomic", "http-atomic-record-only", "http-claim-first", "sqs",
-                                                 "webhook")),
+    *(Scope(path, ("A",), faults=2) for path in ("http-atomic", "http-atomic-record-only", "http-claim-first", "sqs", "webhook", "event-atomic",
+                                                 "function-claim-first", "function-unstorable")),
     Scope("task", ("A",), faults=1),
     # two invocations of one intent interleaved, one fault between them
-    *(Scope(path, ("A", "A"), faults=1, total=1) for path in ("http-atomic", "http-atomic-record-only",
-                                                              "http-claim-first", "sqs", "webhook")),
+    *(Scope(path, ("A", "A"), faults=1, total=1) for path in ("http-atomic", "http-atomic-record-only", "http-claim-first", "sqs", "webhook",
+                                                              "event-atomic", "function-claim-first",
+                                                              "function-unstorable")),
     Scope("task", ("A", "A"), faults=0),
     # a lease lapsing while an invocation runs (a zombie and its successor)
     Scope("http-claim-first", ("A", "A"), faults=0, env=("lapse",)),
     # another intent reusing the key days later: expiry, TTL at any moment after it
     *(Scope(path, ("A", "B"), faults=0, env=("expire", "ttl"), env_budget=2, sequential=True) for path in REQUESTS),
     Scope("task", ("A", "B"), faults=1, kinds=(CRASH_AFTER,), env=("expire",), sequential=True),
+    # a stream batch whose middle record fails once: up to two faults, the batch redelivered while it runs,
+    # and the retry after the reported failure with a fault on each of its calls
+    Scope("kinesis", ("A",), faults=2),
+    Scope("kinesis", ("A", "A"), faults=1, total=1),
+    Scope("kinesis", ("A", "A"), faults=1, sequential=True),
+    Scope("kinesis-claim-first", ("A",), faults=2),
+    Scope("kinesis-claim-first", ("A", "A"), faults=1, total=1, sequential=True),
+    Scope("dynamodb-stream", ("A",), faults=2),
+    Scope("dynamodb-stream", ("A", "A"), faults=1, total=1),
     # the outbox: one publisher with two faults, two publishers of the same batch racing
     Scope("outbox", ("E",), faults=2),
     Scope("outbox", ("E", "E"), faults=0),
@@ -613,8 +667,12 @@ BOUNDED: tuple[Scope, ...] = (
 #: two in a schedule of two invocations, lease lapses and skewed clocks, expiry and TTL.
 DEEP: tuple[Scope, ...] = (
     *(Scope(path, ("A",), faults=2, kinds=DEEP_FAULTS) for path in PATHS),
-    *(Scope(path, ("A", "A"), faults=2, total=2, kinds=DEEP_FAULTS) for path in PATHS if path != "task"),
+    *(Scope(path, ("A", "A"), faults=2, total=2, kinds=DEEP_FAULTS) for path in PATHS
+      if path not in ("task", "kinesis-claim-first")),
+    # the paths with the most calls per intent: one fault between two invocations (778 schedules here for
+    # the stream batch, about two minutes on one CPU; two faults would be tens of thousands)
     Scope("task", ("A", "A"), faults=1, total=1),
+    Scope("kinesis-claim-first", ("A", "A"), faults=1, total=1),
     *(Scope(path, ("A", "A"), faults=1, total=1, env=("lapse",)) for path in REQUESTS),
     Scope("http-claim-first", ("A", "A"), faults=1, total=1, env=("lapse",), skew=(0.0, 90.0)),
     *(Scope(path, ("A", "B"), faults=1, env=("expire", "ttl"), env_budget=2, sequential=True) for path in REQUESTS),

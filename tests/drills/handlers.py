@@ -6,7 +6,15 @@ import json
 import threading
 from typing import Any
 
-from retrysafe import Transaction, idempotent_http, idempotent_sqs, idempotent_task, names
+from retrysafe import (
+    Transaction,
+    idempotent,
+    idempotent_function,
+    idempotent_http,
+    idempotent_sqs,
+    idempotent_task,
+    names,
+)
 from retrysafe.sqs import Message
 from retrysafe.webhook import GitHub, StandardWebhooks, WebhookReceiver
 
@@ -101,3 +109,27 @@ def capture(order: dict[str, Any], context: Any, txn: Transaction) -> dict[str, 
     charge = txn.step("charge", lambda: provider.charge(txn.derive_key("charge"), int(order["amount"])))
     txn.put({"pk": f"payment#{order['order']}", "charge": charge["charge"]}, table=ORDERS)
     return {"charge": charge["charge"]}
+
+
+@idempotent(namespace="fulfilment")
+def ship(event: dict[str, Any], context: Any, txn: Transaction) -> dict[str, Any]:
+    """Any event (here EventBridge, keyed by its id), atomic: the order and its event commit with the record."""
+    return {"order": _order(txn, int(event["detail"]["amount"]))}
+
+
+@idempotent(namespace="payments", mode="claim_first", lease_seconds=30)
+def charge_event(event: dict[str, Any], context: Any, txn: Transaction) -> dict[str, Any]:
+    """Any event, claim-first: a foreign charge with a derived key."""
+    return {"charge": provider.charge(txn.derive_key("charge"), int(event["detail"]["amount"]))["charge"]}
+
+
+@idempotent_function(data_keyword_argument="order", namespace="payments", key="id", lease_seconds=30)
+def charge_card(order: dict[str, Any]) -> dict[str, Any]:
+    """A plain function, claim-first (no txn): the provider's key comes from the argument's own id."""
+    return provider.charge(f"card#{order['id']}", int(order["amount"]))
+
+
+@idempotent_function(data_keyword_argument="order", namespace="billing", key="id")
+def invoice(order: dict[str, Any], txn: Transaction) -> str:
+    """A plain function taking txn: atomic, its writes commit with its record."""
+    return _order(txn, int(order["amount"]))

@@ -6,6 +6,12 @@ so the table itself counts how often each part of the work was committed. The
 Step Functions task commits three segments around two recovery points
 (``txn.step``); its foreign calls answer with the intent they were made for, so
 a step that returns another intent's result is seen.
+
+The generic paths: ``@idempotent`` on an EventBridge event (atomic), and a plain
+``@idempotent_function`` in claim-first mode, once returning a ``Decimal`` (the
+record codec's tagged form) and once returning a value that cannot be stored:
+that intent's documented final answer is ``UnstorableResultError``, its record is
+parked (never released before its ``exp``) and its effect never commits.
 """
 
 from __future__ import annotations
@@ -14,12 +20,31 @@ import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
-from retrysafe import Engine, Transaction, idempotent_http, idempotent_sqs, idempotent_task, names
+from retrysafe import (
+    Engine,
+    Transaction,
+    idempotent,
+    idempotent_function,
+    idempotent_http,
+    idempotent_sqs,
+    idempotent_task,
+    names,
+)
 from retrysafe._store import DynamoStore
 from retrysafe.sqs import Message
-from retrysafe.testing._adapters import Answer, HttpAdapter, SqsAdapter, TaskAdapter, WebhookAdapter
+from retrysafe.testing._adapters import (
+    Answer,
+    EventAdapter,
+    FunctionAdapter,
+    HttpAdapter,
+    SqsAdapter,
+    TaskAdapter,
+    WebhookAdapter,
+)
+from retrysafe.testing._events import DrillContext
 from retrysafe.webhook import GitHub, WebhookReceiver
 
 from tests.helpers import create_business_table
@@ -104,6 +129,31 @@ def _task(intent: str, engine: Engine, notes: list[str]) -> Callable[[], Answer]
     return lambda: adapter.invoke(adapter.request(KEY))
 
 
+def _event(intent: str, engine: Engine, notes: list[str]) -> Callable[[], Answer]:
+    def ship(event: dict[str, Any], context: Any, txn: Transaction) -> dict[str, Any]:
+        effect(txn, event["detail"]["intent"])
+        return {"intent": event["detail"]["intent"], "amount": Decimal(event["detail"]["amount"]) / 4}
+
+    adapter = EventAdapter(idempotent(namespace="explore", engine=engine)(ship), lambda variant: payload(intent))
+    return lambda: adapter.invoke(adapter.request(KEY))
+
+
+class _Unstorable:
+    """A provider's response object: not a value a record can store."""
+
+
+def _function(intent: str, engine: Engine, notes: list[str], storable: bool) -> Callable[[], Answer]:
+    def charge(order: dict[str, Any], txn: Transaction) -> Any:
+        notes.append(f"foreign call for {order['intent']}")
+        effect(txn, order["intent"])
+        return {"intent": order["intent"], "charged": Decimal(order["amount"]) / 4} if storable else _Unstorable()
+
+    function = idempotent_function(data_keyword_argument="order", namespace="explore", key="id", mode="claim_first",
+                                   lease_seconds=30, engine=engine)(charge)
+    adapter = FunctionAdapter(function, lambda variant: payload(intent))
+    return lambda: adapter.invoke(adapter.request(KEY))
+
+
 def _webhook(intent: str, engine: Engine, notes: list[str]) -> Callable[[], Answer]:
     def on_receipt(receipt: Any, txn: Transaction) -> None:
         effect(txn, json.loads(receipt.body)["intent"])
@@ -111,6 +161,92 @@ def _webhook(intent: str, engine: Engine, notes: list[str]) -> Callable[[], Answ
     receiver = WebhookReceiver(GitHub(), secrets=lambda: [SECRET], on_receipt=on_receipt, engine=engine)
     adapter = WebhookAdapter(receiver, lambda variant: payload(intent))
     return lambda: adapter.invoke(adapter.request(KEY))
+
+
+def _kinesis(intent: str, engine: Engine, notes: list[str], mode: str) -> Callable[[], Answer]:
+    """A Kinesis batch of three records of one shard; the middle one fails the first time it runs.
+
+    The batch is always delivered whole (a crashed invocation's batch comes back whole; the
+    retry after a reported failure is a subset of it). A record running after an earlier record
+    of its batch failed in that same invocation breaks the shard's order.
+    """
+    from retrysafe.errors import ShardHaltedError
+    from retrysafe.streams import KinesisMessage, idempotent_kinesis
+    from retrysafe.testing._events import kinesis_record
+
+    failed_here: list[str] = []
+
+    def consume(message: KinesisMessage, txn: Transaction) -> None:
+        segment = message.content["segment"]
+        if failed_here:
+            notes.append(f"VIOLATION out-of-order: record {segment} of intent {intent} ran after record "
+                         f"{failed_here[0]} of its shard failed in the same batch")
+        if mode == "claim_first":
+            notes.append(f"foreign call for {intent} {segment}")
+        if segment == "r2" and f"r2 of {intent} failed once" not in notes:
+            notes.append(f"r2 of {intent} failed once")
+            failed_here.append(segment)
+            raise RuntimeError("the downstream service refused once")
+        effect(txn, message.content["intent"], segment)
+
+    handler = idempotent_kinesis(subscriber="ledger", operation=f"Kinesis-{mode}", mode=mode, engine=engine)(consume)
+    event = {"Records": [kinesis_record({**payload(intent), "segment": f"r{n}"}, sequence_number=str(n),
+                                        partition_key=KEY) for n in (1, 2, 3)]}
+
+    def call() -> Answer:
+        from retrysafe.errors import KeyReuseMismatchError, RequestInFlightError
+
+        failed_here.clear()
+        processor = handler.consumer.run(event, DrillContext())
+        failures = processor.response()["batchItemFailures"]
+        if not failures:
+            return Answer("executed", value={"records": len(event["Records"])})
+        first = next(e[1] for e in processor.exceptions if not isinstance(e[1], ShardHaltedError))
+        kind = "mismatch" if isinstance(first, KeyReuseMismatchError) else \
+            "in_flight" if isinstance(first, RequestInFlightError) else "failed"
+        return Answer(kind, value=[f["itemIdentifier"] for f in failures])
+
+    return call
+
+
+def _dynamodb_stream(intent: str, engine: Engine, notes: list[str]) -> Callable[[], Answer]:
+    """A DynamoDB Streams batch of three INSERTs of one stream; the middle one fails the first time it runs."""
+    from retrysafe.errors import KeyReuseMismatchError, RequestInFlightError, ShardHaltedError
+    from retrysafe.streams import DynamoDBChange, idempotent_dynamodb_stream
+    from retrysafe.testing._events import dynamodb_stream_record
+
+    failed_here: list[str] = []
+
+    def consume(change: DynamoDBChange, txn: Transaction) -> None:
+        segment = change.new_image["segment"]
+        if failed_here:
+            notes.append(f"VIOLATION out-of-order: record {segment} of intent {intent} ran after record "
+                         f"{failed_here[0]} of its stream failed in the same batch")
+        if segment == "r2" and f"r2 of {intent} failed once" not in notes:
+            notes.append(f"r2 of {intent} failed once")
+            failed_here.append(segment)
+            raise RuntimeError("the index refused once")
+        effect(txn, change.new_image["intent"], segment)
+
+    handler = idempotent_dynamodb_stream(subscriber="index", engine=engine)(consume)
+    records = [dynamodb_stream_record("INSERT", {"pk": {"S": f"order#{n}"}}, sequence_number=f"{n:021d}",
+                                      new_image={"pk": {"S": f"order#{n}"}, "segment": {"S": f"r{n}"},
+                                                 "intent": {"S": intent},
+                                                 "amount": {"N": str(payload(intent)["amount"])}})
+               for n in (1, 2, 3)]
+
+    def call() -> Answer:
+        failed_here.clear()
+        processor = handler.consumer.run({"Records": records}, DrillContext())
+        failures = processor.response()["batchItemFailures"]
+        if not failures:
+            return Answer("executed", value={"records": len(records)})
+        first = next(e[1] for e in processor.exceptions if not isinstance(e[1], ShardHaltedError))
+        kind = "mismatch" if isinstance(first, KeyReuseMismatchError) else \
+            "in_flight" if isinstance(first, RequestInFlightError) else "failed"
+        return Answer(kind, value=[f["itemIdentifier"] for f in failures])
+
+    return call
 
 
 class MemoryQueue:
@@ -230,6 +366,9 @@ class Path:
     #: intent's record with the same key expired (a webhook receipt is once per delivery id while the
     #: earlier receipt event is still in the outbox).
     refused_after_expiry: str | None = None
+    #: The named error that is a documented final answer of this path (``failed`` with it ends the intent),
+    #: with the record parked and no effect committed.
+    final_error: str | None = None
 
 
 OUTBOX = Outbox()
@@ -240,8 +379,15 @@ PATHS: dict[str, Path] = {p.name: p for p in (
     Path("http-atomic-record-only", _http_record_only, ()),
     Path("http-claim-first", lambda i, e, n: _http(i, e, n, "claim_first")),
     Path("sqs", _sqs),
+    Path("kinesis", lambda i, e, n: _kinesis(i, e, n, "atomic"), ("r1", "r2", "r3")),
+    Path("kinesis-claim-first", lambda i, e, n: _kinesis(i, e, n, "claim_first"), ("r1", "r2", "r3")),
+    Path("dynamodb-stream", _dynamodb_stream, ("r1", "r2", "r3")),
     Path("task", _task, ("a", "b", "c")),
     Path("webhook", _webhook, refused_after_expiry="urn:retrysafe:problem:state-conflict"),
+    Path("event-atomic", _event),
+    Path("function-claim-first", lambda i, e, n: _function(i, e, n, storable=True)),
+    Path("function-unstorable", lambda i, e, n: _function(i, e, n, storable=False),
+         final_error="UnstorableResultError"),
     Path("outbox", OUTBOX.make, outbox=OUTBOX),
 )}
 

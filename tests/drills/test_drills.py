@@ -18,12 +18,16 @@ from tests.drills import handlers
 from tests.drills.handlers import (
     bill,
     capture,
+    charge_card,
+    charge_event,
     create_order,
+    invoice,
     notify,
     pay_order,
     provider,
     quote_order,
     receiver,
+    ship,
 )
 
 DRILLS = ["response_lost", "race", "key_reuse", "redelivery", "crash_after_foreign_call", "late_replay"]
@@ -47,6 +51,10 @@ PATHS = {
     "webhook": (lambda: receiver, order_event, None),
     "webhook-standard": (lambda: handlers.standard_receiver, order_event, None),
     "workflow-task": (lambda: capture, order_event, lambda orders, table: provider.charges),
+    "event-atomic": (lambda: ship, amount, lambda orders, table: lambda: orders("order#")),
+    "event-claim-first": (lambda: charge_event, amount, lambda orders, table: provider.charges),
+    "function-atomic": (lambda: invoice, amount, lambda orders, table: lambda: orders("order#")),
+    "function-claim-first": (lambda: charge_card, amount, lambda orders, table: provider.charges),
 }
 
 

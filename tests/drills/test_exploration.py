@@ -25,6 +25,8 @@ def scope_id(scope: Scope) -> str:
     parts = [scope.path, "".join(scope.intents), f"f{scope.faults}"]
     if scope.env:
         parts.append("+".join(scope.env))
+    if scope.sequential:
+        parts.append("sequential")
     return "-".join(parts)
 
 
@@ -58,6 +60,21 @@ def test_the_exploration_catches_an_engine_that_does_not_deduplicate(explorer: W
     assert "effect#A#main was committed 2 times" in violation.detail
     assert "--replay " in violation.report(scope)
     assert replayed.violation is not None and replayed.violation.trace == violation.trace
+
+
+def test_the_exploration_catches_a_stream_consumer_that_runs_past_a_failure(
+        explorer: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Mutation check: Powertools' plain BatchProcessor (every record runs) breaks the shard's order."""
+    from aws_lambda_powertools.utilities.batch import BatchProcessor
+    from retrysafe import streams
+
+    class Unordered(BatchProcessor):
+        def __init__(self, source: Any) -> None:
+            super().__init__(source.event_type, raise_on_entire_batch_failure=False)
+
+    monkeypatch.setattr(streams, "_processor_class", lambda: Unordered)
+    result = explore(explorer, Scope("kinesis", ("A",), faults=0), stop_at_first=True)
+    assert "record r3 of intent A ran after record r2 of its shard failed" in result.violations["out-of-order"].detail
 
 
 def test_a_replay_command_reruns_the_same_schedule(explorer: World) -> None:
@@ -116,3 +133,14 @@ def test_the_exploration_catches_a_release_that_deletes_a_committed_checkpoint(
                                                                                            keep=False))
     result = explore(explorer, Scope("task", ("A",), faults=1), stop_at_first=True)
     assert "checkpoint-lost" in result.violations
+def test_the_exploration_catches_an_engine_that_releases_an_unstorable_claim(explorer: World,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """Mutation check: releasing the claim of a run whose result could not be stored lets a retry run it again."""
+    from retrysafe._engine import Engine
+
+    def release(engine: Engine, intent: Any, owner: str, now: float, expires_at: int) -> None:
+        engine._release(intent, owner, keep=False)
+
+    monkeypatch.setattr(Engine, "_park", release)
+    result = explore(explorer, Scope("function-unstorable", ("A",), faults=0), stop_at_first=True)
+    assert "final-released" in result.violations, result.violations

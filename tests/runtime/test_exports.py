@@ -62,7 +62,8 @@ def test_importing_the_package_loads_none_of_its_modules() -> None:
 PUBLIC_MODULES = {
     "retrysafe", "retrysafe.errors", "retrysafe.names", "retrysafe.metrics", "retrysafe.http", "retrysafe.sqs",
     "retrysafe.stepfunctions", "retrysafe.webhook", "retrysafe.outbox", "retrysafe.outbox.publisher",
-    "retrysafe.outbox.sweeper", "retrysafe.outbox.pipe", "retrysafe.outbox.parked", "retrysafe.testing",
+    "retrysafe.outbox.sweeper", "retrysafe.outbox.pipe", "retrysafe.outbox.parked", "retrysafe.streams",
+    "retrysafe.testing",
 }
 #: Module paths that were never released and must not come back.
 REMOVED_ALIASES = ["retrysafe.outbox_publisher", "retrysafe.outbox_sweeper", "retrysafe.outbox_pipe",

@@ -2,7 +2,8 @@
 
     root      retrysafe (the package): lazy re-exports of what handlers write; may import anything
     tools     retrysafe.testing: drills and fixtures; may import every layer below
-    rooms     one per trigger: http, sqs, stepfunctions, webhook, outbox; each imports the core, never
+    rooms     one per trigger: http, sqs, stepfunctions, webhook, outbox, generic (any event, plain functions),
+              streams (Kinesis, DynamoDB Streams); each imports the core, never
               another room (one exception, below) nor the tools or the root
     core      the engine, store, records, keys, transaction, wire names...: imports only the core
 
@@ -26,7 +27,8 @@ PACKAGE = ROOT / "runtime" / "retrysafe"
 CORE = frozenset({
     "retrysafe._adapter", "retrysafe._cache", "retrysafe._claimcheck", "retrysafe._codec", "retrysafe._config",
     "retrysafe._engine", "retrysafe._events", "retrysafe._fingerprint", "retrysafe._keys", "retrysafe._limits",
-    "retrysafe._observability", "retrysafe._ordering", "retrysafe._record", "retrysafe._snapstart",
+    "retrysafe._observability", "retrysafe._ordering", "retrysafe._record", "retrysafe._results", "retrysafe._select",
+    "retrysafe._snapstart",
     "retrysafe._store", "retrysafe._transaction", "retrysafe._value", "retrysafe.errors", "retrysafe.metrics",
     "retrysafe.names",
 })
@@ -37,6 +39,8 @@ ROOMS = {
     "stepfunctions": "retrysafe.stepfunctions",
     "webhook": "retrysafe.webhook",
     "outbox": "retrysafe.outbox",
+    "generic": "retrysafe._generic",
+    "streams": "retrysafe.streams",
 }
 TOOLS = "retrysafe.testing"
 #: The one room that may import another, and the modules it may import there. The webhook receiver is an

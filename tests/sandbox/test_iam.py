@@ -157,7 +157,7 @@ def test_s3_rest_calls_are_read_from_their_method_and_path() -> None:
     assert s3_checks("PUT", "/bodies/webhooks/github/1", {}) == [("s3:PutObject", "arn:aws:s3:::bodies/webhooks/github/1")]
     assert s3_checks("GET", "/bodies/webhooks/a b", {"x-id": ["GetObject"]}) == [
         ("s3:GetObject", "arn:aws:s3:::bodies/webhooks/a b")]
-    assert s3_checks("GET", "/bodies", {"list-type": ["2"], "prefix": ["webhooks/"]}) == [
+    assert s3_checks("GET", "/bodies", {"list-type": ["2"], "prefix": ["orders/"]}) == [
         ("s3:ListBucket", "arn:aws:s3:::bodies")]
     assert s3_checks("PUT", "/bodies/k", {"tagging": [""]}) == [("s3:PUT?tagging", "arn:aws:s3:::bodies/k")]
 

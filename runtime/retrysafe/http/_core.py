@@ -7,6 +7,7 @@ Both adapters reduce a handler's answer to a :class:`StoredResponse` and let
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping
+from http import HTTPStatus
 from typing import Any
 
 from .. import names
@@ -15,12 +16,13 @@ from .._config import Mode
 from .._engine import Completion, Engine, Intent
 from .._fingerprint import is_unicode
 from .._keys import Scope, parse_key
+from .._select import FingerprintSelector, Selector
 from .._store import DynamoStore
 from .._transaction import Transaction
 from .._value import Value, set_field
 from ..errors import BusinessConditionFailedError, InvalidInputError, RetrysafeError, TenantRequiredError
 from ._problem import Problem, problem_for
-from ._request import HttpRequest, parse_event
+from ._request import ALB_MULTI_VALUE, PROXY, HttpRequest, parse_event
 from ._tenant import TenantExtractor, default_tenant
 
 DEFAULT_REPLAY_HEADERS = ("content-type", "location", "content-location", "etag", "last-modified")
@@ -61,19 +63,24 @@ class HttpAnswer(Value):
     """What an adapter sends back: a handler response (first or replayed) or a problem.
 
     ``original`` is the handler's own response object on a first execution
-    (returned untouched: all headers, cookies).
+    (returned untouched: all headers, cookies). ``shape``: the response format
+    the request's source expects (:data:`~retrysafe.http._request.PROXY`,
+    ``ALB``, ``ALB_MULTI_VALUE``).
     """
 
-    __slots__ = ("original", "replayed", "response")
+    __slots__ = ("original", "replayed", "response", "shape")
 
     original: Any
     replayed: bool
     response: StoredResponse
+    shape: str
 
-    def __init__(self, response: StoredResponse, replayed: bool = False, original: Any = None) -> None:
+    def __init__(self, response: StoredResponse, replayed: bool = False, original: Any = None,
+                 shape: str = PROXY) -> None:
         set_field(self, "response", response)
         set_field(self, "replayed", replayed)
         set_field(self, "original", original)
+        set_field(self, "shape", shape)
 
     def headers(self) -> dict[str, str]:
         """Response headers, with ``Idempotent-Replayed: true`` on replays."""
@@ -82,9 +89,9 @@ class HttpAnswer(Value):
         return dict(self.response.headers)
 
 
-def problem_answer(problem: Problem) -> HttpAnswer:
-    """A problem+json answer."""
-    return HttpAnswer(StoredResponse(problem.status, problem.all_headers(), problem.body()))
+def problem_answer(problem: Problem, shape: str = PROXY) -> HttpAnswer:
+    """A problem+json answer, in the response ``shape`` of the request's source."""
+    return HttpAnswer(StoredResponse(problem.status, problem.all_headers(), problem.body()), shape=shape)
 
 
 class HttpIdempotency:
@@ -97,7 +104,7 @@ class HttpIdempotency:
     def __init__(self, *, operation: str | None = None, mode: Mode | str = Mode.ATOMIC,
                  header: str = names.IDEMPOTENCY_KEY_HEADER, key_required: bool = True,
                  tenant: TenantExtractor | None = default_tenant,
-                 fingerprint_query: Collection[str] | None = None,
+                 fingerprint_query: Collection[str] | None = None, fingerprint: Selector | None = None,
                  replay_headers: Collection[str] = DEFAULT_REPLAY_HEADERS,
                  horizon_seconds: int | None = None, wait_for_in_flight: float = 0.0,
                  on_state_conflict: Callable[[BusinessConditionFailedError, Any], Any] | None = None,
@@ -108,6 +115,7 @@ class HttpIdempotency:
         self.key_required = key_required
         self.tenant = tenant
         self.fingerprint_query = fingerprint_query
+        self.fingerprint = FingerprintSelector(fingerprint) if fingerprint is not None else None
         self.replay_headers = frozenset(h.lower() for h in replay_headers)
         self.wait_for_in_flight = wait_for_in_flight
         self.on_state_conflict = on_state_conflict
@@ -127,14 +135,18 @@ class HttpIdempotency:
         ``convert`` reduces an ``on_state_conflict`` response the same way.
         """
         try:
-            return self._handle(parse_event(event), call, remaining_ms, operation)
+            request = parse_event(event)
+        except RetrysafeError as error:
+            return refusal(error)
+        try:
+            return self._handle(request, call, remaining_ms, operation)
         except BusinessConditionFailedError as error:
             if self.on_state_conflict is not None and convert is not None:
                 original = self.on_state_conflict(error, event)
-                return HttpAnswer(convert(original), original=original)
-            return refusal(error)
+                return HttpAnswer(convert(original), original=original, shape=request.shape)
+            return refusal(error, shape=request.shape)
         except RetrysafeError as error:
-            return refusal(error)
+            return refusal(error, shape=request.shape)
 
     def _handle(self, request: HttpRequest, call: Callable[[Transaction], tuple[StoredResponse, Any]],
                 remaining_ms: Callable[[], int] | None, operation: str | None) -> HttpAnswer:
@@ -142,8 +154,7 @@ class HttpIdempotency:
         if self.tenant is not None:
             found = self.tenant(request)
             if not found:
-                raise TenantRequiredError("this operation needs an authenticated caller; no tenant was found "
-                                          "in the authorizer context")
+                raise TenantRequiredError(_NO_TENANT.get(request.source, _NO_TENANT["rest"]))
             tenant = _unicode(found, "the tenant")
         op = _unicode(self.operation or operation or request.route, "the operation")
         key = parse_key(request.header(self.header), required=self.key_required)
@@ -158,11 +169,22 @@ class HttpIdempotency:
         if key is None:
             outcome = self.engine.execute_unkeyed(Scope(tenant, op, ""), work, self.retention)
         else:
-            intent = Intent(Scope(tenant, op, key), request.fingerprint(self.fingerprint_query), self.mode,
-                            self.retention, wait_seconds=self.wait_for_in_flight)
+            intent = Intent(Scope(tenant, op, key), request.fingerprint(self.fingerprint_query, self.fingerprint),
+                            self.mode, self.retention, wait_seconds=self.wait_for_in_flight)
             outcome = self.engine.execute(intent, work, remaining_ms)
         original = originals[-1] if originals and not outcome.replayed else None
-        return HttpAnswer(StoredResponse.from_result(outcome.result), replayed=outcome.replayed, original=original)
+        return HttpAnswer(StoredResponse.from_result(outcome.result), replayed=outcome.replayed, original=original,
+                          shape=request.shape)
+
+
+#: Why no tenant was found, per source (the deployer reads it in the 401's detail).
+_NO_TENANT = {
+    "rest": "this operation needs an authenticated caller; no tenant was found in the authorizer context",
+    "function-url": "this operation needs an authenticated caller; a function URL carries one only with "
+                    "AuthType AWS_IAM (use it, or pass tenant=None for a public endpoint)",
+    "alb": "this operation needs an authenticated caller; a load balancer event carries no authorizer context "
+           "(pass a tenant callable, or tenant=None for a public endpoint)",
+}
 
 
 def _unicode(value: str, what: str) -> str:
@@ -172,18 +194,37 @@ def _unicode(value: str, what: str) -> str:
     return value
 
 
-def refusal(error: Exception, problems: Callable[[Exception], Problem | None] = problem_for) -> HttpAnswer:
+def refusal(error: Exception, problems: Callable[[Exception], Problem | None] = problem_for, *,
+            shape: str = PROXY) -> HttpAnswer:
     """The problem+json answer for a refusal, by ``problems``; errors without one (misconfiguration) propagate."""
     problem = problems(error)
     if problem is None:
         raise error
-    return problem_answer(problem)
+    return problem_answer(problem, shape)
 
 
 def to_proxy(answer: HttpAnswer) -> dict[str, Any]:
-    """The Lambda proxy response for an answer (the handler's own object on a first execution)."""
+    """The Lambda proxy response for an answer (the handler's own object on a first execution).
+
+    An ALB target group with multi-value headers on needs ``multiValueHeaders`` in the response
+    (it ignores ``headers`` then): a replay or a refusal of such a request answers in that shape.
+    """
     if isinstance(answer.original, dict) and "statusCode" in answer.original:
         return answer.original
     response = answer.response
-    return {"statusCode": response.status, "headers": answer.headers(), "body": response.body,
-            "isBase64Encoded": response.is_base64}
+    proxy: dict[str, Any] = {"statusCode": response.status, "headers": answer.headers(), "body": response.body,
+                             "isBase64Encoded": response.is_base64}
+    if answer.shape == PROXY:
+        return proxy
+    proxy["statusDescription"] = _status_line(response.status)
+    if answer.shape == ALB_MULTI_VALUE:
+        proxy["multiValueHeaders"] = {k: [v] for k, v in proxy.pop("headers").items()}
+    return proxy
+
+
+def _status_line(status: int) -> str:
+    """``201 Created``: the load balancer's ``statusDescription``."""
+    try:
+        return f"{status} {HTTPStatus(status).phrase}"
+    except ValueError:
+        return str(status)

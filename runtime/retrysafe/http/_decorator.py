@@ -1,4 +1,5 @@
-"""``@idempotent_http``: the HTTP contract for plain Lambda handlers behind API Gateway (REST v1, HTTP API v2)."""
+"""``@idempotent_http``: the HTTP contract for plain Lambda handlers behind API Gateway (REST v1, HTTP API v2),
+Lambda function URLs and Application Load Balancers."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from .. import names
 from .._adapter import lambda_entry_point, takes_options
 from .._config import Mode
 from .._engine import Engine
+from .._select import Selector
 from .._store import DynamoStore
 from .._transaction import Transaction
 from ..errors import BusinessConditionFailedError
@@ -36,6 +38,7 @@ def idempotent_http(
     key_required: bool = True,
     tenant: TenantExtractor | None = default_tenant,
     fingerprint_query: Collection[str] | None = None,
+    fingerprint: Selector | None = None,
     replay_headers: Collection[str] = DEFAULT_REPLAY_HEADERS,
     horizon_seconds: int | None = None,
     wait_for_in_flight: float = 0.0,
@@ -60,6 +63,11 @@ def idempotent_http(
     - ``tenant`` (default :func:`default_tenant`): extractor of the authenticated tenant, ``None``
       when the API has no tenants.
     - ``fingerprint_query`` (default ``None``: all): query parameters that are part of the request's identity.
+    - ``fingerprint`` (default ``None``: the whole canonical body): what of the JSON body must match
+      between a request and its replays, a JMESPath expression or a callable given the parsed body.
+      With ``fingerprint="{order: order, amount: amount}"`` a client that re-sends the order with a
+      new ``sent_at`` gets the replay; another amount under the key is still refused (422). Method,
+      route and query stay in the fingerprint.
     - ``replay_headers`` (default ``content-type``, ``location``, ``content-location``, ``etag``,
       ``last-modified``): response headers stored and replayed besides status and body.
     - ``horizon_seconds`` (default ``RETRYSAFE_RETRY_HORIZON_SECONDS``, else 7 days): record lifetime;
@@ -84,8 +92,8 @@ def idempotent_http(
     """
     idempotency = HttpIdempotency(
         operation=operation, mode=mode, header=header, key_required=key_required, tenant=tenant,
-        fingerprint_query=fingerprint_query, replay_headers=replay_headers, horizon_seconds=horizon_seconds,
-        wait_for_in_flight=wait_for_in_flight, on_state_conflict=on_state_conflict, store=store, engine=engine)
+        fingerprint_query=fingerprint_query, fingerprint=fingerprint, replay_headers=replay_headers,
+        horizon_seconds=horizon_seconds, wait_for_in_flight=wait_for_in_flight, on_state_conflict=on_state_conflict, store=store, engine=engine)
 
     def wrapper(event: Any, context: Any) -> dict[str, Any]:
         def call(txn: Transaction) -> tuple[StoredResponse, Any]:

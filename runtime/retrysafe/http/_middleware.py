@@ -25,6 +25,7 @@ from aws_lambda_powertools.event_handler.middlewares import BaseMiddlewareHandle
 from .. import names
 from .._config import Mode
 from .._engine import Engine
+from .._select import Selector
 from .._store import DynamoStore
 from .._transaction import Transaction
 from ..errors import BusinessConditionFailedError
@@ -50,6 +51,7 @@ class IdempotencyMiddleware(BaseMiddlewareHandler[Any]):
         key_required: bool = True,
         tenant: TenantExtractor | None = default_tenant,
         fingerprint_query: Collection[str] | None = None,
+        fingerprint: Selector | None = None,
         replay_headers: Collection[str] = DEFAULT_REPLAY_HEADERS,
         horizon_seconds: int | None = None,
         wait_for_in_flight: float = 0.0,
@@ -60,7 +62,7 @@ class IdempotencyMiddleware(BaseMiddlewareHandler[Any]):
         super().__init__()
         self.idempotency = HttpIdempotency(
             operation=operation, mode=mode, header=header, key_required=key_required, tenant=tenant,
-            fingerprint_query=fingerprint_query, replay_headers=replay_headers, horizon_seconds=horizon_seconds,
+            fingerprint_query=fingerprint_query, fingerprint=fingerprint, replay_headers=replay_headers, horizon_seconds=horizon_seconds,
             wait_for_in_flight=wait_for_in_flight, on_state_conflict=on_state_conflict, store=store, engine=engine)
 
     def handler(self, app: Any, next_middleware: NextMiddleware) -> Response[Any]:

@@ -1,20 +1,32 @@
-"""API Gateway events (REST v1 proxy and HTTP API v2) as one small request model, and its fingerprint."""
+"""HTTP events as one small request model, and its fingerprint.
+
+The sources: API Gateway REST API (v1 proxy) and HTTP API (payload v2.0), Lambda
+function URLs (payload v2.0, ``routeKey`` ``$default``), and Application Load
+Balancer target groups, with multi-value headers off (``headers``,
+``queryStringParameters``) or on (``multiValueHeaders``,
+``multiValueQueryStringParameters``); the load balancer passes query names and
+values as the client sent them, still percent-encoded.
+"""
 
 from __future__ import annotations
 
 import base64
 import binascii
+import json
 import re
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 from urllib.parse import unquote
 
 from .._fingerprint import canonical_json, fingerprint
 from .._value import Value, set_field
-from ..errors import MalformedRequestError
+from ..errors import InvalidInputError, MalformedRequestError
 
 #: Content types whose bodies are canonicalised as JSON (besides ``*/*+json`` and an absent Content-Type).
 JSON_MEDIA_TYPES = frozenset({"application/json"})
+#: Response shapes (:attr:`HttpRequest.shape`): a proxy response (API Gateway, function URLs), an ALB
+#: response (with ``statusDescription``), an ALB response with ``multiValueHeaders``.
+PROXY, ALB, ALB_MULTI_VALUE = "proxy", "alb", "alb-multi-value"
 #: How a parameter part of the fingerprint was read: decoded by API Gateway (REST v1 multi-value
 #: parameters, HTTP API v2 parameters when the event has no raw query string), or from the raw query string.
 _DECODED, _RAW = b"d", b"r"
@@ -30,25 +42,31 @@ class HttpRequest(Value):
     order; on HTTP API v2 read from ``rawQueryString`` (names and values still
     percent-encoded, normalised per RFC 3986 6.2.2), else as API Gateway decoded
     them. ``body``: the body's bytes; ``text``: the body as received when it was
-    not base64-encoded.
+    not base64-encoded. ``source``: ``rest``, ``http``, ``function-url`` or
+    ``alb``. ``multi_value``: the event carried ``multiValueHeaders`` (an ALB
+    target group with multi-value headers on), so the response must too.
     """
 
-    __slots__ = ("_query_form", "body", "event", "headers", "method", "path", "query", "route", "text", "version")
+    __slots__ = ("_query_form", "body", "event", "headers", "method", "multi_value", "path", "query", "route",
+                 "source", "text", "version")
 
     body: bytes
     event: Mapping[str, Any]
     headers: Mapping[str, str]
     method: str
+    multi_value: bool
     path: str
     query: Mapping[str, tuple[str, ...]]
     route: str
+    source: str
     text: str | None
     version: str
     _query_form: bytes
 
     def __init__(self, event: Mapping[str, Any], version: str, method: str, route: str, path: str,
                  headers: Mapping[str, str], query: Mapping[str, tuple[str, ...]], body: bytes,
-                 text: str | None = None, raw_query: bool = False) -> None:
+                 text: str | None = None, raw_query: bool = False, source: str = "rest",
+                 multi_value: bool = False) -> None:
         set_field(self, "event", event)
         set_field(self, "version", version)
         set_field(self, "method", method)
@@ -58,14 +76,28 @@ class HttpRequest(Value):
         set_field(self, "query", query)
         set_field(self, "body", body)
         set_field(self, "text", text)
+        set_field(self, "source", source)
+        set_field(self, "multi_value", multi_value)
         set_field(self, "_query_form", _RAW if raw_query else _DECODED)
+
+    @property
+    def shape(self) -> str:
+        """The response shape the source expects: :data:`PROXY`, :data:`ALB` or :data:`ALB_MULTI_VALUE`."""
+        if self.source != "alb":
+            return PROXY
+        return ALB_MULTI_VALUE if self.multi_value else ALB
 
     def header(self, name: str) -> str | None:
         """A header's value, case-insensitively."""
         return self.headers.get(name.lower())
 
-    def fingerprint(self, query_params: Collection[str] | None = None) -> str:
+    def fingerprint(self, query_params: Collection[str] | None = None,
+                    body: Callable[[Any], str] | None = None) -> str:
         """Hash of method, route, path, the chosen query parameters (all when ``None``) and the canonical body.
+
+        ``body``: a fingerprint selector (:class:`~retrysafe._select.FingerprintSelector`) given the
+        JSON body, whose fingerprint stands for the body (a body that is not JSON raises
+        :class:`~retrysafe.errors.InvalidInputError`).
 
         The parameters, sorted by name, each with its values in order, are one unambiguous part, so no
         two different parameter lists share a fingerprint. A JSON body
@@ -89,8 +121,15 @@ class HttpRequest(Value):
                 for value in values:
                     text.append(f"{len(value)}:{value}")
             parts.append(self._query_form + "".join(text).encode("utf-8", "surrogatepass"))
-        parts.append(self._body_part())
+        parts.append(self._body_part() if body is None else b"selected:" + body(self.json_body()).encode("ascii"))
         return fingerprint(parts)
+
+    def json_body(self) -> Any:
+        """The body as a JSON value; :class:`~retrysafe.errors.InvalidInputError` when it is not JSON."""
+        try:
+            return json.loads(self.text if self.text is not None else self.body)
+        except (ValueError, RecursionError):
+            raise InvalidInputError("the request body is not JSON, so fingerprint= cannot select from it") from None
 
     def _body_part(self) -> bytes:
         if not self.body:
@@ -110,12 +149,14 @@ def _is_json(content_type: str | None) -> bool:
 
 
 def parse_event(event: Any) -> HttpRequest:
-    """Read an API Gateway proxy event (v1 or v2); :class:`MalformedRequestError` when it is neither."""
+    """Read an HTTP event (see the module docstring); :class:`MalformedRequestError` when it is none of them."""
     if not isinstance(event, Mapping):
-        raise MalformedRequestError("the event is not an API Gateway proxy event")
+        raise MalformedRequestError("the event is not an HTTP event (API Gateway, function URL or load balancer)")
     context = event.get("requestContext") or {}
     if not isinstance(context, Mapping):
         raise MalformedRequestError("requestContext is not an object")
+    if isinstance(context.get("elb"), Mapping):
+        return _alb_request(event)
     if event.get("version") == "2.0":
         http = context.get("http") or {}
         method = str(http.get("method") or "").upper() if isinstance(http, Mapping) else ""
@@ -130,6 +171,7 @@ def parse_event(event: Any) -> HttpRequest:
             query = {k: (_text(v, "a query parameter"),)
                      for k, v in _mapping(event, "queryStringParameters").items()}
         version = "2.0"
+        source = "function-url" if ".lambda-url." in str(context.get("domainName") or "") else "http"
     else:
         method = str(event.get("httpMethod") or "").upper()
         path = str(event.get("path") or "/")
@@ -142,12 +184,40 @@ def parse_event(event: Any) -> HttpRequest:
         else:
             query = {k: (_text(v, "a query parameter"),) for k, v in _mapping(event, "queryStringParameters").items()}
         version = "1.0"
+        source = "rest"
     if not method:
-        raise MalformedRequestError("the event has no HTTP method (is this an API Gateway proxy event?)")
+        raise MalformedRequestError("the event has no HTTP method (is this an HTTP event?)")
     headers = {str(k).lower(): str(v) for k, v in _mapping(event, "headers").items() if v is not None}
     body, text = _body(event)
     return HttpRequest(event=event, version=version, method=method, route=route, path=path, headers=headers,
-                       query=query, body=body, text=text, raw_query=raw_query)
+                       query=query, body=body, text=text, raw_query=raw_query, source=source)
+
+
+def _alb_request(event: Mapping[str, Any]) -> HttpRequest:
+    """An Application Load Balancer event: single-value (``headers``) or multi-value (``multiValueHeaders``)."""
+    method = str(event.get("httpMethod") or "").upper()
+    if not method:
+        raise MalformedRequestError("the load balancer event has no httpMethod")
+    path = str(event.get("path") or "/")
+    multi_value = "multiValueHeaders" in event
+    if multi_value:  # repeated headers joined with "," (RFC 9110 5.3), as API Gateway joins them
+        headers = {str(k).lower(): ",".join(_text(x, "a header value") for x in _values(v))
+                   for k, v in _mapping(event, "multiValueHeaders").items() if v is not None}
+        query = {_normalise(str(k)): tuple(_normalise(_text(x, "a query parameter")) for x in _values(v))
+                 for k, v in _mapping(event, "multiValueQueryStringParameters").items()}
+    else:
+        headers = {str(k).lower(): str(v) for k, v in _mapping(event, "headers").items() if v is not None}
+        query = {_normalise(str(k)): (_normalise(_text(v, "a query parameter")),)
+                 for k, v in _mapping(event, "queryStringParameters").items()}
+    body, text = _body(event)
+    # The load balancer passes query names and values still percent-encoded: the raw form of the fingerprint.
+    return HttpRequest(event=event, version="alb", method=method, route=f"{method} {path}", path=path,
+                       headers=headers, query=query, body=body, text=text, raw_query=True, source="alb",
+                       multi_value=multi_value)
+
+
+def _values(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]
 
 
 def raw_query_parameters(raw: str) -> dict[str, tuple[str, ...]]:

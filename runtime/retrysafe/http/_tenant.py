@@ -5,6 +5,21 @@ The default extractor reads, in order: a Lambda authorizer's context
 (``custom:tenant_id``, ``tenant_id``, then ``sub``), a Lambda authorizer's
 ``principalId``, and the IAM caller (:func:`iam_caller`). Pass your own
 callable to use something else, e.g. ``tenant=lambda request: ...``.
+
+Per source:
+
+- API Gateway (REST v1, HTTP API v2): the authorizer's context, as above;
+- a Lambda function URL with ``AuthType AWS_IAM``: the signing IAM caller
+  (``requestContext.authorizer.iam``, read by :func:`iam_caller`); with
+  ``AuthType NONE`` the event names no caller;
+- an Application Load Balancer: the event names no caller (it has no
+  authorizer context). A listener rule that authenticates users passes their
+  claims in ``x-amzn-oidc-data``, a JWT the load balancer signs; verify it
+  before trusting it, in a callable of your own.
+
+Where the event names no caller, the default answers 401: pass ``tenant=None``
+for a public endpoint (every caller shares one scope per operation) or your own
+callable. ``tenant=None`` is never implied.
 """
 
 from __future__ import annotations

@@ -21,7 +21,16 @@ registered through the ``pytest11`` entry point and needs no import.
 
 from __future__ import annotations
 
-from ._adapters import Answer, HttpAdapter, SqsAdapter, TaskAdapter, WebhookAdapter, engine_of
+from ._adapters import (
+    Answer,
+    EventAdapter,
+    FunctionAdapter,
+    HttpAdapter,
+    SqsAdapter,
+    TaskAdapter,
+    WebhookAdapter,
+    engine_of,
+)
 from ._boundary import ALWAYS, Boundary, Commit, SimulatedCrash
 from ._drills import Clock, DrillFailed, DrillReport, Drills
 from ._dynamodb_semantics import DynamoSemantics, instant_retries, ttl_sweep
@@ -48,6 +57,8 @@ __all__ = [
     "DrillReport",
     "Drills",
     "DynamoSemantics",
+    "EventAdapter",
+    "FunctionAdapter",
     "HttpAdapter",
     "SimulatedCrash",
     "SqsAdapter",

@@ -57,7 +57,8 @@ def engine_of(handler: Any) -> Engine:
             target = getattr(target, name, None)
         if isinstance(target, Engine):
             return target
-    raise TypeError(f"{handler!r} is not a retrysafe handler: decorate it with idempotent_http, idempotent_sqs "
+    raise TypeError(f"{handler!r} is not a retrysafe handler: decorate it with idempotent, idempotent_function, "
+                    "idempotent_http, idempotent_sqs "
                     "or idempotent_task, or pass a WebhookReceiver")
 
 
@@ -244,3 +245,81 @@ class TaskAdapter:
     def from_result(self, result: Any) -> Answer:
         """The stored result is what every retry returns."""
         return Answer("executed", value=result)
+
+
+def _classify_error(error: Exception) -> Answer:
+    """The answer kind of a named error an invocation raised (the caller's retry policy sees it)."""
+    if isinstance(error, RequestInFlightError):
+        return Answer("in_flight")
+    if isinstance(error, KeyReuseMismatchError):
+        return Answer("mismatch")
+    return Answer("failed", value=f"{type(error).__name__}: {error}")
+
+
+def _eventbridge(key: str, detail: Any) -> dict[str, Any]:
+    return {"version": "0", "id": key, "detail-type": "DrillEvent", "source": "retrysafe.drills",
+            "account": "123456789012", "time": "2026-12-01T00:00:00Z", "region": "eu-west-1", "resources": [],
+            "detail": detail}
+
+
+class EventAdapter:
+    """An ``@idempotent`` Lambda handler; each request is an event for the intent ``key``.
+
+    ``event(key, payload)`` builds the event; default an EventBridge event whose ``id``
+    (the natural key) is ``key`` and whose ``detail`` is the payload. A handler keyed
+    on a business id (``key="detail.order_id"``) passes an ``event`` that puts ``key`` there.
+    """
+
+    name = "event"
+
+    def __init__(self, handler: Callable[[Any, Any], Any], payload: Payload, *,
+                 event: Callable[[str, Any], Any] = _eventbridge) -> None:
+        self.handler, self.payload, self.event = handler, payload, event
+        self.idempotency = handler.idempotency  # type: ignore[attr-defined]
+        self.engine = engine_of(handler)
+
+    def request(self, key: str, variant: int = 0) -> Any:
+        """The event of intent ``key`` (another payload when ``variant`` is not 0)."""
+        return self.event(key, self.payload(variant))
+
+    def invoke(self, request: Any) -> Answer:
+        """Invoke; a named error is what the event source's retries (and the DLQ) see."""
+        try:
+            return Answer("executed", value=self.handler(request, DrillContext()))
+        except RetrysafeError as error:
+            return _classify_error(error)
+
+    def from_result(self, result: Any) -> Answer:
+        """The stored result, as a replay returns it."""
+        return Answer("executed", value=self.idempotency.serializer.load(result))
+
+
+class FunctionAdapter:
+    """An ``@idempotent_function``; each request calls it with the argument of intent ``key``.
+
+    ``argument(key, payload)`` builds the ``data_keyword_argument``; default
+    ``{"id": key, **payload}`` (decorate with ``key="id"``).
+    """
+
+    name = "function"
+
+    def __init__(self, function: Callable[..., Any], payload: Payload, *,
+                 argument: Callable[[str, Any], Any] = lambda key, payload: {"id": key, **payload}) -> None:
+        self.function, self.payload, self.argument = function, payload, argument
+        self.idempotency = function.idempotency  # type: ignore[attr-defined]
+        self.engine = engine_of(function)
+
+    def request(self, key: str, variant: int = 0) -> Any:
+        """The keyword arguments of the call of intent ``key``."""
+        return {self.idempotency.argument: self.argument(key, self.payload(variant))}
+
+    def invoke(self, request: Any) -> Answer:
+        """Call the function; its named errors become answer kinds."""
+        try:
+            return Answer("executed", value=self.function(**request))
+        except RetrysafeError as error:
+            return _classify_error(error)
+
+    def from_result(self, result: Any) -> Answer:
+        """The stored result, as a replay returns it."""
+        return Answer("executed", value=self.idempotency.serializer.load(result))

@@ -21,7 +21,7 @@ from typing import Any, Protocol, Self
 from .._engine import Engine
 from ._adapters import Answer
 from ._boundary import ALWAYS, Boundary, Commit, SimulatedCrash, completes_record
-from ._dynamodb_semantics import DynamoSemantics, _refill_retry_quota
+from ._dynamodb_semantics import DynamoSemantics, _refill_retry_quota, instant_retries
 
 #: Answers a racing or retried duplicate may legitimately get.
 DUPLICATE_KINDS = frozenset({"executed", "replayed", "in_flight", "unavailable"})
@@ -85,7 +85,9 @@ class Drills:
 
     The engine's DynamoDB client gets DynamoDB's semantics
     (:class:`~retrysafe.testing.DynamoSemantics`: atomic calls, transactions,
-    ``ClientRequestToken`` on the drills' clock) unless it already has them.
+    ``ClientRequestToken`` on the drills' clock) unless it already has them, and
+    botocore's retries without sleeps or a retry quota
+    (:func:`~retrysafe.testing.instant_retries`), so no drill depends on the ones before it.
     """
 
     def __init__(self, adapter: Adapter, clock: Clock, *, effects: Callable[[], int] | None = None) -> None:
@@ -99,6 +101,13 @@ class Drills:
         self._semantics: DynamoSemantics | None = None
         if DynamoSemantics.of(client) is None:
             self._semantics = DynamoSemantics(clock).install(client)
+        try:
+            # The store from the environment (and its client) outlives a test: without this, the lost
+            # responses of earlier drills spend botocore's per-client retry quota and a later drill's
+            # single lost response is not retried at all (503).
+            instant_retries(client)
+        except TypeError:  # a client of your own without botocore's standard retries keeps its policy
+            pass
         self.boundary = Boundary(client)
 
     def close(self) -> None:

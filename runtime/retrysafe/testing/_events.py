@@ -11,6 +11,7 @@ time is fixed, so that leases are predictable. The failure drills use them; so c
 
 from __future__ import annotations
 
+import base64
 import json
 import time
 import uuid
@@ -116,6 +117,59 @@ def api_event(body: str | None, *, headers: dict[str, str] | None = None, tenant
                       base64=base64, content_type=None)
 
 
+def alb_event(body: Any = None, *, key: str | None = "key-1", method: str = "POST", path: str = "/orders",
+              query: Mapping[str, str | list[str]] | None = None, headers: Mapping[str, str | list[str]] | None = None,
+              multi_value: bool = False, raw_body: str | None = None, content_type: str | None = JSON,
+              header: str = IDEMPOTENCY_KEY_HEADER) -> dict[str, Any]:
+    """An Application Load Balancer event, as a target group with multi-value headers off or on sends it.
+
+    Header names in lower case; query names and values as the client sent them (still percent-encoded).
+    A list value is a repeated header or parameter (``multi_value=True`` keeps every value; off, the
+    load balancer passes the last one).
+    """
+    all_headers, text = _request_headers(body, raw_body, key, header, content_type, None)
+    values: dict[str, list[str]] = {k.lower(): [v] for k, v in all_headers.items()}
+    values["host"] = ["orders-alb-1234567890.eu-west-1.elb.amazonaws.com"]
+    values["x-amzn-trace-id"] = [f"Root=1-{uuid.uuid4().hex[:8]}-{uuid.uuid4().hex[:24]}"]
+    values["x-forwarded-for"] = ["203.0.113.7"]
+    for name, value in (headers or {}).items():
+        values[name.lower()] = list(value) if isinstance(value, list) else [value]
+    params = {k: list(v) if isinstance(v, list) else [v] for k, v in (query or {}).items()}
+    event: dict[str, Any] = {
+        "requestContext": {"elb": {"targetGroupArn": f"arn:aws:elasticloadbalancing:{REGION}:{ACCOUNT}:"
+                                                     "targetgroup/orders/49e9d65c45c6791a"}},
+        "httpMethod": method, "path": path, "body": text or "", "isBase64Encoded": False,
+    }
+    if multi_value:
+        event["multiValueHeaders"] = values
+        event["multiValueQueryStringParameters"] = params
+    else:
+        event["headers"] = {k: v[-1] for k, v in values.items()}
+        event["queryStringParameters"] = {k: v[-1] for k, v in params.items()}
+    return event
+
+
+def function_url_event(body: Any = None, *, key: str | None = "key-1", method: str = "POST", path: str = "/orders",
+                       iam_caller: str | None = None, headers: Mapping[str, str] | None = None,
+                       raw_body: str | None = None, content_type: str | None = JSON,
+                       header: str = IDEMPOTENCY_KEY_HEADER) -> dict[str, Any]:
+    """A Lambda function URL event (payload v2.0); ``iam_caller``: the signing IAM role ARN of an
+    ``AuthType AWS_IAM`` URL (``None``: ``AuthType NONE``, no caller)."""
+    event = http_event(body, key=key, tenant=None, method=method, route=path, headers=headers, raw_body=raw_body,
+                       content_type=content_type, header=header)
+    domain = "abcdefghij1234567890abcdefghij12.lambda-url.eu-west-1.on.aws"
+    event["routeKey"] = "$default"
+    event["headers"]["host"] = domain
+    context = event["requestContext"]
+    context.update(routeKey="$default", accountId="anonymous" if iam_caller is None else ACCOUNT,
+                   apiId=domain.split(".")[0], domainName=domain, domainPrefix=domain.split(".")[0])
+    if iam_caller is not None:
+        context["authorizer"] = {"iam": {"accessKey": "ASIAEXAMPLE", "accountId": ACCOUNT,
+                                         "callerId": "AROAEXAMPLE:session", "cognitoIdentity": None,
+                                         "principalOrgId": None, "userArn": iam_caller, "userId": "AROAEXAMPLE"}}
+    return event
+
+
 def queue_arn(name: str) -> str:
     """The ARN of the queue ``name`` in the test account and region."""
     return f"arn:aws:sqs:{REGION}:{ACCOUNT}:{name}"
@@ -152,6 +206,65 @@ def sqs_event(messages: Iterable[Mapping[str, Any]], queue: str) -> dict[str, An
     } for m in messages]}
 
 
+def kinesis_arn(stream: str) -> str:
+    """The ARN of the Kinesis stream ``stream`` in the test account and region."""
+    return f"arn:aws:kinesis:{REGION}:{ACCOUNT}:stream/{stream}"
+
+
+def kinesis_record(data: Any, *, sequence_number: str, partition_key: str = "pk-1",
+                   shard: str = "shardId-000000000000", stream: str = "orders",
+                   arrival: float | None = None) -> dict[str, Any]:
+    """One record of a Lambda Kinesis event, as AWS's documentation shows it.
+
+    ``data``: bytes as they are, text as UTF-8, anything else as JSON; delivered base64-encoded.
+    """
+    raw = data if isinstance(data, bytes) else (data if isinstance(data, str) else json.dumps(data)).encode()
+    return {
+        "kinesis": {"kinesisSchemaVersion": "1.0", "partitionKey": partition_key, "sequenceNumber": sequence_number,
+                    "data": base64.b64encode(raw).decode("ascii"),
+                    "approximateArrivalTimestamp": arrival if arrival is not None else time.time()},
+        "eventSource": "aws:kinesis", "eventVersion": "1.0", "eventID": f"{shard}:{sequence_number}",
+        "eventName": "aws:kinesis:record", "invokeIdentityArn": f"arn:aws:iam::{ACCOUNT}:role/drill-fn-role",
+        "awsRegion": REGION, "eventSourceARN": kinesis_arn(stream),
+    }
+
+
+def kinesis_event(records: Iterable[Mapping[str, Any]], *, shard: str, stream: str) -> dict[str, Any]:
+    """The Lambda event for records Kinesis ``GetRecords`` returned from ``shard`` of ``stream``."""
+    return {"Records": [kinesis_record(r["Data"], sequence_number=r["SequenceNumber"],
+                                       partition_key=r["PartitionKey"], shard=shard, stream=stream,
+                                       arrival=r["ApproximateArrivalTimestamp"].timestamp())
+                        for r in records]}
+
+
+def dynamodb_stream_arn(table: str) -> str:
+    """A stream ARN of the table ``table`` in the test account and region."""
+    return f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/{table}/stream/2026-12-01T00:00:00.000"
+
+
+def dynamodb_stream_record(event_name: str, keys: Mapping[str, Any], *, sequence_number: str,
+                           new_image: Mapping[str, Any] | None = None, old_image: Mapping[str, Any] | None = None,
+                           table: str = "orders", ttl: bool = False) -> dict[str, Any]:
+    """One record of a Lambda DynamoDB Streams event (view type ``NEW_AND_OLD_IMAGES``), as AWS documents it.
+
+    ``keys`` and the images are in DynamoDB JSON (``{"pk": {"S": "order#1"}}``). ``ttl``: a ``REMOVE``
+    written by DynamoDB's TTL, whose ``userIdentity`` names the DynamoDB service.
+    """
+    change: dict[str, Any] = {"ApproximateCreationDateTime": int(time.time()), "Keys": dict(keys),
+                              "SequenceNumber": sequence_number, "SizeBytes": 64,
+                              "StreamViewType": "NEW_AND_OLD_IMAGES"}
+    if new_image is not None:
+        change["NewImage"] = dict(new_image)
+    if old_image is not None:
+        change["OldImage"] = dict(old_image)
+    record: dict[str, Any] = {"eventID": uuid.uuid4().hex, "eventName": event_name, "eventVersion": "1.1",
+                              "eventSource": "aws:dynamodb", "awsRegion": REGION, "dynamodb": change,
+                              "eventSourceARN": dynamodb_stream_arn(table)}
+    if ttl:
+        record["userIdentity"] = {"type": "Service", "principalId": "dynamodb.amazonaws.com"}
+    return record
+
+
 def task_payload(task_input: Any, *, execution: str, state: str = "Task",
                  state_machine: str = f"arn:aws:states:{REGION}:{ACCOUNT}:stateMachine:Drill",
                  retry: int = 0) -> dict[str, Any]:
@@ -161,5 +274,6 @@ def task_payload(task_input: Any, *, execution: str, state: str = "Task",
 
 
 
-__all__ = ["ACCOUNT", "JSON", "REGION", "DrillContext", "api_event", "http_event", "queue_arn", "rest_event",
-           "sqs_event", "sqs_record", "task_payload"]
+__all__ = ["ACCOUNT", "JSON", "REGION", "DrillContext", "alb_event", "api_event", "dynamodb_stream_arn",
+           "dynamodb_stream_record", "function_url_event", "http_event", "kinesis_arn", "kinesis_event", "kinesis_record", "queue_arn", "rest_event", "sqs_event",
+           "sqs_record", "task_payload"]

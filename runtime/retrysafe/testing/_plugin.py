@@ -28,7 +28,7 @@ import pytest
 
 from .. import names
 from .._store import DynamoStore
-from ._adapters import HttpAdapter, SqsAdapter, TaskAdapter, WebhookAdapter
+from ._adapters import EventAdapter, FunctionAdapter, HttpAdapter, SqsAdapter, TaskAdapter, WebhookAdapter
 from ._drills import Adapter, Clock, Drills
 from ._dynamodb_semantics import DynamoSemantics
 
@@ -55,7 +55,14 @@ def create_table(client: Any, name: str) -> None:
 
 def adapter_for(handler: Any, payload: Callable[[int], Any], **options: Any) -> Adapter:
     """The drill adapter matching a decorated handler."""
-    if hasattr(handler, "idempotency"):
+    from .._generic import EventIdempotency, FunctionIdempotency
+
+    idempotency = getattr(handler, "idempotency", None)
+    if isinstance(idempotency, EventIdempotency):
+        return EventAdapter(handler, payload, **options)
+    if isinstance(idempotency, FunctionIdempotency):
+        return FunctionAdapter(handler, payload, **options)
+    if idempotency is not None:
         return HttpAdapter(handler, payload, **options)
     if hasattr(handler, "consumer"):
         return SqsAdapter(handler, payload)
@@ -63,8 +70,8 @@ def adapter_for(handler: Any, payload: Callable[[int], Any], **options: Any) -> 
         return TaskAdapter(handler, payload, **options)
     if hasattr(handler, "provider") and hasattr(handler, "engine"):
         return WebhookAdapter(handler, payload, **options)
-    raise TypeError(f"{handler!r} is not a retrysafe handler (idempotent_http, idempotent_sqs, idempotent_task "
-                    "or WebhookReceiver)")
+    raise TypeError(f"{handler!r} is not a retrysafe handler (idempotent, idempotent_function, idempotent_http, "
+                    "idempotent_sqs, idempotent_task or WebhookReceiver)")
 
 
 @pytest.fixture

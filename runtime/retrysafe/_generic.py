@@ -1,0 +1,397 @@
+"""``@idempotent`` (a Lambda handler of any event) and ``@idempotent_function`` (a plain function).
+
+Both run on the one engine: each call is an :class:`~retrysafe._engine.Intent` scoped
+``Scope(namespace, operation, key)``. ``namespace`` plays the part of the HTTP tenant
+and of ``idempotent_sqs``'s ``subscriber``: the records of two consumers of one event
+never meet unless they share a namespace and an operation.
+
+Natural keys and default fingerprints of ``@idempotent`` (``key=None``, ``fingerprint=None``),
+by the shape of the event:
+
+=================  ===========================================  ==================================================
+source             key                                          fingerprint: the event without
+=================  ===========================================  ==================================================
+EventBridge        ``id``                                       ``id``, ``time``, ``replay-name``
+SNS (direct)       ``Records[0].Sns.MessageId``                 per record: ``EventSubscriptionArn`` and ``Sns``'s
+                                                                ``MessageId``, ``Timestamp``, ``Signature``,
+                                                                ``SignatureVersion``, ``SigningCertUrl``,
+                                                                ``UnsubscribeUrl``
+S3 notification    ``[bucket, object key, sequencer]``          per record: ``eventTime``, ``requestParameters``,
+                                                                ``responseElements``, ``userIdentity``
+anything else      none: ``key=`` is required                   nothing (the whole event)
+=================  ===========================================  ==================================================
+
+A republished EventBridge event (``PutEvents`` again) has a new ``id``: ``key="detail.order_id"``
+dedupes those, and the default fingerprint ignores the new ``id`` and ``time``. The
+same goes for an SNS message published twice (new ``MessageId``). Events that have
+their own adapter (API Gateway, ALB and function URLs: ``idempotent_http``; SQS
+batches: ``idempotent_sqs``; Kinesis and DynamoDB Streams batches) are refused without
+``key=``: a batch needs per-record results, an HTTP request an HTTP answer.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol, TypeVar, cast
+
+from ._adapter import flushes_telemetry, lambda_entry_point, wiring
+from ._config import Mode
+from ._engine import Completion, Engine, Intent
+from ._keys import Scope
+from ._observability import UNKEYED, telemetry
+from ._results import ResultSerializer, is_model, serializer_for, to_document
+from ._select import FingerprintSelector, KeySelector, Selector, fingerprint_document
+from ._store import DynamoStore
+from ._transaction import Transaction
+from .errors import ConfigurationError, KeyNotFoundError, UnstorableResultError
+
+R = TypeVar("R")
+R_co = TypeVar("R_co", covariant=True)
+
+#: What ``@idempotent`` decorates: ``handler(event, context, txn)``.
+EventHandler = Callable[[Any, Any, Transaction], R]
+
+#: The name of the parameter through which ``@idempotent_function`` passes its transaction.
+TXN_PARAMETER = "txn"
+
+# -- event sources -----------------------------------------------------------------------------------------
+
+_EVENTBRIDGE_VOLATILE = frozenset({"id", "time", "replay-name"})
+_SNS_VOLATILE = frozenset({"MessageId", "Timestamp", "Signature", "SignatureVersion", "SigningCertUrl",
+                           "UnsubscribeUrl"})
+_S3_VOLATILE = frozenset({"eventTime", "requestParameters", "responseElements", "userIdentity"})
+
+_EVENTBRIDGE_KEY = KeySelector("id", option="the EventBridge event's natural key")
+_SNS_KEY = KeySelector("Records[0].Sns.MessageId", option="the SNS notification's natural key")
+_S3_KEY = KeySelector("[Records[0].s3.bucket.name, Records[0].s3.object.key, Records[0].s3.object.sequencer]",
+                      option="the S3 notification's natural key")
+
+
+def _record_source(event: Mapping[str, Any]) -> str | None:
+    records = event.get("Records")
+    if isinstance(records, list) and records and isinstance(records[0], dict):
+        first = records[0]
+        return str(first.get("eventSource") or first.get("EventSource") or "") or None
+    return None
+
+
+def _is_eventbridge(event: Mapping[str, Any]) -> bool:
+    return "detail-type" in event and "source" in event and "detail" in event
+
+
+def _other_adapter(event: Mapping[str, Any]) -> str | None:
+    """The adapter an event of another source belongs to, when it has one."""
+    if "requestContext" in event:
+        return "an HTTP request: use idempotent_http"
+    source = _record_source(event)
+    if source == "aws:sqs":
+        return "an SQS batch: use idempotent_sqs (per-message records and batch item failures)"
+    if source in ("aws:kinesis", "aws:dynamodb"):
+        return "a stream batch: use the stream consumers (per-record results, shard order)"
+    return None
+
+
+def natural_key(event: Any) -> str:
+    """The key of an event that has one (EventBridge, SNS, S3); else :class:`KeyNotFoundError`."""
+    if isinstance(event, Mapping):
+        if _is_eventbridge(event):
+            return _EVENTBRIDGE_KEY(event)
+        source = _record_source(event)
+        if source == "aws:sns":
+            return _SNS_KEY(event)
+        if source == "aws:s3":
+            return _S3_KEY(event)
+        other = _other_adapter(event)
+        if other is not None:
+            raise ConfigurationError(f"@idempotent got {other}, or pass key= to treat it as a plain event")
+    raise KeyNotFoundError("the event has no natural idempotency key (a direct Invoke?): pass key=")
+
+
+def default_fingerprint(event: Any) -> str:
+    """The fingerprint of the whole event without the transport fields that change when it is sent again."""
+    document = event
+    if isinstance(event, Mapping):
+        source = _record_source(event)
+        if _is_eventbridge(event):
+            document = {name: value for name, value in event.items() if name not in _EVENTBRIDGE_VOLATILE}
+        elif source == "aws:sns":
+            document = {**event, "Records": [_sns_record(record) for record in event["Records"]]}
+        elif source == "aws:s3":
+            document = {**event, "Records": [_without(record, _S3_VOLATILE) for record in event["Records"]]}
+    return fingerprint_document(document)
+
+
+def _sns_record(record: Any) -> Any:
+    if not isinstance(record, dict):
+        return record
+    stripped = _without(record, frozenset({"EventSubscriptionArn"}))
+    if isinstance(record.get("Sns"), dict):
+        stripped["Sns"] = _without(record["Sns"], _SNS_VOLATILE)
+    return stripped
+
+
+def _without(record: Any, names: frozenset[str]) -> Any:
+    return {k: v for k, v in record.items() if k not in names} if isinstance(record, dict) else record
+
+
+# -- the shared part ---------------------------------------------------------------------------------------
+
+
+class _Idempotency:
+    """What both decorators share: scope, selectors, serializer, mode and the engine."""
+
+    def __init__(self, *, namespace: str, operation: str, key: Selector | None, fingerprint: Selector | None,
+                 mode: Mode | str, key_required: bool, serializer: ResultSerializer[Any], lease_seconds: float | None,
+                 horizon_seconds: int | None, store: DynamoStore | None, engine: Engine | None,
+                 to_json: Callable[[Any], Any] | None = None) -> None:
+        if not isinstance(namespace, str) or not namespace:
+            raise ConfigurationError("namespace= is required: it scopes this consumer's records "
+                                     "(as idempotent_sqs's subscriber does)")
+        if lease_seconds is not None and lease_seconds <= 0:
+            raise ConfigurationError(f"lease_seconds must be positive, got {lease_seconds}")
+        self.namespace = namespace
+        self.operation = operation
+        self.mode = Mode.parse(mode)
+        self.key = KeySelector(key) if key is not None else None
+        self.fingerprint = FingerprintSelector(fingerprint, to_json=to_json) if fingerprint is not None else None
+        self.key_required = key_required
+        self.serializer = serializer
+        self.lease_seconds = lease_seconds
+        self.retention, self.engine = wiring(horizon_seconds, store, engine)
+
+    def scope(self, key: str) -> Scope:
+        """The scope of one call (built here only)."""
+        return Scope(self.namespace, self.operation, key)
+
+    def run(self, key: str | None, fingerprint: Callable[[], str], call: Callable[[Transaction], Any],
+            remaining_ms: Callable[[], int] | None) -> Any:
+        """``call`` at most once for ``key`` (unprotected when ``key`` is ``None``); its result, or the replayed one."""
+        if key is None:
+            return self.engine.execute_unkeyed(self.scope("unkeyed"), lambda txn: Completion(call(txn)),
+                                               self.retention).result
+        produced: list[Any] = []
+
+        def work(txn: Transaction) -> Completion:
+            result = call(txn)
+            produced.append(result)
+            try:
+                stored = self.serializer.dump(result)
+            except UnstorableResultError:
+                raise
+            except Exception as error:  # the serializer's own refusal: refused like any unstorable result
+                raise UnstorableResultError(f"the serializer refused the result: {error}") from error
+            return Completion(stored)
+
+        intent = Intent(self.scope(key), fingerprint(), self.mode, self.retention, self.lease_seconds)
+        outcome = self.engine.execute(intent, work, remaining_ms)
+        return self.serializer.load(outcome.result) if outcome.replayed else produced[0]
+
+    def find_key(self, value: Any, select: Callable[[Any], str]) -> str | None:
+        """The key, or ``None`` when there is none and keys are optional (an ``Unkeyed`` metric and log line)."""
+        try:
+            return select(value)
+        except KeyNotFoundError as error:
+            if self.key_required:
+                raise
+            telemetry.count(UNKEYED, self.operation, "unkeyed", namespace=self.namespace, reason=str(error),
+                            detail="no idempotency key: runs unprotected (key_required=False)")
+            return None
+
+
+# -- @idempotent -------------------------------------------------------------------------------------------
+
+
+class EventIdempotency(_Idempotency):
+    """Configuration and engine of one ``@idempotent`` Lambda handler (see :func:`idempotent`)."""
+
+    def __init__(self, handler: EventHandler[Any], **options: Any) -> None:
+        super().__init__(**options)
+        self.handler = handler
+
+    def event_key(self, event: Any) -> str:
+        """The key of ``event``: ``key=``'s selection, else the event's natural key."""
+        return self.key(event) if self.key is not None else natural_key(event)
+
+    def event_fingerprint(self, event: Any) -> str:
+        """The fingerprint of ``event``: ``fingerprint=``'s selection, else :func:`default_fingerprint`."""
+        return self.fingerprint(event) if self.fingerprint is not None else default_fingerprint(event)
+
+    @flushes_telemetry
+    def __call__(self, event: Any, context: Any) -> Any:
+        """The Lambda handler: run the handler at most once per key; replays return the stored result."""
+        key = self.find_key(event, self.event_key)
+        remaining = getattr(context, "get_remaining_time_in_millis", None)
+        return self.run(key, lambda: self.event_fingerprint(event),
+                        lambda txn: self.handler(event, context, txn), remaining)
+
+
+class IdempotentHandler(Protocol[R_co]):
+    """What ``@idempotent`` returns: the Lambda handler ``(event, context)``, with its configuration attached."""
+
+    idempotency: EventIdempotency
+
+    def __call__(self, event: Any, context: Any, /) -> R_co: ...
+
+
+def idempotent(*, namespace: str, key: Selector | None = None, fingerprint: Selector | None = None,
+               operation: str | None = None, mode: Mode | str = Mode.ATOMIC, key_required: bool = True,
+               serializer: ResultSerializer[Any] | None = None, lease_seconds: float | None = None,
+               horizon_seconds: int | None = None, store: DynamoStore | None = None,
+               engine: Engine | None = None) -> Callable[[EventHandler[R]], IdempotentHandler[R]]:
+    """Make a Lambda handler of any event idempotent: ``handler(event, context, txn)``.
+
+    Options (keyword-only):
+
+    - ``namespace``: required; scopes the records (two consumers of one event use two).
+    - ``key``: a JMESPath expression (``"detail.order_id"``) or ``callable(event)``;
+      default the event's natural key (see :mod:`retrysafe._generic`). A key that is not
+      found raises :class:`~retrysafe.errors.KeyNotFoundError` and nothing runs.
+    - ``fingerprint``: expression or callable selecting what must match between the first
+      delivery and a replay; default the whole event without its transport fields. The
+      same key with another fingerprint raises :class:`~retrysafe.errors.KeyReuseMismatchError`.
+    - ``operation``: default the handler's name. ``mode``: ``"atomic"`` (the handler's
+      ``txn`` writes commit with the record, one round trip) or ``"claim_first"`` (foreign
+      calls; ``txn.step`` and ``txn.derive_key``). ``key_required=False``: an event without
+      a key runs unprotected (``Unkeyed`` metric and a warning log line).
+    - ``serializer``: how the result is stored and replayed; default from the handler's
+      return annotation (a dataclass or pydantic model class), else JSON with ``Decimal``,
+      ``datetime``, ``set``, ``bytes``... (:class:`~retrysafe.ResultSerializer`).
+    - ``lease_seconds`` (claim first; default the remaining time), ``horizon_seconds``,
+      ``store``/``engine``.
+
+    Example::
+
+        @idempotent(namespace="fulfilment", key="detail.order_id")
+        def handler(event, context, txn):
+            txn.put({"pk": f"shipment#{event['detail']['order_id']}"}, table="shipments")
+            return {"shipped": event["detail"]["order_id"]}
+    """
+
+    def decorate(func: EventHandler[R]) -> IdempotentHandler[R]:
+        idempotency = EventIdempotency(
+            func, namespace=namespace, operation=operation or str(getattr(func, "__name__", "handler")), key=key,
+            fingerprint=fingerprint, mode=mode, key_required=key_required,
+            serializer=serializer if serializer is not None else serializer_for(func), lease_seconds=lease_seconds,
+            horizon_seconds=horizon_seconds, store=store, engine=engine)
+
+        def entry(event: Any, context: Any) -> Any:
+            return idempotency(event, context)
+
+        return cast(IdempotentHandler[R], lambda_entry_point(func, entry, idempotency=idempotency))
+
+    return decorate
+
+
+# -- @idempotent_function ----------------------------------------------------------------------------------
+
+
+def plain_document(value: Any) -> Any:
+    """``value`` with dataclasses and pydantic models turned into dicts (what an expression searches)."""
+    import dataclasses
+
+    if isinstance(value, dict):
+        return {name: plain_document(item) for name, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain_document(item) for item in value]
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: plain_document(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if is_model(value):
+        return plain_document(value.model_dump(mode="python"))
+    return value
+
+
+def _argument_fingerprint(value: Any) -> str:
+    return fingerprint_document(to_document(value))
+
+
+class FunctionIdempotency(_Idempotency):
+    """Configuration and engine of one ``@idempotent_function`` (see :func:`idempotent_function`)."""
+
+    def __init__(self, func: Callable[..., Any], *, data_keyword_argument: str, **options: Any) -> None:
+        super().__init__(**options, to_json=to_document)  # the selected part is hashed as tagged JSON
+        self.func = func
+        self.signature = inspect.signature(func)
+        if data_keyword_argument not in self.signature.parameters:
+            raise ConfigurationError(f"{func.__qualname__} has no parameter {data_keyword_argument!r} "
+                                     "(data_keyword_argument=)")
+        self.argument = data_keyword_argument
+        self.takes_txn = TXN_PARAMETER in self.signature.parameters
+
+    def argument_key(self, value: Any) -> str:
+        """``key=``'s selection in the argument; default the hash of the whole argument."""
+        if self.key is None:
+            return _argument_fingerprint(value)
+        return self.key(value, plain_document)
+
+    def argument_fingerprint(self, value: Any) -> str:
+        """``fingerprint=``'s selection in the argument; default the whole argument."""
+        if self.fingerprint is None:
+            return _argument_fingerprint(value)
+        return self.fingerprint(value, plain_document)
+
+    @flushes_telemetry
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Call the function at most once per key; replays return the stored result as the same type."""
+        if self.takes_txn and TXN_PARAMETER in kwargs:
+            raise TypeError(f"{self.func.__qualname__}: do not pass txn=; @idempotent_function passes its own")
+        bound = self.signature.bind_partial(*args, **kwargs)
+        if self.argument not in bound.arguments:
+            raise TypeError(f"{self.func.__qualname__}() needs its {self.argument!r} argument: it names the intent")
+        value = bound.arguments[self.argument]
+        key = self.find_key(value, self.argument_key)
+
+        def call(txn: Transaction) -> Any:
+            return self.func(*args, **kwargs, txn=txn) if self.takes_txn else self.func(*args, **kwargs)
+
+        return self.run(key, lambda: self.argument_fingerprint(value), call, None)
+
+
+def idempotent_function(*, data_keyword_argument: str, namespace: str, key: Selector | None = None,
+                        fingerprint: Selector | None = None, operation: str | None = None,
+                        mode: Mode | str | None = None, key_required: bool = True,
+                        serializer: ResultSerializer[Any] | None = None, lease_seconds: float | None = None,
+                        horizon_seconds: int | None = None, store: DynamoStore | None = None,
+                        engine: Engine | None = None) -> Callable[[Callable[..., R]], Callable[..., R]]:
+    """Make a plain function idempotent, keyed by one of its arguments; called inside any handler.
+
+    ``data_keyword_argument`` names the argument that carries the intent (passed by
+    keyword or position). ``key``/``fingerprint`` select from it (a JMESPath expression,
+    searched in its JSON form, dataclasses and pydantic models as dicts, or a callable given
+    the argument itself); default both: the whole argument, hashed (then another
+    argument is another intent). The other options are those of :func:`idempotent`.
+
+    A function with a ``txn`` parameter gets the :class:`~retrysafe.Transaction` there and
+    runs in atomic mode (its writes commit with its record, one round trip; callers never
+    pass ``txn``); any other function runs claim-first (claim, call, complete: two round
+    trips on a first call), the mode for foreign calls. ``mode=`` overrides either. Its result
+    is stored and a replay returns it as the same type: annotate the return with a dataclass
+    or pydantic model class (or pass ``serializer=``); ``Decimal``, ``datetime``, ``set``,
+    ``bytes``, ``tuple``... round-trip anyway.
+
+    Example::
+
+        @idempotent_function(data_keyword_argument="order", namespace="payments", key="order_id")
+        def charge(order: Order) -> Receipt:
+            return provider.charge(order.total, idempotency_key=order.order_id)
+    """
+
+    def decorate(func: Callable[..., R]) -> Callable[..., R]:
+        takes_txn = TXN_PARAMETER in inspect.signature(func).parameters
+        chosen = mode if mode is not None else (Mode.ATOMIC if takes_txn else Mode.CLAIM_FIRST)
+        idempotency = FunctionIdempotency(
+            func, data_keyword_argument=data_keyword_argument, namespace=namespace,
+            operation=operation or str(getattr(func, "__qualname__", "function")), key=key, fingerprint=fingerprint,
+            mode=chosen, key_required=key_required,
+            serializer=serializer if serializer is not None else serializer_for(func), lease_seconds=lease_seconds,
+            horizon_seconds=horizon_seconds, store=store, engine=engine)
+
+        @functools.wraps(func)
+        def wrapper(*args: Any, **kwargs: Any) -> R:
+            return cast(R, idempotency(*args, **kwargs))
+
+        wrapper.idempotency = idempotency  # type: ignore[attr-defined]
+        return wrapper
+
+    return decorate
