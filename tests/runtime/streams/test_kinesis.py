@@ -7,9 +7,9 @@ from typing import Any
 
 import boto3
 import pytest
-from retrysafe.names import LEASE_MARGIN_SECONDS
 from retrysafe._transaction import Transaction
 from retrysafe.errors import ConfigurationError
+from retrysafe.names import LEASE_MARGIN_SECONDS
 from retrysafe.streams import KinesisMessage, idempotent_kinesis
 from retrysafe.testing._events import DrillContext, kinesis_event, kinesis_record
 
