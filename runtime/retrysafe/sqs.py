@@ -38,6 +38,7 @@ from typing import Any, Protocol, cast
 from ._adapter import flushes_telemetry, lambda_entry_point, takes_options, wiring
 from ._claimcheck import resolve_receipt
 from ._config import Mode, env_float
+from ._cutover import PowertoolsCutover, cutover
 from ._engine import Completion, Engine, Intent
 from ._fingerprint import canonical_document, fingerprint, is_unicode, parse_json
 from ._keys import Scope
@@ -173,6 +174,7 @@ class SqsConsumer:
                  mode: Mode | str = Mode.ATOMIC, key: KeyExtractor | str | None = None,
                  fingerprint: Selector | None = None, fifo: bool | None = None,
                  visibility_timeout_seconds: float | None = None, horizon_seconds: int | None = None,
+                 powertools_cutover: PowertoolsCutover | None = None,
                  store: DynamoStore | None = None, engine: Engine | None = None) -> None:
         if not subscriber:
             raise ConfigurationError("idempotent_sqs needs a subscriber id: it scopes the processed-message records")
@@ -188,6 +190,7 @@ class SqsConsumer:
         self.fifo = fifo
         self.lease_seconds = _visibility_timeout(visibility_timeout_seconds)
         self.retention, self.engine = wiring(horizon_seconds, store, engine)
+        self.cutover = cutover(powertools_cutover, self.engine, lambda response: response)
 
     def process(self, record: Any, context: Any = None) -> Any:
         """Process one record at most once; raises (the record is reported failed) when it must be redelivered."""
@@ -208,7 +211,9 @@ class SqsConsumer:
                                            Message(record=record, key=key, content=resolved), txn))
 
         remaining = getattr(context, "get_remaining_time_in_millis", None)
-        return self.engine.execute(intent, work, remaining).result
+        # Powertools' @idempotent_function(data_keyword_argument="record") hashed the record (its raw event)
+        predecessor = self.cutover.predecessor(record) if self.cutover is not None else None
+        return self.engine.execute(intent, work, remaining, predecessor=predecessor).result
 
     @flushes_telemetry
     def __call__(self, event: dict[str, Any], context: Any) -> dict[str, Any]:
@@ -247,6 +252,7 @@ def idempotent_sqs(
     fifo: bool | None = None,
     visibility_timeout_seconds: float | None = None,
     horizon_seconds: int | None = None,
+    powertools_cutover: PowertoolsCutover | None = None,
     store: DynamoStore | None = None,
     engine: Engine | None = None,
 ) -> SqsLambdaHandler:
@@ -273,6 +279,9 @@ def idempotent_sqs(
     - ``visibility_timeout_seconds`` (default ``RETRYSAFE_VISIBILITY_TIMEOUT_SECONDS``): the claim
       lease in claim-first mode.
     - ``horizon_seconds`` (default ``RETRYSAFE_RETRY_HORIZON_SECONDS``, else 7 days): record lifetime.
+    - ``powertools_cutover`` (default ``None``): a :class:`~retrysafe.PowertoolsCutover` while switching
+      from a Powertools record handler (``@idempotent_function(data_keyword_argument="record")``):
+      a first delivery Powertools completed is acknowledged from its record (see the migration guide).
     - ``store`` / ``engine`` (default ``DynamoStore.from_env()``): where records live.
 
     Example::
@@ -285,7 +294,7 @@ def idempotent_sqs(
     """
     consumer = SqsConsumer(func, subscriber=subscriber, operation=operation, mode=mode, key=key, fingerprint=fingerprint, fifo=fifo,
                            visibility_timeout_seconds=visibility_timeout_seconds, horizon_seconds=horizon_seconds,
-                           store=store, engine=engine)
+                           powertools_cutover=powertools_cutover, store=store, engine=engine)
 
     def wrapper(event: dict[str, Any], context: Any) -> dict[str, Any]:
         return consumer(event, context)
