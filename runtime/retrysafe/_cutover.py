@@ -191,7 +191,10 @@ class Cutover:
 
     def _persistence_layer(self) -> Any:
         if self._layer is None:
-            from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer, IdempotencyConfig
+            from aws_lambda_powertools.utilities.idempotency import (
+                DynamoDBPersistenceLayer,
+                IdempotencyConfig,
+            )
 
             o = self.options
             layer = DynamoDBPersistenceLayer(

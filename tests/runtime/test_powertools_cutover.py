@@ -23,7 +23,15 @@ from aws_lambda_powertools.utilities.idempotency import (
 from aws_lambda_powertools.utilities.idempotency import (
     idempotent_function as powertools_function,
 )
-from retrysafe import Engine, Mode, PowertoolsCutover, RecordCache, Transaction, idempotent_function, idempotent_http
+from retrysafe import (
+    Engine,
+    Mode,
+    PowertoolsCutover,
+    RecordCache,
+    Transaction,
+    idempotent_function,
+    idempotent_http,
+)
 from retrysafe import names as retrysafe_names
 from retrysafe.errors import ConfigurationError, KeyReuseMismatchError, RequestInFlightError
 from retrysafe.metrics import LEGACY_REPLAYED

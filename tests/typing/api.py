@@ -20,7 +20,9 @@ from retrysafe import (
     IdempotencyMiddleware,
     Message,
     Mode,
+    PowertoolsCutover,
     Transaction,
+    idempotent_function,
     idempotent_http,
     idempotent_sqs,
     idempotent_task,
@@ -140,3 +142,25 @@ WebhookReceiver(GitHub(), source="github", secrets=lambda: [b"secret"], on_recei
 WebhookReceiver(GitHub(), sorce="github")  # type: ignore[call-arg]
 WebhookReceiver(GitHub(), max_body_bytes="1MB")  # type: ignore[arg-type]
 WebhookReceiver()  # type: ignore[call-arg]
+
+# -- powertools_cutover= (PowertoolsCutover) ------------------------------------------------------
+
+cutover = PowertoolsCutover(function_name="app.lambda_handler", event_key_jmespath='headers."idempotency-key"',
+                            payload_validation_jmespath="powertools_json(body)", hash_function="sha256",
+                            raise_on_no_idempotency_key=True, key_prefix=None, table_name="old", until=1.9e9,
+                            key_attr="id", sort_key_attr=None, static_pk_value=None, expiry_attr="expiration",
+                            in_progress_expiry_attr="in_progress_expiration", status_attr="status", data_attr="data",
+                            validation_key_attr="validation")
+PowertoolsCutover(function_name="app.h", event_key_jmespth="body")  # type: ignore[call-arg]
+PowertoolsCutover(function_name="app.h", until="tomorrow")  # type: ignore[arg-type]
+PowertoolsCutover("app.h")  # type: ignore[call-arg]  # options are keyword-only
+idempotent_http(http_handler, powertools_cutover=cutover)
+idempotent_http(http_handler, powertools_cutovr=cutover)  # type: ignore[call-overload]
+idempotent_http(http_handler, powertools_cutover="old-table")  # type: ignore[call-overload]
+IdempotencyMiddleware(powertools_cutover=cutover)
+IdempotencyMiddleware(powertools_cutovr=cutover)  # type: ignore[call-arg]
+idempotent_sqs(record_handler, subscriber="billing", powertools_cutover=cutover)
+idempotent_sqs(record_handler, subscriber="billing", powertools_cutovr=cutover)  # type: ignore[call-overload]
+idempotent_function(data_keyword_argument="order", namespace="payments", powertools_cutover=cutover)
+idempotent_function(data_keyword_argument="order", namespace="payments",
+                    powertools_cutovr=cutover)  # type: ignore[call-arg]

@@ -9,12 +9,12 @@ from typing import Any, Protocol, cast
 from .. import names
 from .._adapter import lambda_entry_point, takes_options
 from .._config import Mode
+from .._cutover import PowertoolsCutover
 from .._engine import Engine
 from .._select import Selector
 from .._store import DynamoStore
 from .._transaction import Transaction
 from ..errors import BusinessConditionFailedError
-from .._cutover import PowertoolsCutover
 from ._core import DEFAULT_REPLAY_HEADERS, HttpIdempotency, StoredResponse, to_proxy, to_stored
 from ._tenant import TenantExtractor, default_tenant
 
