@@ -78,5 +78,5 @@ def test_cdk_nag_has_no_finding_on_the_cutover(tmp_path: Path) -> None:
     cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
     app.synth()
     report = json.loads((tmp_path / "validation-report.json").read_text())
-    assert [p["pluginName"] for p in report["pluginReports"]] == ["AwsSolutions"]
+    # cdk-nag lists a plugin here only with findings (an unguarded sqs.Queue shows AwsSolutions-SQS3)
     assert [v["ruleName"] for p in report["pluginReports"] for v in p["violations"]] == []
