@@ -4,7 +4,7 @@ environment, refusals at synthesis, and cdk-nag clean."""
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +20,7 @@ from retrysafe_cdk import CutoverFromPowertools, IdempotencyTable, IdempotentFun
 
 from app import feature_flags
 
-UNTIL = datetime(2027, 1, 8, 12, 0, tzinfo=timezone.utc)
+UNTIL = datetime(2027, 1, 8, 12, 0, tzinfo=UTC)
 OLD = "powertools-idempotency"
 
 
