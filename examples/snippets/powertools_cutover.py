@@ -6,7 +6,7 @@ from typing import Any
 
 from retrysafe import Mode, PowertoolsCutover, Transaction, idempotent_http
 
-from examples.snippets.payments import payments
+from .payments import payments  # your provider's client (a fake in these docs)
 
 # What the old code configured: the same jmespath, hash and function ("<module>.<function>").
 # table_name and until come from the environment IdempotentFunction(powertools_cutover=...) sets.

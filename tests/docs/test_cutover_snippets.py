@@ -89,3 +89,18 @@ def test_the_cutover_module_does_not_import_powertools_idempotency_until_a_looku
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env,
                           timeout=120, check=True)
     assert done.stdout.strip() == "False"
+
+
+@pytest.mark.synth
+def test_the_cdk_snippet_grants_get_item_on_the_old_table_and_sets_the_window() -> None:
+    import aws_cdk as cdk
+    from aws_cdk.assertions import Match, Template
+
+    from examples.snippets.cdk_cutover import CutoverStack
+
+    template = Template.from_stack(CutoverStack(cdk.App(), "DocsCutover"))
+    template.has_resource_properties("AWS::Lambda::Function", {"Environment": {"Variables": Match.object_like({
+        names.POWERTOOLS_TABLE_ENV: OLD_TABLE, names.POWERTOOLS_UNTIL_ENV: "1799413200"})}})
+    statements = [s for p in template.find_resources("AWS::IAM::Policy").values()
+                  for s in p["Properties"]["PolicyDocument"]["Statement"] if f"table/{OLD_TABLE}" in json.dumps(s)]
+    assert [s["Action"] for s in statements] == ["dynamodb:GetItem"]
