@@ -1,6 +1,6 @@
 """The orders function deployed with the cut-over from Powertools on (the snippet of the migration guide)."""
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -29,5 +29,5 @@ class CutoverStack(Stack):
                 # the table the old DynamoDBPersistenceLayer wrote to: kept, and only read
                 table=dynamodb.Table.from_table_name(self, "PowertoolsTable", "orders-idempotency"),
                 # the deploy ends by 12:00 UTC, the old expires_after_seconds was 3600: one hour later
-                until=datetime(2027, 1, 8, 13, 0, tzinfo=timezone.utc)))
+                until=datetime(2027, 1, 8, 13, 0, tzinfo=UTC)))
         # --8<-- [end:cutover]
