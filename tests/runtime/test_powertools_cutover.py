@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import boto3
@@ -35,10 +36,13 @@ from retrysafe import (
 from retrysafe import names as retrysafe_names
 from retrysafe.errors import ConfigurationError, KeyReuseMismatchError, RequestInFlightError
 from retrysafe.metrics import LEGACY_REPLAYED
+from retrysafe._store import DynamoStore
 from retrysafe.sqs import Message, idempotent_sqs
+from retrysafe.testing import ALWAYS, Boundary, DynamoSemantics, instant_retries
+from retrysafe.testing._boundary import completes_record
 from retrysafe.testing._events import DrillContext, http_event, sqs_event, sqs_record
 
-from tests.helpers import ORDERS, CallCounter, problem
+from tests.helpers import ORDERS, TABLE, CallCounter, problem
 
 POWERTOOLS_TABLE = "powertools-idempotency"
 FUNCTION = "orders-api"
@@ -414,3 +418,49 @@ def test_incomplete_configuration_is_refused_at_cold_start(options: dict[str, An
     monkeypatch.delenv(retrysafe_names.POWERTOOLS_UNTIL_ENV, raising=False)
     with pytest.raises(ConfigurationError, match=message):
         PowertoolsCutover(**options)
+
+
+# -- faults -----------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(params=[True, False], ids=["token-honoured", "token-ignored"])
+def boundary(request: pytest.FixtureRequest, ddb: Any) -> Iterator[Boundary]:
+    """A store client whose calls can lose their answers or be throttled (botocore retries, instantly)."""
+    from botocore.config import Config
+
+    client = boto3.client("dynamodb", region_name="eu-west-1",
+                          config=Config(retries={"mode": "standard", "max_attempts": 2}))
+    instant_retries(client)
+    if request.param:
+        DynamoSemantics().install(client)
+    faults = Boundary(client)
+    yield faults
+    faults.close()
+
+
+@pytest.mark.parametrize("mode", [Mode.ATOMIC, Mode.CLAIM_FIRST])
+def test_a_lost_response_on_the_recording_write_still_answers_from_powertools(
+        ddb: Any, old_table: str, boundary: Boundary, mode: Mode) -> None:
+    old_http_handler(ddb, IdempotencyConfig(event_key_jmespath=HEADER_KEY))(http_event({}, key="k-1"), DrillContext())
+    engine = Engine(DynamoStore(TABLE, client=boundary.client), cache=None)
+    new = new_http_handler(ddb, engine, http_cutover(), mode)
+    boundary.lose_response("PutItem" if mode is Mode.ATOMIC else "TransactWriteItems", match=completes_record)
+    retry = new(http_event({}, key="k-1"), DrillContext())
+    assert [kind for _, kind in boundary.fired] == ["lost response"]
+    assert retry["statusCode"] == 201 and json.loads(retry["body"]) == {"order": "o-1"}
+    assert retry["headers"][retrysafe_names.REPLAYED_HEADER] == "true" and applied(ddb, "http") == 1
+    again = new(http_event({}, key="k-1"), DrillContext())
+    assert json.loads(again["body"]) == {"order": "o-1"} and applied(ddb, "http") == 1
+
+
+def test_a_throttled_lookup_answers_503_and_frees_the_claim_for_the_retry(ddb: Any, old_table: str,
+                                                                         boundary: Boundary) -> None:
+    old_http_handler(ddb, IdempotencyConfig(event_key_jmespath=HEADER_KEY))(http_event({}, key="k-1"), DrillContext())
+    new = new_http_handler(ddb, Engine(DynamoStore(TABLE, client=boundary.client), cache=None), http_cutover(),
+                           Mode.CLAIM_FIRST)
+    boundary.throttle("GetItem", times=ALWAYS)
+    refused = new(http_event({}, key="k-1"), DrillContext())
+    assert refused["statusCode"] == 503 and applied(ddb, "http") == 0 + 1  # the old run's effect only
+    boundary.close()
+    retry = new(http_event({}, key="k-1"), DrillContext())  # the claim was released: the lookup is made again
+    assert json.loads(retry["body"]) == {"order": "o-1"} and applied(ddb, "http") == 1
