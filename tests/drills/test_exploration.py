@@ -144,3 +144,13 @@ def test_the_exploration_catches_an_engine_that_releases_an_unstorable_claim(exp
     monkeypatch.setattr(Engine, "_park", release)
     result = explore(explorer, Scope("function-unstorable", ("A",), faults=0), stop_at_first=True)
     assert "final-released" in result.violations, result.violations
+
+
+def test_the_exploration_catches_a_cutover_that_does_not_look_up(explorer: World,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """Mutation check: with the window closed, the retry of the request Powertools completed runs it again."""
+    from tests.drills.paths import CUTOVER
+
+    monkeypatch.setattr(CUTOVER, "until", 0.0)
+    result = explore(explorer, Scope("http-cutover", ("A",), faults=0), stop_at_first=True)
+    assert "effect#A#main was committed 2 times" in result.violations["double-effect"].detail
