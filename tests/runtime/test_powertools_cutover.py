@@ -34,9 +34,9 @@ from retrysafe import (
     idempotent_http,
 )
 from retrysafe import names as retrysafe_names
+from retrysafe._store import DynamoStore
 from retrysafe.errors import ConfigurationError, KeyReuseMismatchError, RequestInFlightError
 from retrysafe.metrics import LEGACY_REPLAYED
-from retrysafe._store import DynamoStore
 from retrysafe.sqs import Message, idempotent_sqs
 from retrysafe.testing import ALWAYS, Boundary, DynamoSemantics, instant_retries
 from retrysafe.testing._boundary import completes_record
