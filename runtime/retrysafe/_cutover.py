@@ -42,6 +42,11 @@ HASH_FUNCTIONS = frozenset({"md5", "sha1", "sha224", "sha256", "sha384", "sha512
                             "sha3_224", "sha3_256", "sha3_384", "sha3_512"})
 
 
+#: The answers of a GetItem on Powertools' table that are a deployment error, not a transient one.
+_MISCONFIGURED = {"ResourceNotFoundException": "no such table in this account and region",
+                  "AccessDeniedException": "the function may not GetItem on it"}
+
+
 class PowertoolsCutover(Value):
     """The Powertools idempotency configuration the old code used, and the end of the cut-over window.
 
@@ -172,9 +177,16 @@ class Cutover:
             raise KeyReuseMismatchError("this idempotency key was already used with a different request "
                                         "(Powertools' payload validation of the record the old code wrote)") from None
         except Exception as error:
-            if getattr(error, "response", None) is None and not _is_botocore(error):
+            response = getattr(error, "response", None)
+            if response is None and not _is_botocore(error):
                 raise
-            raise self.store._translate(error) from error
+            code = response.get("Error", {}).get("Code", "") if isinstance(response, dict) else ""
+            if code in _MISCONFIGURED:
+                raise ConfigurationError(
+                    f"Powertools' table {self.options.table_name!r}: {_MISCONFIGURED[code]} (table_name= or "
+                    f"{names.POWERTOOLS_TABLE_ENV}; IdempotentFunction(powertools_cutover=...) grants GetItem on it)"
+                ) from error
+            raise self.store._translate(error) from error  # throttling, 5xx: retriable, as the store's own calls
         if record is None:  # no key in the event: Powertools would have run it unprotected
             return None
         status = record.status  # Powertools' own reading: EXPIRED once its expiry has passed

@@ -396,6 +396,14 @@ def test_payload_mismatch_of_a_function_raises_key_reuse(store: Any, ddb: Any, o
         new(order={"order_id": "o-4", "amount": 2})
 
 
+def test_a_missing_powertools_table_is_a_configuration_error_naming_it(store: Any, ddb: Any) -> None:
+    charge = new_charge(ddb, Engine(store, cache=None), PowertoolsCutover(
+        function_name="app.charge", event_key_jmespath="order_id", table_name="no-such-table", until=window()))
+    with pytest.raises(ConfigurationError, match="'no-such-table': no such table"):
+        charge(order={"order_id": "o-5", "amount": 1})
+    assert applied(ddb, "charge") == 0
+
+
 # -- configuration ----------------------------------------------------------------------------------------
 
 
