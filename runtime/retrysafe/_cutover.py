@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 import os
+import warnings
 from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -54,8 +55,8 @@ class PowertoolsCutover(Value):
     (``"app.lambda_handler"``, ``"app.record_handler"``); Powertools prefixes it with the Lambda's
     ``AWS_LAMBDA_FUNCTION_NAME``, as here. ``key_prefix``: Powertools' ``key_prefix=`` when the old
     code passed one (then ``function_name`` is not used). ``event_key_jmespath``,
-    ``payload_validation_jmespath``, ``hash_function``, ``raise_on_no_idempotency_key``: the old
-    ``IdempotencyConfig``'s. The table's attribute names: the old ``DynamoDBPersistenceLayer``'s
+    ``payload_validation_jmespath``, ``hash_function``: the old ``IdempotencyConfig``'s (an event
+    in which it finds no key has no Powertools record: it runs). The table's attribute names: the old ``DynamoDBPersistenceLayer``'s
     (its defaults here too). ``table_name`` (default ``RETRYSAFE_POWERTOOLS_TABLE``, set by the
     constructs' ``powertools_cutover``) and ``until`` (default ``RETRYSAFE_POWERTOOLS_UNTIL``,
     epoch seconds) are required one way or the other.
@@ -63,7 +64,7 @@ class PowertoolsCutover(Value):
 
     __slots__ = ("data_attr", "event_key_jmespath", "expiry_attr", "function_name", "hash_function",
                  "in_progress_expiry_attr", "key_attr", "key_prefix", "payload_validation_jmespath",
-                 "raise_on_no_idempotency_key", "sort_key_attr", "static_pk_value", "status_attr", "table_name",
+                 "sort_key_attr", "static_pk_value", "status_attr", "table_name",
                  "until", "validation_key_attr")
 
     data_attr: str
@@ -75,7 +76,6 @@ class PowertoolsCutover(Value):
     key_attr: str
     key_prefix: str | None
     payload_validation_jmespath: str
-    raise_on_no_idempotency_key: bool
     sort_key_attr: str | None
     static_pk_value: str | None
     status_attr: str
@@ -84,8 +84,7 @@ class PowertoolsCutover(Value):
     validation_key_attr: str
 
     def __init__(self, *, function_name: str, event_key_jmespath: str = "", payload_validation_jmespath: str = "",
-                 hash_function: str = "md5", raise_on_no_idempotency_key: bool = False,
-                 key_prefix: str | None = None, table_name: str | None = None,
+                 hash_function: str = "md5", key_prefix: str | None = None, table_name: str | None = None,
                  until: float | datetime | None = None, key_attr: str = "id", sort_key_attr: str | None = None,
                  static_pk_value: str | None = None, expiry_attr: str = "expiration",
                  in_progress_expiry_attr: str = "in_progress_expiration", status_attr: str = "status",
@@ -104,7 +103,6 @@ class PowertoolsCutover(Value):
         set_field(self, "event_key_jmespath", event_key_jmespath)
         set_field(self, "payload_validation_jmespath", payload_validation_jmespath)
         set_field(self, "hash_function", hash_function)
-        set_field(self, "raise_on_no_idempotency_key", raise_on_no_idempotency_key)
         set_field(self, "key_prefix", key_prefix)
         set_field(self, "table_name", table)
         set_field(self, "until", _until(until))
@@ -170,7 +168,9 @@ class Cutover:
 
         layer = self._persistence_layer()
         try:
-            record = layer.get_record(data=_prepare_data(data))
+            with warnings.catch_warnings():  # "No idempotency key value found": nothing to find, it runs
+                warnings.simplefilter("ignore", UserWarning)
+                record = layer.get_record(data=_prepare_data(data))
         except IdempotencyItemNotFoundError:
             return None
         except IdempotencyValidationError:
@@ -216,7 +216,6 @@ class Cutover:
                 data_attr=o.data_attr, validation_key_attr=o.validation_key_attr, boto3_client=self.store.client)
             config = IdempotencyConfig(event_key_jmespath=o.event_key_jmespath,
                                        payload_validation_jmespath=o.payload_validation_jmespath,
-                                       raise_on_no_idempotency_key=o.raise_on_no_idempotency_key,
                                        hash_function=o.hash_function, use_local_cache=False)
             layer.configure(config, function_name=o.function_name, key_prefix=o.key_prefix)
             self._layer = layer

@@ -396,6 +396,39 @@ def test_payload_mismatch_of_a_function_raises_key_reuse(store: Any, ddb: Any, o
         new(order={"order_id": "o-4", "amount": 2})
 
 
+def test_a_composite_key_table_sha256_and_a_key_prefix_as_powertools_configured_them(
+        store: Any, ddb: Any, old_table: str) -> None:
+    ddb.create_table(TableName="composite", KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"},
+                                                       {"AttributeName": "sk", "KeyType": "RANGE"}],
+                     AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"},
+                                           {"AttributeName": "sk", "AttributeType": "S"}],
+                     BillingMode="PAY_PER_REQUEST")
+    config = IdempotencyConfig(event_key_jmespath="order_id", hash_function="sha256")
+    config.register_lambda_context(DrillContext())
+    layer = DynamoDBPersistenceLayer(table_name="composite", key_attr="pk", sort_key_attr="sk",
+                                     status_attr="state", data_attr="response", boto3_client=boto3.client("dynamodb"))
+
+    @powertools_function(data_keyword_argument="order", config=config, persistence_store=layer, key_prefix="charges")
+    def charge(order: dict[str, Any]) -> dict[str, Any]:
+        effect(ddb, "charge")
+        return {"receipt": "r-old"}
+
+    charge(order={"order_id": "o-6", "amount": 1})
+    new = new_charge(ddb, Engine(store, cache=None), PowertoolsCutover(
+        function_name="unused", key_prefix="charges", event_key_jmespath="order_id", hash_function="sha256",
+        table_name="composite", key_attr="pk", sort_key_attr="sk", status_attr="state", data_attr="response",
+        until=window()))
+    assert new(order={"order_id": "o-6", "amount": 1}) == {"receipt": "r-old"} and applied(ddb, "charge") == 1
+
+
+def test_an_event_without_the_powertools_key_runs_without_a_warning(store: Any, ddb: Any, old_table: str,
+                                                                    recwarn: pytest.WarningsRecorder) -> None:
+    charge = new_charge(ddb, Engine(store, cache=None), PowertoolsCutover(
+        function_name="app.charge", event_key_jmespath="legacy_id", table_name=POWERTOOLS_TABLE, until=window()))
+    assert charge(order={"order_id": "o-7", "amount": 3}) == {"receipt": "new-o-7", "amount": 3}
+    assert applied(ddb, "charge") == 1 and [str(w.message) for w in recwarn] == []
+
+
 def test_a_missing_powertools_table_is_a_configuration_error_naming_it(store: Any, ddb: Any) -> None:
     charge = new_charge(ddb, Engine(store, cache=None), PowertoolsCutover(
         function_name="app.charge", event_key_jmespath="order_id", table_name="no-such-table", until=window()))

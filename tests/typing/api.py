@@ -147,7 +147,7 @@ WebhookReceiver()  # type: ignore[call-arg]
 
 cutover = PowertoolsCutover(function_name="app.lambda_handler", event_key_jmespath='headers."idempotency-key"',
                             payload_validation_jmespath="powertools_json(body)", hash_function="sha256",
-                            raise_on_no_idempotency_key=True, key_prefix=None, table_name="old", until=1.9e9,
+                            key_prefix=None, table_name="old", until=1.9e9,
                             key_attr="id", sort_key_attr=None, static_pk_value=None, expiry_attr="expiration",
                             in_progress_expiry_attr="in_progress_expiration", status_attr="status", data_attr="data",
                             validation_key_attr="validation")
