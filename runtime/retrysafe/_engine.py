@@ -225,13 +225,21 @@ class Engine:
 
         return first
 
-    def execute_unkeyed(self, scope: Scope, work: Work, retention: Retention = _DEFAULT_RETENTION) -> Outcome:
+    def execute_unkeyed(self, scope: Scope, work: Work, retention: Retention = _DEFAULT_RETENTION, *,
+                        predecessor: Predecessor | None = None) -> Outcome:
         """Run ``work`` without deduplication (an operation whose key is optional and absent).
 
         Each call is its own intent: ``scope``'s tenant and operation with a fresh random
         key, so derived keys and event ids never repeat. The work's writes and events
-        still commit together in one transaction.
+        still commit together in one transaction. ``predecessor``: the cut-over lookup (the
+        code before retrysafe may have keyed the request on its content); its completed answer
+        is returned as a replay, and recorded nowhere (there is no key to record it under).
         """
+        if predecessor is not None:
+            found = predecessor()  # in flight or a mismatch: raised as for a keyed intent
+            if found is not None:
+                telemetry.count(LEGACY_REPLAYED, scope.operation, "unkeyed")
+                return Outcome(found.result, replayed=True, stored=False)
         writer = new_token()
         own = Scope(scope.tenant, scope.operation, f"unkeyed/{writer}")
         txn = Transaction(own, self.store.table_name, int(self.clock()) + retention.horizon_seconds, instance=writer)

@@ -175,9 +175,11 @@ class _Idempotency:
 
         ``data``: what Powertools hashed for the same call (the event, the data argument), for the cut-over.
         """
+        predecessor = self.cutover.predecessor(data) if self.cutover is not None else None
         if key is None:
-            return self.engine.execute_unkeyed(self.scope("unkeyed"), lambda txn: Completion(call(txn)),
-                                               self.retention).result
+            unkeyed = self.engine.execute_unkeyed(self.scope("unkeyed"), lambda txn: Completion(call(txn)),
+                                                  self.retention, predecessor=predecessor)
+            return self.serializer.load(unkeyed.result) if unkeyed.replayed else unkeyed.result
         produced: list[Any] = []
 
         def work(txn: Transaction) -> Completion:
@@ -192,7 +194,6 @@ class _Idempotency:
             return Completion(stored)
 
         intent = Intent(self.scope(key), fingerprint(), self.mode, self.retention, self.lease_seconds)
-        predecessor = self.cutover.predecessor(data) if self.cutover is not None else None
         outcome = self.engine.execute(intent, work, remaining_ms, predecessor=predecessor)
         return self.serializer.load(outcome.result) if outcome.replayed else produced[0]
 

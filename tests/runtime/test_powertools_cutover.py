@@ -114,8 +114,9 @@ def new_http_handler(ddb: Any, engine: Engine, cutover: PowertoolsCutover, mode:
 
 def http_cutover(old: str = "old_http_handler", **options: Any) -> PowertoolsCutover:
     """The options of the old ``@idempotent`` on ``lambda_handler`` inside the function ``old`` of this module."""
-    return PowertoolsCutover(function_name=f"{__name__}.{old}.<locals>.lambda_handler",
-                             event_key_jmespath=HEADER_KEY, table_name=POWERTOOLS_TABLE, until=window(), **options)
+    options.setdefault("event_key_jmespath", HEADER_KEY)
+    return PowertoolsCutover(function_name=f"{__name__}.{old}.<locals>.lambda_handler", table_name=POWERTOOLS_TABLE,
+                             until=window(), **options)
 
 
 @pytest.mark.parametrize("mode", [Mode.ATOMIC, Mode.CLAIM_FIRST])
@@ -218,6 +219,28 @@ def test_http_powertools_metric_counts_answers_from_powertools(store: Any, ddb: 
     new(http_event({}, key="k-1"), DrillContext())
     emf = [json.loads(line) for line in capsys.readouterr().out.splitlines() if '"_aws"' in line]
     assert [doc[LEGACY_REPLAYED] for doc in emf if LEGACY_REPLAYED in doc] == [[1.0]]
+
+
+def test_a_retry_without_a_key_header_of_a_body_keyed_powertools_request(store: Any, ddb: Any, old_table: str,
+                                                                        calls: CallCounter) -> None:
+    """The old code hashed the body; its clients send no key header. With key_required=False during the window
+    their retries are still answered from Powertools' records (and recorded nowhere: there is no key)."""
+    body = "powertools_json(body)"
+    old_http_handler(ddb, IdempotencyConfig(event_key_jmespath=body))(http_event({"item": "pen"}, key=None),
+                                                                      DrillContext())
+
+    @idempotent_http(operation="CreateOrder", key_required=False, engine=Engine(store, cache=None),
+                     powertools_cutover=http_cutover(event_key_jmespath=body))
+    def new(event: dict[str, Any], context: Any, txn: Transaction) -> dict[str, Any]:
+        effect(ddb, "http")
+        return {"statusCode": 201, "body": json.dumps({"order": "o-2"})}
+
+    calls.reset()
+    retry = new(http_event({"item": "pen"}, key=None), DrillContext())
+    assert json.loads(retry["body"]) == {"order": "o-1"} and applied(ddb, "http") == 1
+    assert retry["headers"][retrysafe_names.REPLAYED_HEADER] == "true" and dict(calls.calls) == {"GetItem": 1}
+    assert json.loads(new(http_event({"item": "ink"}, key=None), DrillContext())["body"]) == {"order": "o-2"}
+    assert applied(ddb, "http") == 2
 
 
 # -- SQS --------------------------------------------------------------------------------------------------
@@ -505,3 +528,16 @@ def test_a_throttled_lookup_answers_503_and_frees_the_claim_for_the_retry(ddb: A
     boundary.close()
     retry = new(http_event({}, key="k-1"), DrillContext())  # the claim was released: the lookup is made again
     assert json.loads(retry["body"]) == {"order": "o-1"} and applied(ddb, "http") == 1
+
+
+def test_an_unkeyed_function_call_is_answered_from_powertools_record(store: Any, ddb: Any, old_table: str) -> None:
+    order = {"order_id": "o-8", "amount": 4}
+    old_charge(ddb)(order=order)
+
+    @idempotent_function(data_keyword_argument="order", namespace="payments", key="missing_key", key_required=False,
+                         powertools_cutover=charge_cutover(), engine=Engine(store, cache=None))
+    def charge(order: dict[str, Any]) -> dict[str, Any]:
+        effect(ddb, "charge")
+        return {"receipt": "new"}
+
+    assert charge(order=order) == {"receipt": "r-o-8", "amount": 4} and applied(ddb, "charge") == 1

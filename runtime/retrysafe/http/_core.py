@@ -171,13 +171,13 @@ class HttpIdempotency:
             originals.append(original)
             return Completion(response.to_result(), store=response.status < 500)
 
-        if key is None:
-            outcome = self.engine.execute_unkeyed(Scope(tenant, op, ""), work, self.retention)
+        # Powertools' @idempotent hashed the whole Lambda event (its event_key_jmespath selects in it)
+        predecessor = self.cutover.predecessor(event) if self.cutover is not None else None
+        if key is None:  # key_required=False: a client of the old code may still retry without a key header
+            outcome = self.engine.execute_unkeyed(Scope(tenant, op, ""), work, self.retention, predecessor=predecessor)
         else:
             intent = Intent(Scope(tenant, op, key), request.fingerprint(self.fingerprint_query, self.fingerprint),
                             self.mode, self.retention, wait_seconds=self.wait_for_in_flight)
-            # Powertools' @idempotent hashed the whole Lambda event (its event_key_jmespath selects in it)
-            predecessor = self.cutover.predecessor(event) if self.cutover is not None else None
             outcome = self.engine.execute(intent, work, remaining_ms, predecessor=predecessor)
         original = originals[-1] if originals and not outcome.replayed else None
         return HttpAnswer(StoredResponse.from_result(outcome.result), replayed=outcome.replayed, original=original,
