@@ -19,7 +19,7 @@ persistence = DynamoDBPersistenceLayer(table_name="orders-idempotency")
 @idempotent(config=config, persistence_store=persistence)
 def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     order = json.loads(event["body"])
-    charge = payments.charge(amount=order["amount"], idempotency_key=event["headers"]["idempotency-key"])
+    charge = payments.charge(amount=order["amount"], idempotency_key=context.aws_request_id)
     return {"statusCode": 201, "headers": {"Content-Type": "application/json"},
             "body": json.dumps({"charge": charge.id})}
 # --8<-- [end:before]

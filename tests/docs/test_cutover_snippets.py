@@ -46,7 +46,7 @@ def old_code() -> ModuleType:
 
 
 def request(key: str, amount: int = 30) -> dict[str, Any]:
-    return api_event(json.dumps({"amount": amount}), headers={"idempotency-key": key}, tenant=None)
+    return api_event(json.dumps({"amount": amount}), headers={names.IDEMPOTENCY_KEY_HEADER.lower(): key}, tenant=None)
 
 
 def test_the_retry_of_a_powertools_request_is_answered_from_its_record(cutover_env: DynamoStore) -> None:
