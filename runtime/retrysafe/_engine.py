@@ -258,11 +258,7 @@ class Engine:
                           instance=held.instance or owner)
         try:
             completion = work(txn)
-            if not completion.store:
-                self._release(intent, owner, keep=steps.keep(txn))
-                self._count(NOT_STORED, intent)
-                return Outcome(completion.result, replayed=False, stored=False)
-            record = self._completed(intent, completion, now, expires_at, owner)
+            record = self._completed(intent, completion, now, expires_at, owner) if completion.store else None
         except UnstorableResultError as error:
             self._count(UNSTORABLE_RESULT, intent, error=str(error))
             self._park(intent, owner, now, expires_at)  # the run may have made foreign calls: never release
@@ -270,6 +266,10 @@ class Engine:
         except BaseException:
             self._release(intent, owner, keep=steps.keep(txn))
             raise
+        if record is None:
+            self._release(intent, owner, keep=steps.keep(txn))
+            self._count(NOT_STORED, intent)
+            return Outcome(completion.result, replayed=False, stored=False)
         try:
             self._commit_claimed(record, txn, owner)
         except RecordConflict as conflict:

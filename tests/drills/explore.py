@@ -364,13 +364,13 @@ class Schedule:
                 and isinstance(answer.value, dict) and answer.value.get("type") == self.path.refused_after_expiry:
             self.seen.terminal.setdefault(intent, "refused")  # the path's documented answer after expiry
         elif answer.kind == "failed" and self._final_error(answer):
-            self.seen.terminal.setdefault(intent, "final")  # the path's documented final error (parked)
             state = (self._record() or {}).get("st", {}).get("S")
-            if state not in ("parked", "pending"):  # pending: the parking write failed, the lease holds the key
+            if state == "parked":  # the path's documented final answer
+                self.seen.terminal.setdefault(intent, "final")
+                self.seen.parked_calls.setdefault(intent, self._foreign_calls(intent))
+            elif state != "pending":  # pending: the parking write failed or was fenced; a lease holds the key
                 self._fail("final-released", f"{who} answered {answer.value} but the record is "
                                              f"{state or 'gone'}: a retry would repeat its foreign calls")
-            if state == "parked":
-                self.seen.parked_calls.setdefault(intent, self._foreign_calls(intent))
         elif answer.kind == "mismatch":
             if len(set(self.scope.intents)) == 1:
                 self._fail("mismatch-own", f"{who} was refused as another payload (422) for its own request")
