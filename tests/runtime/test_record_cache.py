@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 from retrysafe import DynamoStore, Engine, Mode, RecordCache, idempotent_http
-from retrysafe.cache import ENTRY_OVERHEAD
+from retrysafe.cache import entry_size
 from retrysafe.config import DEFAULT_HORIZON_SECONDS
 from retrysafe.names import RECORD_PREFIX, REPLAYED_HEADER
 from retrysafe.record import COMPLETED, PENDING, Record
@@ -113,7 +113,7 @@ def test_a_hit_is_a_copy_a_caller_mutating_its_answer_does_not_change_the_next_r
 
 def test_the_byte_budget_evicts_least_recently_used_and_skips_oversized_results():
     text = json.dumps({"b": "y" * 1000}, separators=(",", ":"))
-    entry = len(text) + len("idem#0") + ENTRY_OVERHEAD
+    entry = entry_size("idem#0", text)
     cache = RecordCache(max_bytes=4 * entry + 10)
     for index in range(3):
         cache.put(_record(f"{RECORD_PREFIX}{index}", result={"b": "y" * 1000}))
@@ -162,3 +162,26 @@ def test_a_new_write_for_a_key_replaces_the_cached_one_and_the_same_write_is_kep
     hit = cache.get("idem#a", 500.0)
     assert hit is not None and (hit.fingerprint, hit.result) == ("fp-2", {"v": 22}) and len(cache) == 1
     assert cache.size_bytes == size + 1
+
+
+@pytest.mark.parametrize("character", ["y", "\u00e9", "\u20ac", "\U0001f600"], ids=["ascii", "latin-1", "bmp", "emoji"])
+def test_the_byte_budget_bounds_the_memory_the_cache_holds_whatever_the_characters(character):
+    """Measured with tracemalloc: CPython stores a text with one emoji at 4 bytes per character, so a budget
+    counted in characters held ~3.5 MB for max_bytes=1_000_000. The cache must hold what it counts."""
+    import tracemalloc
+
+    budget = 1_000_000
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        cache = RecordCache(max_items=100_000, max_bytes=budget)
+        for index in range(2_000):
+            record = _record(f"{RECORD_PREFIX}{index:06d}", result={"s": 201, "b": character + "x" * 2_000})
+            cache.put(record)
+            del record
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert cache.size_bytes <= budget and len(cache) > 0
+    assert held <= budget * 1.1, f"the cache holds {held} bytes for a budget of {budget}"
+    assert cache.get(f"{RECORD_PREFIX}001999", 0.0) is not None  # the most recent entries stay
