@@ -10,6 +10,7 @@ The hierarchy::
 
     RetrysafeError
     ├── ConfigurationError            misconfigured deployment (cold start where possible)
+    │   └── IdempotencyDisabledError  the unit-test switch set inside Lambda's execution environment
     ├── InvalidKeyError               Idempotency-Key missing or malformed (400)
     ├── TenantRequiredError           no authenticated tenant (401)
     ├── MalformedRequestError         not a usable API Gateway event (400; also a ValueError)
@@ -48,6 +49,7 @@ __all__ = [
     "ConfigurationError",
     "EventTooLargeError",
     "FencingError",
+    "IdempotencyDisabledError",
     "InvalidInputError",
     "InvalidKeyError",
     "KeyReuseMismatchError",
@@ -80,6 +82,14 @@ class ConfigurationError(RetrysafeError):
 
     Raised at cold start where possible, so a bad deployment fails loudly
     instead of answering requests without idempotency.
+    """
+
+
+class IdempotencyDisabledError(ConfigurationError):
+    """``RETRYSAFE_IDEMPOTENCY_DISABLED`` is set inside Lambda's execution environment.
+
+    The switch is for unit tests that do not test idempotency; a deployed function must never run
+    without it, so the function fails at cold start instead.
     """
 
 

@@ -26,6 +26,9 @@ HORIZON_ENV = "RETRYSAFE_RETRY_HORIZON_SECONDS"
 LEASE_ENV = "RETRYSAFE_LEASE_SECONDS"
 #: ``true`` to check the table with one ``DescribeTable`` at cold start.
 VERIFY_ENV = "RETRYSAFE_VERIFY_TABLE"
+#: ``true`` to run handlers without deduplication, in unit tests that do not test idempotency (refused,
+#: at cold start, inside Lambda's execution environment).
+IDEMPOTENCY_DISABLED_ENV = "RETRYSAFE_IDEMPOTENCY_DISABLED"
 #: CloudWatch namespace of the runtime's metrics.
 METRICS_NAMESPACE_ENV = "RETRYSAFE_METRICS_NAMESPACE"
 #: Service name of the runtime's log lines.
@@ -82,10 +85,18 @@ TTL_ATTRIBUTE = "exp"
 OUTBOX_INDEX = "outbox-unpublished"
 #: Its partition key (S): the unpublished marker, removed once an event is published.
 UNPUBLISHED_ATTRIBUTE = "obq"
-#: Its sort key (S): when the event occurred (ISO-8601 UTC).
-OCCURRED_AT_ATTRIBUTE = "at"
+#: Its sort key (S): when the event was committed (ISO-8601 UTC, the committing runtime's clock; never the
+#: ``occurred_at`` a handler supplies, which is data): the sweeper selects events by their age in the outbox.
+COMMITTED_AT_ATTRIBUTE = "at"
 #: Partition key prefix of idempotency records.
 RECORD_PREFIX = "idem#"
+#: Record namespaces, one per kind of adapter: hashed into every record id (with tenant, operation
+#: and key), so an HTTP tenant and an SQS subscriber of the same name never share records.
+HTTP_NAMESPACE = "http"
+SQS_NAMESPACE = "sqs"
+WEBHOOK_NAMESPACE = "webhook"
+TASK_NAMESPACE = "task"
+RECORD_NAMESPACES = (HTTP_NAMESPACE, SQS_NAMESPACE, WEBHOOK_NAMESPACE, TASK_NAMESPACE)
 #: Partition key prefix of outbox events.
 OUTBOX_PREFIX = "outbox#"
 #: Attribute naming an item's kind; outbox events have :data:`OUTBOX_KIND` (the stream filter selects them).

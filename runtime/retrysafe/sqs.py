@@ -1,8 +1,8 @@
 """``@idempotent_sqs``: idempotent consumers for SQS-triggered Lambda functions (the inbox).
 
 Each record runs through the engine with ``Scope(tenant=subscriber,
-operation=operation, key=message key)``. In atomic mode the processed-message
-record, the handler's writes and its outbox events commit in ONE
+operation=operation, key=message key)`` in the SQS record namespace. In
+atomic mode the processed-message record, the handler's writes and its outbox events commit in ONE
 ``TransactWriteItems``; a redelivered message meets its record in that same
 call and is acknowledged without a second effect (one round trip either way).
 
@@ -43,7 +43,7 @@ from .engine import Completion, Engine, Intent
 from .errors import ConfigurationError, InvalidInputError
 from .fingerprint import canonical_document, fingerprint, is_unicode, parse_json
 from .keys import Scope
-from .names import KEY_MESSAGE_ATTRIBUTE, VISIBILITY_TIMEOUT_ENV
+from .names import KEY_MESSAGE_ATTRIBUTE, SQS_NAMESPACE, VISIBILITY_TIMEOUT_ENV
 from .store import DynamoStore
 from .transaction import Transaction
 
@@ -183,8 +183,8 @@ class SqsConsumer:
         message = Message(record=record, key=key, content=content)
         if not isinstance(key, str) or not is_unicode(key):
             raise InvalidInputError("the message key is not Unicode text")
-        intent = Intent(Scope(self.subscriber, self.operation, key), message_fingerprint(record.body),
-                        self.mode, self.retention, lease_seconds=self.lease_seconds)
+        intent = Intent(Scope(self.subscriber, self.operation, key, namespace=SQS_NAMESPACE),
+                        message_fingerprint(record.body), self.mode, self.retention, lease_seconds=self.lease_seconds)
 
         def work(txn: Transaction) -> Completion:
             # A webhook receipt whose body was claim-checked to S3 reaches the handler inline (verified),

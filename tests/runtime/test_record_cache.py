@@ -1,4 +1,5 @@
-"""The warm-container RecordCache: on by default for the store from the environment, and never answering
+"""The warm-container RecordCache: on by default for the store from the environment in Lambda's execution
+environment (tests/runtime/test_user_test_suites.py: off in a test suite), and never answering
 what DynamoDB would not (expired records, pending claims, another table's records), within a byte budget."""
 
 from __future__ import annotations
@@ -33,7 +34,8 @@ def mode(request: pytest.FixtureRequest) -> Mode:
 
 @pytest.fixture
 def env_store(ddb: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
-    """The store the adapters take from the environment (a fresh container's), on moto."""
+    """The store the adapters take from the environment (a fresh Lambda container's), on moto."""
+    monkeypatch.setenv("LAMBDA_TASK_ROOT", "/var/task")  # Lambda's execution environment: the cache is on
     monkeypatch.setitem(_SHARED, TABLE, None)  # restored after the test
     del _SHARED[TABLE]
     store = DynamoStore.from_env()
@@ -141,10 +143,23 @@ def test_a_constructed_store_has_no_cache_unless_given_one():
         RecordCache(max_bytes=0)
 
 
+#: One Lambda container's store from the environment, shared by the two runs below (as a warm container's is).
+_CONTAINER: dict[str, DynamoStore] = {}
+
+
+@pytest.fixture
+def lambda_container(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Lambda's execution environment, whose store from the environment (with its cache) outlives a test."""
+    monkeypatch.setenv("LAMBDA_TASK_ROOT", "/var/task")
+    monkeypatch.setitem(_SHARED, TABLE, _CONTAINER.setdefault(TABLE, DynamoStore(TABLE, cache=RecordCache())))
+
+
 @pytest.mark.parametrize("run", [1, 2])
-def test_the_pytest_plugins_table_starts_with_an_empty_cache(retrysafe_table: DynamoStore, run: int) -> None:
+def test_the_pytest_plugins_table_starts_with_an_empty_cache(lambda_container: None, retrysafe_table: DynamoStore,
+                                                             run: int) -> None:
     """The store from the environment outlives a test; a record cached by one test must not answer in the next
     (its table is new and empty): whichever of these runs second fails without the plugin's clearing."""
+    assert retrysafe_table is _CONTAINER[TABLE]
     assert retrysafe_table.cache is not None and len(retrysafe_table.cache) == 0
     retrysafe_table.cache.put(_record())
 

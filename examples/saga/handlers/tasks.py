@@ -18,7 +18,7 @@ import functools
 import os
 from typing import Any
 
-from retrysafe import Transaction
+from retrysafe import Transaction, names
 from retrysafe.keys import Scope
 from retrysafe.stepfunctions import idempotent_task
 
@@ -95,7 +95,7 @@ def confirm_order(state: dict[str, Any], context: Any, txn: Transaction) -> dict
 
 def refund_key(tenant: str, charge_id: str) -> str:
     """The provider key of a charge's refund: derived from the charge, whichever state or execution refunds it."""
-    return Scope(tenant, "RefundPayment", charge_id).derive_key("refund")
+    return Scope(tenant, "RefundPayment", charge_id, namespace=names.TASK_NAMESPACE).derive_key("refund")
 
 
 @idempotent_task

@@ -3,9 +3,11 @@
 An event is written in the same ``TransactWriteItems`` as the business change
 that caused it, into the idempotency table, where the table's stream feeds the
 publisher. Its id is derived from the operation identity, the intent's instance
-and its position in the operation: a retry or takeover of the same instance
-produces the same ids (consumers dedupe on them), while a new intent with the
-same key after the record expired gets new ids (a consumer that still remembers
+and its position in the operation: the committed ids never change (consumers
+dedupe on them); a claim-first retry or takeover of the same claim gets the
+same ids again, while an atomic attempt that runs the handler gets new ones
+(only the one that commits counts); a new intent with the same key after the
+record expired gets new ids (a consumer that still remembers
 the old ids must not drop its events).
 
 =============  =============================================================
@@ -19,7 +21,9 @@ attribute      meaning
 ``aggid``      aggregate id
 ``seq``        per-aggregate sequence number (optional; pass the aggregate's version)
 ``payload``    JSON text
-``at``         occurred-at, ISO-8601 UTC
+``occ``        occurred-at, ISO-8601 UTC: what the handler said (data, carried in the envelope)
+``at``         committed-at, ISO-8601 UTC: when the transaction holding the event was sent (the runtime's
+               clock); the sweeper's index sorts by it, so a client's clock never decides when an event is swept
 ``exp``        TTL (epoch seconds)
 ``obq``        unpublished marker (sparse index key for the sweeper: ``u0``..``u7``), removed once
                published; ``parked`` once the target refused the event permanently
@@ -41,18 +45,18 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from datetime import UTC, datetime
+from typing import Any
 
 from .. import names
 from .._value import Value, set_field
-
-if TYPE_CHECKING:
-    from datetime import datetime
 
 OUTBOX_PREFIX = names.OUTBOX_PREFIX
 OUTBOX_KIND = names.OUTBOX_KIND
 UNPUBLISHED_ATTRIBUTE = names.UNPUBLISHED_ATTRIBUTE
 UNPUBLISHED_SHARDS = 8
+#: The item attribute holding the event's ``occurred_at`` (data; the index sorts by commit time).
+OCCURRED_AT = "occ"
 #: ``obq`` value of a parked event (refused permanently by the target): outside the sweeper's shards.
 PARKED = "parked"
 
@@ -103,8 +107,8 @@ class OutboxEvent(Value):
         set_field(self, "occurred_at", occurred_at)
         set_field(self, "sequence", sequence)
 
-    def to_item(self, expires_at: int) -> dict[str, dict[str, Any]]:
-        """The DynamoDB attribute map for this event."""
+    def to_item(self, expires_at: int, *, committed_at: float) -> dict[str, dict[str, Any]]:
+        """The DynamoDB attribute map for this event, committed at ``committed_at`` (epoch seconds)."""
         shard = int(self.event_id.replace("-", "")[:8], 16) % UNPUBLISHED_SHARDS
         item: dict[str, dict[str, Any]] = {
             names.PARTITION_KEY: {"S": OUTBOX_PREFIX + self.event_id},
@@ -114,7 +118,8 @@ class OutboxEvent(Value):
             "aggt": {"S": self.aggregate_type},
             "aggid": {"S": self.aggregate_id},
             "payload": {"S": self.payload_text},
-            names.OCCURRED_AT_ATTRIBUTE: {"S": _utc_iso(self.occurred_at)},
+            OCCURRED_AT: {"S": _utc_iso(self.occurred_at)},
+            names.COMMITTED_AT_ATTRIBUTE: {"S": _utc_iso(datetime.fromtimestamp(committed_at, UTC))},
             names.TTL_ATTRIBUTE: {"N": str(expires_at)},
             UNPUBLISHED_ATTRIBUTE: {"S": f"u{shard}"},
         }
@@ -167,7 +172,7 @@ class OutboxMessage(Value):
         seq = item.get("seq")
         return cls(event_id=str(item["eid"]), event_type=str(item["etype"]), aggregate_type=str(item["aggt"]),
                    aggregate_id=str(item["aggid"]), payload=json.loads(item["payload"]),
-                   occurred_at=str(item[names.OCCURRED_AT_ATTRIBUTE]), sequence=None if seq is None else int(seq))
+                   occurred_at=str(item[OCCURRED_AT]), sequence=None if seq is None else int(seq))
 
     def envelope(self) -> dict[str, Any]:
         """What consumers receive: the event with its id, type, aggregate, sequence and time."""
@@ -181,6 +186,4 @@ class OutboxMessage(Value):
 
 
 def _utc_iso(moment: datetime) -> str:
-    from datetime import UTC
-
     return moment.astimezone(UTC).isoformat(timespec="milliseconds")

@@ -162,7 +162,7 @@ class WebhookReceiver:
             return Completion(StoredResponse(202, {"Content-Type": "application/json"}, body).to_result())
 
         scope_hook = receipt.hook if "hook" not in receipt.unsigned else NO_HOOK
-        intent = Intent(Scope(self.source, f"webhook/{scope_hook}", receipt.key),
+        intent = Intent(Scope(self.source, f"webhook/{scope_hook}", receipt.key, namespace=names.WEBHOOK_NAMESPACE),
                         fingerprint(["webhook/v1", request.body]), Mode.ATOMIC, self.retention)
         outcome = self.engine.execute(intent, work)
         return HttpAnswer(StoredResponse.from_result(outcome.result), replayed=outcome.replayed)
