@@ -67,6 +67,8 @@ WEBHOOK_PROVIDERS = ("github", "stripe", "standard", "hmac")
 WEBHOOK_RECEIPT_EVENT = "WebhookReceived"
 #: Object key prefix of claim-checked webhook bodies in :data:`CLAIM_CHECK_BUCKET_ENV`'s bucket.
 CLAIM_CHECK_PREFIX = "webhooks/"
+#: The outbox envelope's member carrying a claim check's pointer (only the outbox writes it; a payload cannot).
+CLAIM_CHECK_ENVELOPE_FIELD = "claim_check"
 
 # -- HTTP -----------------------------------------------------------------------------------
 

@@ -13,9 +13,15 @@ message attribute, a top-level ``event_id``); else the SQS message id. The
 envelope ids that EventBridge and SNS assign (``id``, ``MessageId``) are not
 used by default: they change when the same event is published twice.
 
-A webhook receipt whose body the receiver stored in S3 (a claim check) is
-handed to the handler with the body fetched back inline, after its size and
-SHA-256 were verified; a missing or altered object fails the record.
+An outbox event whose body retrysafe stored in S3 (a claim check: a webhook
+receipt's large body, or ``append_event(..., claim_check=...)``) is handed to the
+handler with the body fetched back inline, after its size and SHA-256 were
+verified, from the consumer's own claim-check bucket and prefix only
+(``claim_check=``, default ``RETRYSAFE_CLAIM_CHECK_BUCKET``); a missing or altered
+object, or a pointer elsewhere, fails the record. Only the envelope the outbox
+wrote carries such a pointer (:mod:`retrysafe.claimcheck`); every other message,
+one whose payload says ``"body_encoding": "s3"`` included, reaches the handler
+untouched.
 
 The fingerprint hashes the message content without its transport envelope (the
 EventBridge ``detail``, the SNS ``Message``, else the body), so a republished
@@ -37,7 +43,7 @@ from typing import Any, Protocol, cast
 
 from ._adapter import flushes_telemetry, lambda_entry_point, takes_options, wiring
 from ._value import Value, set_field
-from .claimcheck import resolve_receipt
+from .claimcheck import ClaimCheck, resolve
 from .config import Mode, env_float
 from .engine import Completion, Engine, Intent
 from .errors import ConfigurationError, InvalidInputError
@@ -164,7 +170,8 @@ class SqsConsumer:
     def __init__(self, handler: RecordHandler, *, subscriber: str, operation: str | None = None,
                  mode: Mode | str = Mode.ATOMIC, key: KeyExtractor | None = None, fifo: bool | None = None,
                  visibility_timeout_seconds: float | None = None, horizon_seconds: int | None = None,
-                 store: DynamoStore | None = None, engine: Engine | None = None) -> None:
+                 claim_check: ClaimCheck | None = None, store: DynamoStore | None = None,
+                 engine: Engine | None = None) -> None:
         if not subscriber:
             raise ConfigurationError("idempotent_sqs needs a subscriber id: it scopes the processed-message records")
         self.mode = Mode.parse(mode)
@@ -174,6 +181,7 @@ class SqsConsumer:
         self.key = key or default_key()
         self.fifo = fifo
         self.lease_seconds = _visibility_timeout(visibility_timeout_seconds)
+        self.claim_check = claim_check if claim_check is not None else ClaimCheck.from_env()
         self.retention, self.engine = wiring(horizon_seconds, store, engine)
 
     def process(self, record: Any, context: Any = None) -> Any:
@@ -187,9 +195,9 @@ class SqsConsumer:
                         message_fingerprint(record.body), self.mode, self.retention, lease_seconds=self.lease_seconds)
 
         def work(txn: Transaction) -> Completion:
-            # A webhook receipt whose body was claim-checked to S3 reaches the handler inline (verified),
+            # An outbox event whose body was claim-checked to S3 reaches the handler inline (verified),
             # fetched only when the handler runs (a replay found before it, in claim-first mode, skips it).
-            resolved = resolve_receipt(content)
+            resolved = resolve(content, self.claim_check)
             return Completion(self.handler(message if resolved is content else
                                            Message(record=record, key=key, content=resolved), txn))
 
@@ -235,7 +243,9 @@ def idempotent_sqs(func: RecordHandler, **options: Any) -> SqsLambdaHandler:
     (``claim_first`` for foreign effects; the lease is the queue's visibility
     timeout from ``visibility_timeout_seconds`` or
     ``RETRYSAFE_VISIBILITY_TIMEOUT_SECONDS``), ``key``, ``fifo`` (default:
-    detected from the queue ARN), ``horizon_seconds``, ``store``/``engine``.
+    detected from the queue ARN), ``horizon_seconds``, ``claim_check`` (the bucket
+    claim-checked bodies are fetched from; default ``RETRYSAFE_CLAIM_CHECK_BUCKET``),
+    ``store``/``engine``.
     Enable ``ReportBatchItemFailures`` on the event source mapping.
 
     Example::

@@ -100,7 +100,7 @@ class Transaction:
 
     def append_event(self, event_type: str, payload: Any, *, aggregate_type: str, aggregate_id: str,
                      sequence: int | None = None, occurred_at: datetime | None = None,
-                     once_per_key: bool = False) -> str:
+                     once_per_key: bool = False, claim_check: Mapping[str, Any] | None = None) -> str:
         """Append an outbox event; returns its id.
 
         Which ids are stable: the committed event's id never changes (consumers
@@ -124,7 +124,13 @@ class Transaction:
         earlier event is still in the outbox, and a consumer drops it as a
         duplicate after that. ``occurred_at`` (default: now) is data carried in
         the envelope; the sweeper goes by the moment the event is committed.
+        ``claim_check``: the pointer :meth:`retrysafe.claimcheck.ClaimCheck.put` returned for content
+        stored in S3 (write it before the transaction commits); ``payload`` must then be an object,
+        and ``@idempotent_sqs`` consumers receive the object's bytes as its ``body`` (with
+        ``body_encoding``), verified (see :mod:`retrysafe.claimcheck`).
         """
+        if claim_check is not None and not isinstance(payload, Mapping):
+            raise ConfigurationError("an event with a claim check needs an object payload (its body is added to it)")
         if occurred_at is None:
             from datetime import UTC, datetime
 
@@ -132,7 +138,7 @@ class Transaction:
         eid = event_id(self.scope.record_id, self._appended, "" if once_per_key else self.instance)
         event = OutboxEvent(
             event_id=eid, event_type=event_type, aggregate_type=aggregate_type, aggregate_id=str(aggregate_id),
-            payload=payload, occurred_at=occurred_at, sequence=sequence,
+            payload=payload, occurred_at=occurred_at, sequence=sequence, claim_check=claim_check,
         )
         from .outbox.targets import check_fits
 

@@ -36,6 +36,7 @@ GENERIC = {
     names.SQS_TARGET: "also the boto3 service name",
     names.EVENTBRIDGE_TARGET: "also a plain word in messages",
     names.TASK_EXECUTION: "a common word",
+    names.CLAIM_CHECK_ENVELOPE_FIELD: "also the name of the attribute and keyword carrying the pointer in Python",
     names.HTTP_NAMESPACE: "a common word (the URL scheme, the drills' path names)",
     names.WEBHOOK_NAMESPACE: "a common word (the drills' path names, docs' page names)",
     names.TASK_NAMESPACE: "a common word (the drills' path names)",

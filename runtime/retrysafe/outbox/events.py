@@ -20,6 +20,8 @@ attribute      meaning
 ``aggt``       aggregate type, e.g. ``Order``
 ``aggid``      aggregate id
 ``seq``        per-aggregate sequence number (optional; pass the aggregate's version)
+``cc``         a claim check's pointer, JSON text (optional; the envelope's ``claim_check``, see
+               :mod:`retrysafe.claimcheck`)
 ``payload``    JSON text
 ``occ``        occurred-at, ISO-8601 UTC: what the handler said (data, carried in the envelope)
 ``at``         committed-at, ISO-8601 UTC: when the transaction holding the event was sent (the runtime's
@@ -55,6 +57,8 @@ OUTBOX_PREFIX = names.OUTBOX_PREFIX
 OUTBOX_KIND = names.OUTBOX_KIND
 UNPUBLISHED_ATTRIBUTE = names.UNPUBLISHED_ATTRIBUTE
 UNPUBLISHED_SHARDS = 8
+#: The item attribute holding a claim check's pointer (JSON text).
+CLAIM_CHECK = "cc"
 #: The item attribute holding the event's ``occurred_at`` (data; the index sorts by commit time).
 OCCURRED_AT = "occ"
 #: ``obq`` value of a parked event (refused permanently by the target): outside the sweeper's shards.
@@ -80,6 +84,7 @@ class OutboxEvent(Value):
         "_text",
         "aggregate_id",
         "aggregate_type",
+        "claim_check",
         "event_id",
         "event_type",
         "occurred_at",
@@ -89,6 +94,7 @@ class OutboxEvent(Value):
 
     aggregate_id: str
     aggregate_type: str
+    claim_check: Mapping[str, Any] | None
     event_id: str
     event_type: str
     occurred_at: datetime
@@ -97,8 +103,10 @@ class OutboxEvent(Value):
     _text: str | None
 
     def __init__(self, event_id: str, event_type: str, aggregate_type: str, aggregate_id: str, payload: Any,
-                 occurred_at: datetime, sequence: int | None = None) -> None:
+                 occurred_at: datetime, sequence: int | None = None,
+                 claim_check: Mapping[str, Any] | None = None) -> None:
         set_field(self, "_text", None)
+        set_field(self, "claim_check", claim_check)
         set_field(self, "event_id", event_id)
         set_field(self, "event_type", event_type)
         set_field(self, "aggregate_type", aggregate_type)
@@ -125,6 +133,8 @@ class OutboxEvent(Value):
         }
         if self.sequence is not None:
             item["seq"] = {"N": str(self.sequence)}
+        if self.claim_check is not None:
+            item[CLAIM_CHECK] = {"S": _compact(dict(self.claim_check))}
         return item
 
     @property
@@ -140,16 +150,19 @@ class OutboxEvent(Value):
         """The message the publisher will send for this event."""
         return OutboxMessage(event_id=self.event_id, event_type=self.event_type, aggregate_type=self.aggregate_type,
                              aggregate_id=self.aggregate_id, payload=json.loads(self.payload_text),
-                             occurred_at=_utc_iso(self.occurred_at), sequence=self.sequence)
+                             occurred_at=_utc_iso(self.occurred_at), sequence=self.sequence,
+                             claim_check=None if self.claim_check is None else dict(self.claim_check))
 
 
 class OutboxMessage(Value):
     """An outbox event as the table holds it, read back from the stream or the index (payload decoded)."""
 
-    __slots__ = ("aggregate_id", "aggregate_type", "event_id", "event_type", "occurred_at", "payload", "sequence")
+    __slots__ = ("aggregate_id", "aggregate_type", "claim_check", "event_id", "event_type", "occurred_at", "payload",
+                 "sequence")
 
     aggregate_id: str
     aggregate_type: str
+    claim_check: dict[str, Any] | None
     event_id: str
     event_type: str
     occurred_at: str
@@ -157,7 +170,8 @@ class OutboxMessage(Value):
     sequence: int | None
 
     def __init__(self, event_id: str, event_type: str, aggregate_type: str, aggregate_id: str, payload: Any,
-                 occurred_at: str, sequence: int | None = None) -> None:
+                 occurred_at: str, sequence: int | None = None, claim_check: dict[str, Any] | None = None) -> None:
+        set_field(self, "claim_check", claim_check)
         set_field(self, "event_id", event_id)
         set_field(self, "event_type", event_type)
         set_field(self, "aggregate_type", aggregate_type)
@@ -169,16 +183,21 @@ class OutboxMessage(Value):
     @classmethod
     def from_item(cls, item: Mapping[str, Any]) -> OutboxMessage:
         """Build from a deserialized outbox item (see the table above)."""
-        seq = item.get("seq")
+        seq, check = item.get("seq"), item.get(CLAIM_CHECK)
         return cls(event_id=str(item["eid"]), event_type=str(item["etype"]), aggregate_type=str(item["aggt"]),
                    aggregate_id=str(item["aggid"]), payload=json.loads(item["payload"]),
-                   occurred_at=str(item[OCCURRED_AT]), sequence=None if seq is None else int(seq))
+                   occurred_at=str(item[OCCURRED_AT]), sequence=None if seq is None else int(seq),
+                   claim_check=None if check is None else json.loads(check))
 
     def envelope(self) -> dict[str, Any]:
-        """What consumers receive: the event with its id, type, aggregate, sequence and time."""
-        return {"event_id": self.event_id, "event_type": self.event_type, "aggregate_type": self.aggregate_type,
-                "aggregate_id": self.aggregate_id, "sequence": self.sequence, "occurred_at": self.occurred_at,
-                "payload": self.payload}
+        """What consumers receive: the event with its id, type, aggregate, sequence and time (and the pointer of
+        a claim check, as the top-level ``claim_check``: see :mod:`retrysafe.claimcheck`)."""
+        envelope = {"event_id": self.event_id, "event_type": self.event_type, "aggregate_type": self.aggregate_type,
+                    "aggregate_id": self.aggregate_id, "sequence": self.sequence, "occurred_at": self.occurred_at,
+                    "payload": self.payload}
+        if self.claim_check is not None:
+            envelope[names.CLAIM_CHECK_ENVELOPE_FIELD] = self.claim_check
+        return envelope
 
     def body(self) -> str:
         """The envelope as compact JSON text."""
