@@ -35,7 +35,7 @@ PARTITION_KEY = names.PARTITION_KEY
 TTL_ATTRIBUTE = names.TTL_ATTRIBUTE
 OUTBOX_INDEX = names.OUTBOX_INDEX
 #: The outbox index's partition and sort keys (both strings).
-OUTBOX_INDEX_KEYS = (names.UNPUBLISHED_ATTRIBUTE, names.OCCURRED_AT_ATTRIBUTE)
+OUTBOX_INDEX_KEYS = (names.UNPUBLISHED_ATTRIBUTE, names.COMMITTED_AT_ATTRIBUTE)
 METRICS_NAMESPACE = runtime_metrics.DEFAULT_NAMESPACE
 #: Item-level actions a function needs for claims, commits and replays. DynamoDB has no
 #: ``dynamodb:TransactWriteItems`` IAM action: a transaction is authorized per item by these.

@@ -36,6 +36,7 @@ import inspect
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol, TypeVar, cast
 
+from . import names
 from ._adapter import flushes_telemetry, lambda_entry_point, wiring
 from ._config import Mode
 from ._engine import Completion, Engine, Intent
@@ -142,6 +143,9 @@ def _without(record: Any, names: frozenset[str]) -> Any:
 class _Idempotency:
     """What both decorators share: scope, selectors, serializer, mode and the engine."""
 
+    #: The record namespace of the decorator's adapter (:data:`retrysafe.names.RECORD_NAMESPACES`).
+    record_namespace: str
+
     def __init__(self, *, namespace: str, operation: str, key: Selector | None, fingerprint: Selector | None,
                  mode: Mode | str, key_required: bool, serializer: ResultSerializer[Any], lease_seconds: float | None,
                  horizon_seconds: int | None, store: DynamoStore | None, engine: Engine | None,
@@ -163,7 +167,7 @@ class _Idempotency:
 
     def scope(self, key: str) -> Scope:
         """The scope of one call (built here only)."""
-        return Scope(self.namespace, self.operation, key)
+        return Scope(self.namespace, self.operation, key, namespace=self.record_namespace)
 
     def run(self, key: str | None, fingerprint: Callable[[], str], call: Callable[[Transaction], Any],
             remaining_ms: Callable[[], int] | None) -> Any:
@@ -205,6 +209,8 @@ class _Idempotency:
 
 class EventIdempotency(_Idempotency):
     """Configuration and engine of one ``@idempotent`` Lambda handler (see :func:`idempotent`)."""
+
+    record_namespace = names.EVENT_NAMESPACE
 
     def __init__(self, handler: EventHandler[Any], **options: Any) -> None:
         super().__init__(**options)
@@ -308,6 +314,8 @@ def _argument_fingerprint(value: Any) -> str:
 
 class FunctionIdempotency(_Idempotency):
     """Configuration and engine of one ``@idempotent_function`` (see :func:`idempotent_function`)."""
+
+    record_namespace = names.FUNCTION_NAMESPACE
 
     def __init__(self, func: Callable[..., Any], *, data_keyword_argument: str, **options: Any) -> None:
         super().__init__(**options, to_json=to_document)  # the selected part is hashed as tagged JSON

@@ -19,7 +19,7 @@ from typing import Any
 
 from ._cache import RecordCache
 from ._codec import check_limits
-from ._config import table_name_from_env
+from ._config import in_lambda, table_name_from_env
 from ._record import PENDING, AttributeMap, Record, encode_checkpoints, from_item, to_item
 from ._value import Value, set_field
 from .errors import (
@@ -101,14 +101,17 @@ class DynamoStore:
         """The store named by ``RETRYSAFE_TABLE``, shared by every operation of this container.
 
         In Lambda's init phase its client is created at once and it is registered for SnapStart's
-        runtime hooks (:mod:`retrysafe._snapstart`). It keeps a :class:`~retrysafe._cache.RecordCache`
+        runtime hooks (:mod:`retrysafe._snapstart`). In Lambda's execution environment
+        (:func:`~retrysafe._config.in_lambda`) it keeps a :class:`~retrysafe._cache.RecordCache`
         (1024 records, 4 MiB of results) of the records this container completed or replayed: a replay
-        that lands on the same warm container is answered from memory.
+        that lands on the same warm container is answered from memory. Elsewhere (a test suite, where
+        each test may create the table afresh under the same name) it has none: a cache would outlive
+        the table and answer from a record the new table does not hold.
         """
         name = table_name_from_env()
         store = _SHARED.get(name)
         if store is None:
-            store = cls(name, cache=RecordCache())
+            store = cls(name, cache=RecordCache() if in_lambda() else None)
             if os.environ.get(VERIFY_ENV, "").lower() in ("1", "true", "yes"):
                 store.verify()
             if INIT_PHASE_ENV in os.environ:  # Lambda's init phase: the client exists before the first request

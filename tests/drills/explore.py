@@ -17,6 +17,8 @@ every step and at the end:
 * at most one business effect per intent (segment), exactly one once it answered 2xx;
 * every 2xx answer of an intent equals its first (status, body, replayed headers);
 * an invocation never answers "in flight" because of its own claim;
+* intents of two adapters sharing tenant, operation and key (path ``http-sqs``) are independent: neither is
+  refused as the other's reused key;
 * a committed checkpoint is never lost; no invocation receives another intent's checkpoint;
 * a completed record is never overwritten (or deleted) before its ``exp``; nor is a parked one
   (a result that could not be stored), and a parked intent never commits its effect;
@@ -372,6 +374,8 @@ class Schedule:
                 self._fail("final-released", f"{who} answered {answer.value} but the record is "
                                              f"{state or 'gone'}: a retry would repeat its foreign calls")
         elif answer.kind == "mismatch":
+            if self.path.independent:
+                self._fail("namespace-shared", f"{who} was refused as a reused key of another adapter's intent")
             if len(set(self.scope.intents)) == 1:
                 self._fail("mismatch-own", f"{who} was refused as another payload (422) for its own request")
             self.seen.terminal.setdefault(intent, "mismatch")
@@ -536,7 +540,7 @@ class Schedule:
     def _fingerprint(self, records: list[dict[str, Any]], business: list[dict[str, Any]]) -> str:
         """The state, with random tokens (owners, writers, instance-derived event ids) named by first appearance."""
         entries = [json.dumps({k: ("set" if k == UNPUBLISHED_ATTRIBUTE else v) for k, v in item.items()
-                               if k not in ("at", "published_at", "payload", "ca")},
+                               if k not in ("at", "occ", "published_at", "payload", "ca")},
                               sort_keys=True, default=str) for item in records + business]
         text = json.dumps([sorted(entries, key=lambda e: _TOKEN.sub("#", e)), self.world.clock.now - T0])
         aliases: dict[str, str] = {}
@@ -630,8 +634,10 @@ def world() -> Iterator[World]:
         os.environ.update(saved)
 
 
-#: The request paths (the outbox path has publishers, not intents).
-REQUESTS = tuple(p for p in PATHS if PATHS[p].outbox is None)
+#: The paths of one adapter each (``http-sqs`` crosses two: it has scopes of its own).
+SINGLE = tuple(p for p in PATHS if not PATHS[p].independent)
+#: The request paths of one adapter (the outbox path has publishers, not intents).
+REQUESTS = tuple(p for p in SINGLE if PATHS[p].outbox is None)
 
 #: The bounded exhaustive set ``make test`` runs (tests/drills/test_exploration.py).
 BOUNDED: tuple[Scope, ...] = (
@@ -658,6 +664,8 @@ BOUNDED: tuple[Scope, ...] = (
     Scope("kinesis-claim-first", ("A", "A"), faults=1, total=1, sequential=True),
     Scope("dynamodb-stream", ("A",), faults=2),
     Scope("dynamodb-stream", ("A", "A"), faults=1, total=1),
+    # an HTTP caller and an SQS subscriber sharing tenant, operation and key: two intents, interleaved
+    Scope("http-sqs", ("A", "B"), faults=1, total=1),
     # the outbox: one publisher with two faults, two publishers of the same batch racing
     Scope("outbox", ("E",), faults=2),
     Scope("outbox", ("E", "E"), faults=0),
@@ -666,8 +674,8 @@ BOUNDED: tuple[Scope, ...] = (
 #: The deep set ``make soak`` runs: up to two faults per invocation (cancellation reasons included) and
 #: two in a schedule of two invocations, lease lapses and skewed clocks, expiry and TTL.
 DEEP: tuple[Scope, ...] = (
-    *(Scope(path, ("A",), faults=2, kinds=DEEP_FAULTS) for path in PATHS),
-    *(Scope(path, ("A", "A"), faults=2, total=2, kinds=DEEP_FAULTS) for path in PATHS
+    *(Scope(path, ("A",), faults=2, kinds=DEEP_FAULTS) for path in SINGLE),
+    *(Scope(path, ("A", "A"), faults=2, total=2, kinds=DEEP_FAULTS) for path in SINGLE
       if path not in ("task", "kinesis-claim-first")),
     # the paths with the most calls per intent: one fault between two invocations (778 schedules here for
     # the stream batch, about two minutes on one CPU; two faults would be tens of thousands)
@@ -677,6 +685,7 @@ DEEP: tuple[Scope, ...] = (
     Scope("http-claim-first", ("A", "A"), faults=1, total=1, env=("lapse",), skew=(0.0, 90.0)),
     *(Scope(path, ("A", "B"), faults=1, env=("expire", "ttl"), env_budget=2, sequential=True) for path in REQUESTS),
     *(Scope(path, ("A", "B"), faults=1, total=1) for path in REQUESTS),
+    Scope("http-sqs", ("A", "B"), faults=2, total=2, kinds=DEEP_FAULTS),
 )
 
 
