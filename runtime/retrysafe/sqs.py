@@ -255,6 +255,7 @@ def idempotent_sqs(
     fifo: bool | None = None,
     visibility_timeout_seconds: float | None = None,
     horizon_seconds: int | None = None,
+    claim_check: ClaimCheck | None = None,
     store: DynamoStore | None = None,
     engine: Engine | None = None,
 ) -> SqsLambdaHandler:
@@ -295,7 +296,7 @@ def idempotent_sqs(
     """
     consumer = SqsConsumer(func, subscriber=subscriber, operation=operation, mode=mode, key=key, fingerprint=fingerprint, fifo=fifo,
                            visibility_timeout_seconds=visibility_timeout_seconds, horizon_seconds=horizon_seconds,
-                           store=store, engine=engine)
+                           claim_check=claim_check, store=store, engine=engine)
 
     def wrapper(event: dict[str, Any], context: Any) -> dict[str, Any]:
         return consumer(event, context)

@@ -45,17 +45,6 @@ def outbox(store: DynamoStore) -> list[str]:
 
 
 @pytest.fixture
-def lambda_container(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The snippets run as deployed: in Lambda's execution environment (the record cache on), a new container."""
-    import os
-
-    from retrysafe._store import _SHARED
-
-    monkeypatch.setenv("LAMBDA_TASK_ROOT", "/var/task")
-    monkeypatch.delitem(_SHARED, os.environ[names.TABLE_ENV], raising=False)
-
-
-@pytest.fixture
 def tables(lambda_container: None, retrysafe_table: DynamoStore) -> DynamoStore:
     """moto with the idempotency table (the pytest plugin's fixture) and the snippets' business tables."""
     for name in ("orders", "invoices", "pull-requests"):

@@ -27,6 +27,7 @@ from retrysafe.outbox import OutboxEvent, OutboxMessage
 from retrysafe.outbox._targets import Refusal
 from retrysafe.sqs import Message
 from retrysafe.stepfunctions import TaskRequest
+from retrysafe.streams import DynamoDBChange, KinesisMessage
 
 text = st.text(max_size=8)
 json_values = st.recursive(
@@ -66,6 +67,8 @@ SAMPLES: dict[type[Value], st.SearchStrategy[Value]] = {
     OutboxMessage: st.builds(OutboxMessage, text, text, text, text, json_values, text, st.none() | st.integers()),
     Refusal: st.builds(Refusal, text, st.booleans()),
     Message: st.builds(Message, sqs_records, text, json_values),
+    KinesisMessage: st.builds(KinesisMessage, st.none(), text, st.binary(max_size=8), json_values),
+    DynamoDBChange: st.builds(DynamoDBChange, st.none(), text),
     TaskRequest: st.builds(TaskRequest, text, text, json_values, st.none() | text, st.none() | text),
 }
 
