@@ -34,6 +34,7 @@ _EXPORTS = {
     "BusinessConditionFailedError": "retrysafe.errors",
     "DynamoStore": "retrysafe.store",
     "Engine": "retrysafe.engine",
+    "HomeRegions": "retrysafe._regions",
     "IdempotencyMiddleware": "retrysafe.http.middleware",
     "Message": "retrysafe.sqs",
     "Mode": "retrysafe.config",
@@ -66,6 +67,7 @@ _MOVED = {
 }
 
 if TYPE_CHECKING:
+    from ._regions import HomeRegions
     from .cache import RecordCache
     from .config import Mode
     from .engine import Engine
@@ -83,6 +85,7 @@ __all__ = [
     "BusinessConditionFailedError",
     "DynamoStore",
     "Engine",
+    "HomeRegions",
     "IdempotencyMiddleware",
     "Message",
     "Mode",

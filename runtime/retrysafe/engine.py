@@ -157,6 +157,9 @@ class Engine:
         Raises :class:`KeyReuseMismatchError`, :class:`RequestInFlightError`,
         :class:`FencingError`, or whatever ``work`` raised (after releasing its claim).
         """
+        home = self.store.for_scope(intent.scope)
+        if home is not self.store:  # a table with replicas: this tenant's records live in another region
+            return Engine(home, cache=self.cache, clock=self.clock).execute(intent, work, remaining_ms)
         now = self.clock()
         record_id = intent.scope.record_id
         if self.cache is not None:
@@ -174,6 +177,9 @@ class Engine:
         key, so derived keys and event ids never repeat. The work's writes and events
         still commit together in one transaction.
         """
+        home = self.store.for_scope(scope)
+        if home is not self.store:
+            return Engine(home, cache=self.cache, clock=self.clock).execute_unkeyed(scope, work, retention)
         writer = new_token()
         own = Scope(scope.tenant, scope.operation, f"unkeyed/{writer}")
         txn = Transaction(own, self.store.table_name, int(self.clock()) + retention.horizon_seconds, instance=writer)
