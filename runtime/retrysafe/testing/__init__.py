@@ -9,7 +9,8 @@ the fixtures that need it, so Lambda packages never load them.
 - :class:`Boundary`, :class:`SimulatedCrash` -- faults on a botocore client (crashes, lost responses,
   throttling, cancellation reasons) and the ledger of applied transactions
 - :class:`DynamoSemantics` -- DynamoDB's documented semantics in front of moto (atomic calls,
-  transactions, ``ClientRequestToken``); :func:`ttl_sweep`, :func:`instant_retries`
+  transactions, ``ClientRequestToken``); :class:`GlobalTables` -- replicas in several regions with
+  replication lag (multi-Region eventual consistency); :func:`ttl_sweep`, :func:`instant_retries`
 - :class:`Clock`, :class:`DrillFailed`, :class:`DrillReport`
 """
 
@@ -18,7 +19,7 @@ from __future__ import annotations
 from .adapters import Answer, HttpAdapter, SqsAdapter, TaskAdapter, WebhookAdapter, engine_of
 from .boundary import ALWAYS, Boundary, Commit, SimulatedCrash
 from .drills import Clock, DrillFailed, DrillReport, Drills
-from .dynamodb_semantics import DynamoSemantics, instant_retries, ttl_sweep
+from .dynamodb_semantics import DynamoSemantics, GlobalTables, instant_retries, ttl_sweep
 from .outbox import outbox_stream_event, publish_twice
 
 __all__ = [
@@ -31,6 +32,7 @@ __all__ = [
     "DrillReport",
     "Drills",
     "DynamoSemantics",
+    "GlobalTables",
     "HttpAdapter",
     "SimulatedCrash",
     "SqsAdapter",
