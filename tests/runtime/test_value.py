@@ -13,6 +13,7 @@ import retrysafe
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from hypothesis import given
 from hypothesis import strategies as st
+from retrysafe._regions import HomeRegions
 from retrysafe._value import Value
 from retrysafe.config import Mode, Retention
 from retrysafe.engine import Completion, Intent, Outcome
@@ -66,6 +67,8 @@ SAMPLES: dict[type[Value], st.SearchStrategy[Value]] = {
     Refusal: st.builds(Refusal, text, st.booleans()),
     Message: st.builds(Message, sqs_records, text, json_values),
     TaskRequest: st.builds(TaskRequest, text, text, json_values, st.none() | text, st.none() | text),
+    HomeRegions: st.builds(HomeRegions, st.text(min_size=1, max_size=8),
+                           tenants=st.dictionaries(text, st.text(min_size=1, max_size=8), max_size=2)),
 }
 
 
