@@ -164,3 +164,29 @@ def test_a_bad_mapping_is_a_configuration_error(monkeypatch: pytest.MonkeyPatch,
     monkeypatch.setenv(names.TENANT_HOME_REGIONS_ENV, tenants)
     with pytest.raises(ConfigurationError, match=message):
         HomeRegions.from_env()
+
+
+def test_while_the_home_region_is_down_other_regions_answer_503_and_write_nothing(regions: dict[str, Any]) -> None:
+    """The failover story's first half (docs/multi-region.md): the mapping stays, the home replica refuses
+    every attempt (botocore's retries included), the function elsewhere answers 503 with Retry-After,
+    runs no effect twice, and writes nothing to its own replica; once the home is back, the retry runs once."""
+    import boto3
+    from botocore.config import Config
+    from retrysafe.testing import ALWAYS, Boundary, instant_retries
+
+    home = boto3.client("dynamodb", region_name=HOME, config=Config(retries={"mode": "standard", "max_attempts": 4}))
+    instant_retries(home)
+    outage = Boundary(home)
+    outage.fail("PutItem", 500, "InternalServerError", "simulated regional outage", times=ALWAYS)
+    effects: list[str] = []
+    store = DynamoStore(TABLE, client=regions[OTHER], home_regions=HomeRegions(HOME), home_clients={HOME: home})
+    create = handler(store, Mode.CLAIM_FIRST, effects)
+    far = CallCounter(regions[OTHER])
+    response = create(http_event({"amount": 10}), DrillContext())
+    assert response["statusCode"] == 503 and "Retry-After" in response["headers"]
+    assert effects == [] and records(regions[OTHER]) == [] and records(regions[HOME]) == []
+    assert outage.fired == [("PutItem", "error")] * 5  # the claim and botocore's 4 retries, all to the home region
+    assert far.total == 0
+    outage.close()
+    assert create(http_event({"amount": 10}), DrillContext())["statusCode"] == 201
+    assert len(effects) == 1 and len(records(regions[HOME])) == 1 and records(regions[OTHER]) == []
