@@ -693,6 +693,11 @@ DEEP: tuple[Scope, ...] = (
     Scope("http-claim-first", ("A", "A"), faults=1, total=1, env=("lapse",), skew=(0.0, 90.0)),
     *(Scope(path, ("A", "B"), faults=1, env=("expire", "ttl"), env_budget=2, sequential=True) for path in REQUESTS),
     *(Scope(path, ("A", "B"), faults=1, total=1) for path in REQUESTS),
+    # two regions with a home region: every request path, and a lease lapsing with replication at any moment
+    *(Scope(path, ("A", "A"), faults=0, env=("replicate",), env_budget=2, regions=REGIONS, home=REGIONS[0])
+      for path in REQUESTS),
+    Scope("http-claim-first", ("A", "A"), faults=0, env=("replicate", "lapse"), env_budget=3, regions=REGIONS,
+          home=REGIONS[0]),
 )
 
 
