@@ -122,8 +122,9 @@ class DynamoStore:
             if INIT_PHASE_ENV in os.environ:  # Lambda's init phase: the client exists before the first request
                 from . import snapstart
 
-                store.client  # noqa: B018
-                snapstart.register(store)  # and before a SnapStart snapshot, without connections
+                for each in (store, *store.home_stores()):  # the home regions' clients too
+                    each.client  # noqa: B018
+                    snapstart.register(each)  # and before a SnapStart snapshot, without connections
             _SHARED[name] = store
         return store
 
@@ -175,9 +176,16 @@ class DynamoStore:
         when given, else a client of its own (created on first use, with this store's configuration).
         """
         routing = self.home_regions
+        return self if routing is None else self._home(routing.region_for(scope))
+
+    def home_stores(self) -> list[DynamoStore]:
+        """The store of every home region other than this store's own (created now; none without routing)."""
+        routing = self.home_regions
         if routing is None:
-            return self
-        region = routing.region_for(scope)
+            return []
+        return [self._home(region) for region in sorted(routing.regions) if region != self.region]
+
+    def _home(self, region: str) -> DynamoStore:
         if region == self.region:
             return self
         home = self._homes.get(region)
