@@ -125,8 +125,8 @@ class IdempotentFunction(Construct):
         function's region.
     :param code: e.g. ``Code.from_asset("handlers")`` (required).
     :param handler: e.g. ``"orders.handler"`` (required).
-    :param business_tables: other tables its transactions write (same item-level actions).
-        @default none.
+    :param business_tables: other tables its transactions write (same item-level actions; with the
+        table's ``home_regions``, also on their replicas in the home regions). @default none.
     :param runtime: @default ``Runtime.PYTHON_3_14``.
     :param powertools_layer: the public Powertools layer (``LayerVersion.from_layer_version_arn(...)``);
         the retrysafe layer then ships without Powertools. @default Powertools inside the retrysafe layer.
@@ -166,7 +166,8 @@ class IdempotentFunction(Construct):
         self.table = table
         self.lease_source: str | None = None
         check_same_region(self, table.table, "the idempotency table")
-        own: dict[str, Any] = {"environment": {TABLE_ENV: table.table.table_name, HORIZON_ENV: table.retention_env()}}
+        own: dict[str, Any] = {"environment": {TABLE_ENV: table.table.table_name, HORIZON_ENV: table.retention_env(),
+                                               **table.home_environment()}}
         if snap_start:
             snapstart.check(self, runtime, struct_values(function_props))
             own.update(snapstart.function_props(f"{self.node.path}: a published SnapStart version"))
@@ -216,7 +217,7 @@ class IdempotentFunction(Construct):
     def grant_business_table(self, business: dynamodb.ITable) -> iam.Grant:
         """Let transactions write items of another table (item-level actions, that table only)."""
         grant = iam.Grant.add_to_principal(grantee=self._role, actions=list(RECORD_ACTIONS),
-                                           resource_arns=[business.table_arn])
+                                           resource_arns=[business.table_arn, *self.table.home_arns(self, business)])
         check_same_region(self, business, "the business table")
         if business.encryption_key is not None:
             grant_key(self._role, business.encryption_key, KEY_WRITE_ACTIONS)

@@ -174,6 +174,9 @@ class Engine:
         Raises :class:`KeyReuseMismatchError`, :class:`RequestInFlightError`,
         :class:`FencingError`, or whatever ``work`` raised (after releasing its claim).
         """
+        home = self.store.for_scope(intent.scope)
+        if home is not self.store:  # a table with replicas: this tenant's records live in another region
+            return Engine(home, cache=self.cache, clock=self.clock).execute(intent, work, remaining_ms)
         if idempotency_disabled():
             return self.execute_unkeyed(intent.scope, work, intent.retention,
                                         steps=intent.mode is Mode.CLAIM_FIRST)
@@ -197,6 +200,9 @@ class Engine:
         :meth:`Transaction.step <retrysafe.Transaction.step>` commits the writes buffered
         before it, with no record to hold its checkpoint.
         """
+        home = self.store.for_scope(scope)
+        if home is not self.store:
+            return Engine(home, cache=self.cache, clock=self.clock).execute_unkeyed(scope, work, retention)
         writer = new_token()
         own = Scope(scope.tenant, scope.operation, f"unkeyed/{writer}", namespace=scope.namespace)
 

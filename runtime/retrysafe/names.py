@@ -61,6 +61,11 @@ WEBHOOK_SECRET_PARAMETER_ENV = "RETRYSAFE_WEBHOOK_SECRET_PARAMETER"
 WEBHOOK_PROVIDER_ENV = "RETRYSAFE_WEBHOOK_PROVIDER"
 #: ``source`` of the events a webhook receiver appends.
 WEBHOOK_SOURCE_ENV = "RETRYSAFE_WEBHOOK_SOURCE"
+#: The default home region of the idempotency records when the table has replicas (global tables): every
+#: claim and commit of a tenant not listed in :data:`TENANT_HOME_REGIONS_ENV` is sent to this region.
+HOME_REGION_ENV = "RETRYSAFE_HOME_REGION"
+#: A JSON object of tenant to home region, for tenants whose records live in another region than the default.
+TENANT_HOME_REGIONS_ENV = "RETRYSAFE_TENANT_HOME_REGIONS"
 
 # -- webhooks --------------------------------------------------------------------------------
 

@@ -18,6 +18,7 @@ from retrysafe._config import Mode, Retention
 from retrysafe._engine import Completion, Intent, Outcome
 from retrysafe._keys import Scope
 from retrysafe._record import Record
+from retrysafe._regions import HomeRegions
 from retrysafe._store import ClaimResult
 from retrysafe._value import Value
 from retrysafe.http._core import HttpAnswer, StoredResponse
@@ -70,6 +71,8 @@ SAMPLES: dict[type[Value], st.SearchStrategy[Value]] = {
     KinesisMessage: st.builds(KinesisMessage, st.none(), text, st.binary(max_size=8), json_values),
     DynamoDBChange: st.builds(DynamoDBChange, st.none(), text),
     TaskRequest: st.builds(TaskRequest, text, text, json_values, st.none() | text, st.none() | text),
+    HomeRegions: st.builds(HomeRegions, st.text(min_size=1, max_size=8),
+                           tenants=st.dictionaries(text, st.text(min_size=1, max_size=8), max_size=2)),
 }
 
 
