@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, TypedDict
 
-from aws_cdk import Duration, Stack
+from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda_event_sources as sources
@@ -17,7 +17,7 @@ from constructs import Construct
 
 from ._props import refuse_ignored, struct_values
 from .alarms import AlarmOptions, add_alarm
-from .function import IdempotentFunction
+from .function import IdempotentFunction, stack_relative_path
 from .horizon import queue_redelivery
 
 MIN_RECEIVES = 5
@@ -65,12 +65,6 @@ class QueueConsumerProps(TypedDict, total=False):
     max_batching_window: Duration
     max_concurrency: int
     alarms: bool | AlarmOptions
-
-
-def stack_relative_path(scope: Construct) -> str:
-    """``scope``'s construct path below its stack: what stays the same when stacks or stages are renamed."""
-    stack = Stack.of(scope)
-    return scope.node.path.removeprefix(stack.node.path + "/")
 
 
 class IdempotentQueueConsumer(Construct):

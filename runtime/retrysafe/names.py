@@ -37,6 +37,9 @@ VISIBILITY_TIMEOUT_ENV = "RETRYSAFE_VISIBILITY_TIMEOUT_SECONDS"
 #: An SQS consumer's default operation, set per deployed consumer by the constructs (a stable name, not the
 #: function's physical name, which changes when the function is replaced); the decorator's ``operation=`` wins.
 SQS_OPERATION_ENV = "RETRYSAFE_SQS_OPERATION"
+#: The default operation of a function fed by an EventBridge rule, an SNS subscription or a Kinesis or
+#: DynamoDB stream, set per deployed function by the constructs (the same stable name); ``operation=`` wins.
+OPERATION_ENV = "RETRYSAFE_OPERATION"
 #: The outbox target: an EventBridge bus name or ARN, an SNS topic ARN or an SQS queue URL (exactly one).
 EVENT_BUS_ENV = "RETRYSAFE_EVENT_BUS_NAME"
 TOPIC_ENV = "RETRYSAFE_TOPIC_ARN"

@@ -14,17 +14,22 @@ from aws_cdk import aws_apigatewayv2_authorizers as authorizers
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_events as events
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kinesis as kinesis
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 from retrysafe import names
 from retrysafe_cdk import (
     IdempotencyTable,
+    IdempotentEventRule,
     IdempotentFunction,
     IdempotentHttpApi,
     IdempotentQueueConsumer,
     IdempotentRestApi,
+    IdempotentStreamConsumer,
+    IdempotentTopicSubscription,
     Outbox,
     OutboxPipe,
     OutboxTarget,
@@ -102,6 +107,52 @@ def _saga(stack: cdk.Stack) -> None:
          log_group_props=logs.LogGroupProps(retention=logs.RetentionDays.ONE_DAY))
 
 
+ORDER_PLACED = events.RuleProps(event_pattern=events.EventPattern(source=["shop.orders"]))
+THREE_DAYS = sqs.QueueProps(retention_period=Duration.days(3))
+
+
+def _event_rule(stack: cdk.Stack) -> None:
+    IdempotentEventRule(stack, "Rule", function=inline_function(stack, IdempotencyTable(stack, "T")),
+                        existing_rule=events.Rule(stack, "Own", event_pattern=ORDER_PLACED.event_pattern),
+                        rule_props=ORDER_PLACED)
+
+
+def _event_rule_dlq(stack: cdk.Stack) -> None:
+    IdempotentEventRule(stack, "Rule", function=inline_function(stack, IdempotencyTable(stack, "T")),
+                        rule_props=ORDER_PLACED, existing_dead_letter_queue=sqs.Queue(stack, "Own"),
+                        dead_letter_queue_props=THREE_DAYS, dead_letter_queue_logical_id="Pinned")
+
+
+def _stream(stack: cdk.Stack) -> None:
+    IdempotentStreamConsumer(stack, "Stream", function=inline_function(stack, IdempotencyTable(stack, "T")),
+                             existing_stream=kinesis.Stream(stack, "Own"),
+                             stream_props=kinesis.StreamProps(shard_count=2), stream_logical_id="Pinned")
+
+
+def _stream_table(stack: cdk.Stack) -> None:
+    own = dynamodb.Table(stack, "Own", partition_key=dynamodb.Attribute(name="id", type=dynamodb.AttributeType.STRING),
+                         stream=dynamodb.StreamViewType.NEW_IMAGE)
+    IdempotentStreamConsumer(stack, "Stream", function=inline_function(stack, IdempotencyTable(stack, "T")),
+                             existing_table=own, stream_props=kinesis.StreamProps(shard_count=2))
+
+
+def _stream_failures(stack: cdk.Stack) -> None:
+    IdempotentStreamConsumer(stack, "Stream", function=inline_function(stack, IdempotencyTable(stack, "T")),
+                             existing_failure_queue=sqs.Queue(stack, "Own"), failure_queue_props=THREE_DAYS)
+
+
+def _topic(stack: cdk.Stack) -> None:
+    IdempotentTopicSubscription(stack, "Sub", function=inline_function(stack, IdempotencyTable(stack, "T")),
+                                existing_topic=sns.Topic(stack, "Own"), topic_props=sns.TopicProps(display_name="x"),
+                                topic_logical_id="Pinned")
+
+
+def _topic_dlq(stack: cdk.Stack) -> None:
+    IdempotentTopicSubscription(stack, "Sub", function=inline_function(stack, IdempotencyTable(stack, "T")),
+                                existing_dead_letter_queue=sqs.Queue(stack, "Own"),
+                                dead_letter_queue_props=THREE_DAYS)
+
+
 @pytest.mark.parametrize(("build", "existing", "resource", "props"), [
     (_table, "existing_table", "Own", "table_props, logical_id"),
     (_queue, "existing_dead_letter_queue", "Own", "dead_letter_queue_props"),
@@ -112,6 +163,13 @@ def _saga(stack: cdk.Stack) -> None:
     (_function, "existing_log_group", "Own", "log_group_props"),
     (_python_function, "existing_log_group", "Own", "log_group_props"),
     (_saga, "existing_log_group", "Own", "log_group_props"),
+    (_event_rule, "existing_rule", "Own", "rule_props"),
+    (_event_rule_dlq, "existing_dead_letter_queue", "Own", "dead_letter_queue_props, dead_letter_queue_logical_id"),
+    (_stream, "existing_stream", "Own", "stream_props, stream_logical_id"),
+    (_stream_table, "existing_table", "Own", "stream_props"),
+    (_stream_failures, "existing_failure_queue", "Own", "failure_queue_props"),
+    (_topic, "existing_topic", "Own", "topic_props, topic_logical_id"),
+    (_topic_dlq, "existing_dead_letter_queue", "Own", "dead_letter_queue_props"),
 ], ids=lambda value: value.__name__.lstrip("_") if callable(value) else None)
 def test_existing_with_props_is_refused_naming_them(build: Callable[[cdk.Stack], None], existing: str, resource: str,
                                                     props: str) -> None:
