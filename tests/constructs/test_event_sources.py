@@ -36,6 +36,7 @@ from retrysafe_cdk import (
 )
 from retrysafe_cdk.horizon import SNS_LAMBDA_DELIVERY_SECONDS
 
+from constructs import Construct
 from tests.helpers import Synthesized
 
 from .builders import DAY, inline_function, new_stack
@@ -413,3 +414,113 @@ def test_grant_put_events_names_the_rules_bus_only(stack: cdk.Stack, table: Idem
     bus_arn = {"Fn::GetAtt": [stack.get_logical_id(bus.node.default_child), "Arn"]}  # type: ignore[arg-type]
     assert statements[0]["Resource"] == bus_arn
     assert "event-bus/default" in json.dumps(statements[1]["Resource"])
+
+
+# -- one operation per function, one function per operation and table --------------------------------------
+
+
+def _variables(stack: cdk.Stack, fn: IdempotentFunction) -> dict[str, Any]:
+    variables: dict[str, Any] = _resource(stack, fn.function)["Environment"]["Variables"]
+    return variables
+
+
+def test_each_source_gives_its_function_an_operation_named_by_its_path(stack: cdk.Stack,
+                                                                       table: IdempotencyTable) -> None:
+    rule_fn, topic_fn, stream_fn = (inline_function(stack, table, t) for t in (10, 20, 30))
+    rule = IdempotentEventRule(stack, "OrderPlaced", function=rule_fn, rule_props=ORDER_PLACED)
+    topic = IdempotentTopicSubscription(stack, "Receipts", function=topic_fn, operation="send-receipt")
+    consumer = IdempotentStreamConsumer(stack, "Clicks", function=stream_fn)
+    assert (rule.operation, topic.operation, consumer.operation) == ("OrderPlaced", "send-receipt", "Clicks")
+    for fn, source in ((rule_fn, rule), (topic_fn, topic), (stream_fn, consumer)):
+        assert _variables(stack, fn)[names.OPERATION_ENV] == source.operation
+    assert table.operations == {"OrderPlaced": rule.node.path, "send-receipt": topic.node.path,
+                                "Clicks": consumer.node.path}
+
+
+def test_two_functions_with_one_operation_on_one_table_are_refused(stack: cdk.Stack, table: IdempotencyTable) -> None:
+    # Copied with the same handler and namespace, the second would acknowledge the first one's events as duplicates.
+    IdempotentEventRule(stack, "Fulfil", function=inline_function(stack, table), rule_props=ORDER_PLACED,
+                        operation="fulfil")
+    with pytest.raises(ValueError, match=r"Sources/FulfilEu: the operation 'fulfil' is already used by Sources/Fulfil "
+                                         r"on the idempotency table Sources/Table.*Fix: pass a distinct operation="):
+        IdempotentTopicSubscription(stack, "FulfilEu", function=inline_function(stack, table, 20), operation="fulfil")
+    with pytest.raises(ValueError, match=r"the operation 'fulfil' is already used by Sources/Fulfil"):
+        IdempotentStreamConsumer(stack, "FulfilStream", function=inline_function(stack, table, 30),
+                                 operation="fulfil")
+
+
+def test_a_second_source_of_one_function_shares_its_operation_or_is_refused(stack: cdk.Stack,
+                                                                           table: IdempotencyTable) -> None:
+    fn = inline_function(stack, table)
+    first = IdempotentEventRule(stack, "Placed", function=fn, rule_props=ORDER_PLACED)
+    second = IdempotentEventRule(stack, "Cancelled", function=fn, existing_dead_letter_queue=first.dead_letter_queue,
+                                 rule_props=events.RuleProps(event_pattern=events.EventPattern(
+                                     source=["shop.orders"], detail_type=["OrderCancelled"])), alarms=False)
+    assert second.operation == first.operation == "Placed" == _variables(stack, fn)[names.OPERATION_ENV]
+    with pytest.raises(ValueError, match=r"Sources/Other: Sources/Fn10 already has the operation 'Placed' \(from "
+                                         r"Sources/Placed\), and a function has one \(RETRYSAFE_OPERATION\).*Fix: omit "
+                                         r"operation= here \(or pass 'Placed'\), or give this source its own"):
+        IdempotentEventRule(stack, "Other", function=fn, existing_dead_letter_queue=first.dead_letter_queue,
+                            rule_props=ORDER_PLACED, operation="other")
+
+
+# -- moving the stateful resources -------------------------------------------------------------------------
+
+
+def _stateful_ids(parent: Construct, table: IdempotencyTable, pins: bool) -> dict[str, str]:
+    stack = cdk.Stack.of(parent)
+    pinned: dict[str, Any] = {"rule": {"dead_letter_queue_logical_id": "RuleDlq"},
+                              "stream": {"stream_logical_id": "Clicks", "failure_queue_logical_id": "ClickFailures"},
+                              "topic": {"topic_logical_id": "Receipts", "dead_letter_queue_logical_id": "ReceiptDlq"}}
+    given = pinned if pins else {"rule": {}, "stream": {}, "topic": {}}
+    rule = IdempotentEventRule(parent, "Rule", function=inline_function(stack, table), rule_props=ORDER_PLACED,
+                               operation="rule", **given["rule"])
+    consumer = IdempotentStreamConsumer(parent, "Stream", function=inline_function(stack, table, 20),
+                                        operation="stream", **given["stream"])
+    topic = IdempotentTopicSubscription(parent, "Topic", function=inline_function(stack, table, 30),
+                                        operation="topic", **given["topic"])
+    assert consumer.stream is not None
+    resources = {"rule dlq": rule.dead_letter_queue, "stream": consumer.stream,
+                 "failure queue": consumer.failure_queue, "topic": topic.topic, "topic dlq": topic.dead_letter_queue}
+    # the rendered logical id (get_logical_id allocates from the path and does not see an override)
+    return {name: stack.resolve(r.node.default_child.logical_id)  # type: ignore[union-attr]
+            for name, r in resources.items()}
+
+
+@pytest.mark.parametrize("pins", [False, True], ids=["derived", "pinned"])
+def test_pinned_logical_ids_survive_moving_the_constructs(pins: bool) -> None:
+    before_stack = new_stack("Sources")
+    before = _stateful_ids(before_stack, IdempotencyTable(before_stack, "Table"), pins)
+    after_stack = new_stack("Sources")
+    after = _stateful_ids(Construct(after_stack, "Ingest"), IdempotencyTable(after_stack, "Table"), pins)
+    if pins:
+        assert before == after == {"rule dlq": "RuleDlq", "stream": "Clicks", "failure queue": "ClickFailures",
+                                   "topic": "Receipts", "topic dlq": "ReceiptDlq"}
+    else:  # what the pins are for: every one of them would be replaced, empty
+        assert all(before[name] != after[name] for name in before)
+
+
+# -- a table's stream in another region --------------------------------------------------------------------
+
+
+def test_a_table_stream_of_another_region_is_refused_with_the_fix() -> None:
+    app = cdk.App()
+    data = cdk.Stack(app, "Data", env=cdk.Environment(account="123456789012", region="us-east-1"))
+    service = cdk.Stack(app, "Service", env=cdk.Environment(account="123456789012", region="eu-west-1"))
+    orders = dynamodb.Table(data, "Orders", table_name="orders", stream=dynamodb.StreamViewType.NEW_IMAGE,
+                            partition_key=dynamodb.Attribute(name="id", type=dynamodb.AttributeType.STRING))
+    fn = inline_function(service, IdempotencyTable(service, "Table"))
+    with pytest.raises(ValueError, match=r"Service/Changes: the table whose stream is consumed Data/Orders is in "
+                                         r"us-east-1, the function in eu-west-1\. Lambda maps a stream only to a "
+                                         r"function of its region.*Fix: put the function in a stack of us-east-1"):
+        IdempotentStreamConsumer(service, "Changes", function=fn, existing_table=orders)
+
+
+def test_existing_table_with_kinesis_props_says_what_omitting_it_does(stack: cdk.Stack,
+                                                                      table: IdempotencyTable) -> None:
+    orders = dynamodb.Table(stack, "Orders", partition_key=dynamodb.Attribute(
+        name="id", type=dynamodb.AttributeType.STRING), stream=dynamodb.StreamViewType.NEW_IMAGE)
+    with pytest.raises(ValueError, match=r"existing_table=Sources/Orders is given, so retention_period would not "
+                                         r"apply.*or omit existing_table to consume a Kinesis stream with them\.$"):
+        IdempotentStreamConsumer(stack, "Changes", function=inline_function(stack, table), existing_table=orders,
+                                 retention_period=Duration.days(2))
