@@ -35,35 +35,33 @@ class IdempotentEventRule(Construct):
     record: the event is its ``requestPayload``). Their sum, plus the DLQ's retention (an operator
     redrives it), is this rule's part of the table's :class:`RetryHorizon`.
 
-    Props (all keyword-only):
-
-    - ``function``: the target; its handler uses ``retrysafe.idempotent``. Required.
-    - ``existing_rule``: a rule of your own to add the target to. @default a new rule ``Rule``
-      from ``rule_props``.
-    - ``rule_props``: ``events.RuleProps`` of the new rule (``event_pattern`` or ``schedule``,
-      ``event_bus``...). @default none: refused, a rule needs a pattern or a schedule. Refused
-      with ``existing_rule``.
-    - ``existing_dead_letter_queue``: a queue of your own (same account and region). @default a
-      new queue ``DeadLetterQueue`` from ``dead_letter_queue_props``.
-    - ``dead_letter_queue_props``: ``sqs.QueueProps`` of the new queue. @default SQS-managed
-      encryption, TLS only, 14 days' retention. Refused with ``existing_dead_letter_queue``.
-    - ``dead_letter_queue_logical_id``: pin the new queue's logical id (moving or renaming this
-      construct then keeps the queue and its messages). @default derived from the construct path.
-      Refused with ``existing_dead_letter_queue``.
-    - ``operation``: the operation the function's records are scoped by (with the handler's
-      ``namespace=``), passed as ``RETRYSAFE_OPERATION``. @default the function's operation when
-      another rule or subscription already gave it one, else this construct's path below its stack
-      (pin it before moving or renaming the construct). An ``operation=`` in the handler's decorator
-      wins. Two functions with one operation on one table are refused.
-    - ``event``: what the function receives (``events.RuleTargetInput``). @default the event. A
-      transformed input has no envelope ``id``, the runtime's default key: give the handler a ``key=``.
-    - ``max_event_age``: how long EventBridge retries a delivery, 60 s..24 h. @default 24 hours.
-    - ``retry_attempts``: EventBridge's delivery retries, 0..185. @default 185.
-    - ``async_max_event_age``: how long Lambda keeps retrying the invocation, 60 s..6 h.
-      @default 6 hours.
-    - ``async_retry_attempts``: Lambda's retries of a failed invocation, 0..2. @default 2.
-    - ``alarms``: ``True``, ``False`` or :class:`AlarmOptions`. @default True: ``DlqDepthAlarm``
-      (DLQ depth >= 1) and ``DlqSendFailedAlarm`` (``InvocationsFailedToBeSentToDlq`` >= 1: events lost).
+    :param function: the target; its handler uses ``retrysafe.idempotent``. Required.
+    :param existing_rule: a rule of your own to add the target to. @default a new rule ``Rule``
+        from ``rule_props``.
+    :param rule_props: ``events.RuleProps`` of the new rule (``event_pattern`` or ``schedule``,
+        ``event_bus``...). @default none: refused, a rule needs a pattern or a schedule. Refused
+        with ``existing_rule``.
+    :param existing_dead_letter_queue: a queue of your own (same account and region). @default a
+        new queue ``DeadLetterQueue`` from ``dead_letter_queue_props``.
+    :param dead_letter_queue_props: ``sqs.QueueProps`` of the new queue. @default SQS-managed
+        encryption, TLS only, 14 days' retention. Refused with ``existing_dead_letter_queue``.
+    :param dead_letter_queue_logical_id: pin the new queue's logical id (moving or renaming this
+        construct then keeps the queue and its messages). @default derived from the construct path.
+        Refused with ``existing_dead_letter_queue``.
+    :param operation: the operation the function's records are scoped by (with the handler's
+        ``namespace=``), passed as ``RETRYSAFE_OPERATION``. @default the function's operation when
+        another rule or subscription already gave it one, else this construct's path below its stack
+        (pin it before moving or renaming the construct). An ``operation=`` in the handler's decorator
+        wins. Two functions with one operation on one table are refused.
+    :param event: what the function receives (``events.RuleTargetInput``). @default the event. A
+        transformed input has no envelope ``id``, the runtime's default key: give the handler a ``key=``.
+    :param max_event_age: how long EventBridge retries a delivery, 60 s..24 h. @default 24 hours.
+    :param retry_attempts: EventBridge's delivery retries, 0..185. @default 185.
+    :param async_max_event_age: how long Lambda keeps retrying the invocation, 60 s..6 h.
+        @default 6 hours.
+    :param async_retry_attempts: Lambda's retries of a failed invocation, 0..2. @default 2.
+    :param alarms: ``True``, ``False`` or :class:`AlarmOptions`. @default True: ``DlqDepthAlarm``
+        (DLQ depth >= 1) and ``DlqSendFailedAlarm`` (``InvocationsFailedToBeSentToDlq`` >= 1: events lost).
 
     Attributes: ``rule``, ``dead_letter_queue``, ``target``, ``redelivery_seconds``, ``operation``,
     ``dlq_alarm``, ``lost_alarm``. ``grant_put_events`` lets a producer put events on the rule's bus.

@@ -84,8 +84,8 @@ def python_function(scope: Construct, *, code: lambda_.Code, handler: str,
     Children of ``scope``: ``Logs`` (unless ``existing_log_group``), ``Role`` (unless
     ``existing_role``), ``Function``.
 
-    :param code: the function's code, e.g. ``Code.from_asset("handlers")``.
-    :param handler: ``module.function``.
+    :param code: the function's code, e.g. ``Code.from_asset("handlers")`` (required).
+    :param handler: ``module.function`` (required).
     :param runtime: @default ``Runtime.PYTHON_3_14``.
     :param layers: layers before the ones in ``function_props.layers``. @default none.
     :param existing_role: a role to use (its grants are added to it). @default a new role that can only

@@ -36,32 +36,30 @@ class IdempotentTopicSubscription(Construct):
     redrives it), is this subscription's part of the table's :class:`RetryHorizon`: about 37 days
     with the defaults.
 
-    Props (all keyword-only):
-
-    - ``function``: the subscriber; its handler uses ``retrysafe.idempotent``. Required.
-    - ``existing_topic``: a topic of your own (a standard topic: FIFO topics cannot deliver to
-      Lambda). @default a new topic ``Topic`` from ``topic_props``.
-    - ``topic_props``: ``sns.TopicProps`` of the new topic. @default TLS only, encrypted with a new
-      KMS key ``TopicKey`` (rotation on). Refused with ``existing_topic``.
-    - ``topic_logical_id``: pin the new topic's logical id (moving or renaming this construct then
-      keeps the topic, its ARN and its other subscriptions). @default derived from the construct
-      path. Refused with ``existing_topic``.
-    - ``existing_dead_letter_queue``: a queue of your own (same account and region as the
-      subscription). @default a new queue ``DeadLetterQueue`` from ``dead_letter_queue_props``.
-    - ``dead_letter_queue_props``: ``sqs.QueueProps`` of the new queue. @default SQS-managed
-      encryption, TLS only, 14 days' retention. Refused with ``existing_dead_letter_queue``.
-    - ``dead_letter_queue_logical_id``: pin the new queue's logical id. @default derived from the
-      construct path. Refused with ``existing_dead_letter_queue``.
-    - ``operation``: the operation the function's records are scoped by, as for
-      :class:`IdempotentEventRule`. @default the function's operation when another rule or
-      subscription already gave it one, else this construct's path below its stack.
-    - ``filter_policy``: ``{attribute: sns.SubscriptionFilter}``. @default every message.
-    - ``async_max_event_age``: how long Lambda keeps retrying the invocation, 60 s..6 h.
-      @default 6 hours.
-    - ``async_retry_attempts``: Lambda's retries of a failed invocation, 0..2. @default 2.
-    - ``alarms``: ``True``, ``False`` or :class:`AlarmOptions`. @default True: ``DlqDepthAlarm``
-      (DLQ depth >= 1) and ``DlqSendFailedAlarm`` (the topic's
-      ``NumberOfNotificationsFailedToRedriveToDlq`` >= 1: messages lost).
+    :param function: the subscriber; its handler uses ``retrysafe.idempotent``. Required.
+    :param existing_topic: a topic of your own (a standard topic: FIFO topics cannot deliver to
+        Lambda). @default a new topic ``Topic`` from ``topic_props``.
+    :param topic_props: ``sns.TopicProps`` of the new topic. @default TLS only, encrypted with a new
+        KMS key ``TopicKey`` (rotation on). Refused with ``existing_topic``.
+    :param topic_logical_id: pin the new topic's logical id (moving or renaming this construct then
+        keeps the topic, its ARN and its other subscriptions). @default derived from the construct
+        path. Refused with ``existing_topic``.
+    :param existing_dead_letter_queue: a queue of your own (same account and region as the
+        subscription). @default a new queue ``DeadLetterQueue`` from ``dead_letter_queue_props``.
+    :param dead_letter_queue_props: ``sqs.QueueProps`` of the new queue. @default SQS-managed
+        encryption, TLS only, 14 days' retention. Refused with ``existing_dead_letter_queue``.
+    :param dead_letter_queue_logical_id: pin the new queue's logical id. @default derived from the
+        construct path. Refused with ``existing_dead_letter_queue``.
+    :param operation: the operation the function's records are scoped by, as for
+        :class:`IdempotentEventRule`. @default the function's operation when another rule or
+        subscription already gave it one, else this construct's path below its stack.
+    :param filter_policy: ``{attribute: sns.SubscriptionFilter}``. @default every message.
+    :param async_max_event_age: how long Lambda keeps retrying the invocation, 60 s..6 h.
+        @default 6 hours.
+    :param async_retry_attempts: Lambda's retries of a failed invocation, 0..2. @default 2.
+    :param alarms: ``True``, ``False`` or :class:`AlarmOptions`. @default True: ``DlqDepthAlarm``
+        (DLQ depth >= 1) and ``DlqSendFailedAlarm`` (the topic's
+        ``NumberOfNotificationsFailedToRedriveToDlq`` >= 1: messages lost).
 
     Attributes: ``topic``, ``dead_letter_queue``, ``subscription``, ``redelivery_seconds``, ``operation``,
     ``dlq_alarm``, ``lost_alarm``.

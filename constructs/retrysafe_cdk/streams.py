@@ -42,48 +42,48 @@ class IdempotentStreamConsumer(Construct):
     sequence numbers), not the records: replaying it means reading the stream again, so the
     stream's retention is this consumer's part of the table's :class:`RetryHorizon`.
 
-    Props (all keyword-only):
-
-    - ``function``: the consumer; its handler uses ``retrysafe.idempotent_kinesis`` or
-      ``retrysafe.idempotent_dynamodb_stream``. Required.
-    - ``existing_stream``: a Kinesis stream of your own. @default a new on-demand stream
-      ``Stream`` (AWS-managed encryption, 24 hours' retention) from ``stream_props``.
-    - ``stream_props``: ``kinesis.StreamProps`` of the new stream. @default on demand, AWS-managed
-      encryption, 24 hours' retention. Refused with ``existing_stream``.
-    - ``stream_logical_id``: pin the new stream's logical id (moving or renaming this construct
-      then keeps the stream and its records). @default derived from the construct path. Refused
-      with ``existing_stream``.
-    - ``existing_table``: consume this DynamoDB table's stream instead (it must have one, in the
-      function's region; with a customer-managed key the function gets ``kms:Decrypt`` on it).
-      @default none: a Kinesis stream. Refused with ``existing_stream``, ``stream_props``,
-      ``stream_logical_id`` and ``retention_period``.
-    - ``retention_period``: the deployed retention of an imported Kinesis stream
-      (``Stream.from_stream_arn``), which synthesis cannot read. @default none: required for an
-      imported stream, refused otherwise (a stream of this app brings its own).
-    - ``existing_failure_queue``: the on-failure destination. @default a new queue
-      ``FailureQueue`` from ``failure_queue_props``.
-    - ``failure_queue_props``: ``sqs.QueueProps`` of the new queue. @default SQS-managed
-      encryption, TLS only, 14 days' retention. Refused with ``existing_failure_queue``.
-    - ``failure_queue_logical_id``: pin the new queue's logical id. @default derived from the
-      construct path. Refused with ``existing_failure_queue``.
-    - ``operation``: the operation the function's records are scoped by (with the handler's
-      ``subscriber=``), passed as ``RETRYSAFE_OPERATION``. @default the function's operation when
-      another stream consumer already gave it one, else this construct's path below its stack (pin
-      it before moving or renaming the construct: its new event source mapping reads the stream
-      again from ``starting_position``). An ``operation=`` in the handler's decorator wins. Two
-      functions with one operation on one table are refused.
-    - ``starting_position``: @default ``TRIM_HORIZON`` (no record of the retention is skipped).
-    - ``batch_size``: @default 100. ``max_batching_window``: @default none.
-    - ``retry_attempts``: retries of a failing batch (after bisecting), 0..10000. @default 10.
-    - ``max_record_age``: older records are not retried. @default none: until the retention ends.
-    - ``ordered``: records of one shard run in order. @default True.
-    - ``parallelization_factor``: batches per shard at once, 1..10; more than 1 keeps only the
-      order per partition key, so it needs ``ordered=False``. @default 1.
-    - ``filters``: event filtering patterns (``lambda_.FilterCriteria.filter(...)``). @default none.
-    - ``alarms``: ``True``, ``False`` or :class:`AlarmOptions`. @default True: ``IteratorAgeAlarm``
-      (the function more than ``iterator_age_threshold`` behind the stream for 15 minutes) and
-      ``FailureQueueAlarm`` (on-failure queue depth >= 1).
-    - ``iterator_age_threshold``: @default 5 minutes.
+    :param function: the consumer; its handler uses ``retrysafe.idempotent_kinesis`` or
+        ``retrysafe.idempotent_dynamodb_stream``. Required.
+    :param existing_stream: a Kinesis stream of your own. @default a new on-demand stream
+        ``Stream`` (AWS-managed encryption, 24 hours' retention) from ``stream_props``.
+    :param stream_props: ``kinesis.StreamProps`` of the new stream. @default on demand, AWS-managed
+        encryption, 24 hours' retention. Refused with ``existing_stream``.
+    :param stream_logical_id: pin the new stream's logical id (moving or renaming this construct
+        then keeps the stream and its records). @default derived from the construct path. Refused
+        with ``existing_stream``.
+    :param existing_table: consume this DynamoDB table's stream instead (it must have one, in the
+        function's region; with a customer-managed key the function gets ``kms:Decrypt`` on it).
+        @default none: a Kinesis stream. Refused with ``existing_stream``, ``stream_props``,
+        ``stream_logical_id`` and ``retention_period``.
+    :param retention_period: the deployed retention of an imported Kinesis stream
+        (``Stream.from_stream_arn``), which synthesis cannot read. @default none: required for an
+        imported stream, refused otherwise (a stream of this app brings its own).
+    :param existing_failure_queue: the on-failure destination. @default a new queue
+        ``FailureQueue`` from ``failure_queue_props``.
+    :param failure_queue_props: ``sqs.QueueProps`` of the new queue. @default SQS-managed
+        encryption, TLS only, 14 days' retention. Refused with ``existing_failure_queue``.
+    :param failure_queue_logical_id: pin the new queue's logical id. @default derived from the
+        construct path. Refused with ``existing_failure_queue``.
+    :param operation: the operation the function's records are scoped by (with the handler's
+        ``subscriber=``), passed as ``RETRYSAFE_OPERATION``. @default the function's operation when
+        another source already gave it one, else this construct's path below its stack (pin
+        it before moving or renaming the construct: its new event source mapping reads the stream
+        again from ``starting_position``). An ``operation=`` in the handler's decorator wins. Two
+        functions with one operation on one table are refused.
+    :param starting_position: where a new mapping starts reading. @default ``TRIM_HORIZON`` (no
+        record of the retention is skipped).
+    :param batch_size: records per batch. @default 100.
+    :param max_batching_window: how long to gather a batch. @default none.
+    :param retry_attempts: retries of a failing batch (after bisecting), 0..10000. @default 10.
+    :param max_record_age: older records are not retried. @default none: until the retention ends.
+    :param ordered: records of one shard run in order. @default True.
+    :param parallelization_factor: batches per shard at once, 1..10; more than 1 keeps only the
+        order per partition key, so it needs ``ordered=False``. @default 1.
+    :param filters: event filtering patterns (``lambda_.FilterCriteria.filter(...)``). @default none.
+    :param alarms: ``True``, ``False`` or :class:`AlarmOptions`. @default True: ``IteratorAgeAlarm``
+        (the function more than ``iterator_age_threshold`` behind the stream for 15 minutes) and
+        ``FailureQueueAlarm`` (on-failure queue depth >= 1).
+    :param iterator_age_threshold: the ``IteratorAgeAlarm``'s threshold. @default 5 minutes.
 
     Attributes: ``stream`` (None for a DynamoDB table), ``table`` (None for Kinesis),
     ``stream_arn``, ``failure_queue``, ``event_source``, ``retention_seconds``, ``operation``, ``alarms``.

@@ -3,11 +3,14 @@ together with ``<x>_props`` through one check, whose message names the ignored p
 
 from __future__ import annotations
 
+import inspect
+import re
 from collections.abc import Callable
 from typing import Any
 
 import aws_cdk as cdk
 import pytest
+import retrysafe_cdk
 from aws_cdk import Duration
 from aws_cdk import aws_apigatewayv2 as apigwv2
 from aws_cdk import aws_apigatewayv2_authorizers as authorizers
@@ -205,3 +208,25 @@ def test_every_other_lambda_setting_passes_through_function_props() -> None:
         2048, 25, "mine", 4)
     assert props["environment"]["variables"]["MINE"] == "1" and names.TABLE_ENV in props["environment"]["variables"]
     assert fn.timeout.to_seconds() == 25
+
+
+def _documented_props() -> list[tuple[str, Any, str]]:
+    """(name, callable whose keyword-only parameters are props, the docstring that documents them)."""
+    found: list[tuple[str, Any, str]] = [("python_function", python_function, inspect.getdoc(python_function) or "")]
+    for name in retrysafe_cdk.__all__:
+        value = getattr(retrysafe_cdk, name)
+        if inspect.isclass(value) and issubclass(value, Construct):
+            found.append((name, value.__init__, inspect.getdoc(value) or ""))
+    return found
+
+
+@pytest.mark.parametrize(("name", "function", "doc"), _documented_props(), ids=lambda value: value
+                         if isinstance(value, str) and " " not in value else "")
+def test_every_prop_is_documented_once_with_its_default(name: str, function: Any, doc: str) -> None:
+    entries = re.findall(r"^:param (\w+): (.*?)(?=^:param |^\S|\Z)", doc, re.MULTILINE | re.DOTALL)
+    documented = [prop for prop, _ in entries]
+    props = [p.name for p in inspect.signature(function).parameters.values() if p.kind is p.KEYWORD_ONLY]
+    assert sorted(prop for prop in documented if prop in props) == sorted(props), f"{name}: not each prop once"
+    undefaulted = [prop for prop, text in entries if prop in props
+                   and "@default" not in text and "required" not in text.lower()]
+    assert undefaulted == [], f"{name}: props without @default (or 'required')"
