@@ -66,17 +66,22 @@ def _region(table: dynamodb.ITable) -> str | None:
     return None if Token.is_unresolved(region) else region
 
 
-def check_same_region(scope: Construct, table: dynamodb.ITable, what: str) -> None:
-    """Refuse a table in another region than ``scope``'s stack (the runtime reaches tables by name, in its region)."""
+def check_same_region(scope: Construct, table: dynamodb.ITable, what: str, *, why: str | None = None) -> None:
+    """Refuse a table in another region than ``scope``'s stack (the runtime reaches tables by name, in its region).
+
+    ``why``: what would go wrong instead, when it is not the runtime's calls by table name (a stream's
+    event source mapping, say).
+    """
     table_region, own_region = _region(table), Stack.of(scope).region
     if table_region is None or Token.is_unresolved(own_region) or table_region == own_region:
         return
+    why = why or (f"The runtime calls DynamoDB by table name in its own region, so it would get ResourceNotFound "
+                  f"there (or write a same-named table of {own_region}).")
     raise ValueError(
-        f"{scope.node.path}: {what} {table.node.path} is in {table_region}, the function in {own_region}. The runtime "
-        f"calls DynamoDB by table name in its own region, so it would get ResourceNotFound there (or write a "
-        f"same-named table of {own_region}). Fix: put the function in a stack of {table_region}, or give the table a "
-        f"replica in {own_region} (dynamodb.TableV2(..., replicas=[ReplicaTableProps(region={own_region!r})])) and "
-        f"pass that region's replica (TableV2.replica({own_region!r})).")
+        f"{scope.node.path}: {what} {table.node.path} is in {table_region}, the function in {own_region}. {why} "
+        f"Fix: put the function in a stack of {table_region}, or give the table a replica in {own_region} "
+        f"(dynamodb.TableV2(..., replicas=[ReplicaTableProps(region={own_region!r})])) and pass that region's "
+        f"replica (TableV2.replica({own_region!r})).")
 
 
 @jsii.implements(IResolvable)

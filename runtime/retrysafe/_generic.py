@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import os
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol, TypeVar, cast
 
@@ -277,7 +278,10 @@ def idempotent(*, namespace: str, key: Selector | None = None, fingerprint: Sele
 
     def decorate(func: EventHandler[R]) -> IdempotentHandler[R]:
         idempotency = EventIdempotency(
-            func, namespace=namespace, operation=operation or str(getattr(func, "__name__", "handler")), key=key,
+            # The constructs name each deployed consumer (OPERATION_ENV): two functions sharing a handler name
+            # and namespace do not share (and acknowledge) each other's records.
+            func, namespace=namespace,
+            operation=operation or os.environ.get(names.OPERATION_ENV) or str(getattr(func, "__name__", "handler")), key=key,
             fingerprint=fingerprint, mode=mode, key_required=key_required,
             serializer=serializer if serializer is not None else serializer_for(func), lease_seconds=lease_seconds,
             horizon_seconds=horizon_seconds, store=store, engine=engine)

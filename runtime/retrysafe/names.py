@@ -37,9 +37,10 @@ SERVICE_ENV = "RETRYSAFE_SERVICE"
 LOG_LEVEL_ENV = "RETRYSAFE_LOG_LEVEL"
 #: An SQS consumer's queue visibility timeout, seconds (its claim lease in claim-first mode).
 VISIBILITY_TIMEOUT_ENV = "RETRYSAFE_VISIBILITY_TIMEOUT_SECONDS"
-#: An SQS consumer's default operation, set per deployed consumer by the constructs (a stable name, not the
-#: function's physical name, which changes when the function is replaced); the decorator's ``operation=`` wins.
-SQS_OPERATION_ENV = "RETRYSAFE_SQS_OPERATION"
+#: A consumer's default operation (SQS, EventBridge rule, SNS subscription, Kinesis or DynamoDB stream), set per
+#: deployed function by the constructs (a stable name, not the function's physical name, which changes when the
+#: function is replaced); the decorator's ``operation=`` wins.
+OPERATION_ENV = "RETRYSAFE_OPERATION"
 #: The outbox target: an EventBridge bus name or ARN, an SNS topic ARN or an SQS queue URL (exactly one).
 EVENT_BUS_ENV = "RETRYSAFE_EVENT_BUS_NAME"
 TOPIC_ENV = "RETRYSAFE_TOPIC_ARN"
@@ -204,7 +205,6 @@ __all__ = [
                      "SERVICE_ENV",
                      "SNS_TARGET",
                      "SQS_NAMESPACE",
-                     "SQS_OPERATION_ENV",
                      "SQS_TARGET",
                      "SWEEP_AFTER_ENV",
                      "TABLE_ENV",

@@ -52,7 +52,7 @@ from ._store import DynamoStore
 from ._transaction import Transaction
 from ._value import Value, set_field
 from .errors import ConfigurationError, InvalidInputError
-from .names import KEY_MESSAGE_ATTRIBUTE, SQS_NAMESPACE, SQS_OPERATION_ENV, VISIBILITY_TIMEOUT_ENV
+from .names import KEY_MESSAGE_ATTRIBUTE, OPERATION_ENV, SQS_NAMESPACE, VISIBILITY_TIMEOUT_ENV
 
 #: Dotted paths into the (unwrapped) JSON content that may carry a propagated event id.
 DEFAULT_KEY_PATHS: tuple[str, ...] = ("event_id",)
@@ -186,9 +186,9 @@ class SqsConsumer:
         self.mode = Mode.parse(mode)
         self.handler = handler
         self.subscriber = subscriber
-        # The constructs name each deployed consumer (SQS_OPERATION_ENV), so a copied consumer with the same
+        # The constructs name each deployed consumer (OPERATION_ENV), so a copied consumer with the same
         # subscriber and handler name does not share (and acknowledge) the other's processed-message records.
-        self.operation: str = operation or os.environ.get(SQS_OPERATION_ENV) or str(getattr(handler, "__name__",
+        self.operation: str = operation or os.environ.get(OPERATION_ENV) or str(getattr(handler, "__name__",
                                                                                               "consume"))
         self.key = _content_key(KeySelector(key)) if isinstance(key, str) else key or default_key()
         self.fingerprint = FingerprintSelector(fingerprint) if fingerprint is not None else None

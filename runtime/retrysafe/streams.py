@@ -24,6 +24,7 @@ import base64
 import binascii
 import functools
 import json
+import os
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any, ClassVar, Generic, Protocol, TypeVar, cast
@@ -287,7 +288,9 @@ class StreamConsumer(Generic[M]):
         self.source: _Source[M] = source
         self.handler: Callable[[M, Transaction], Any] = handler
         self.subscriber = subscriber
-        self.operation: str = operation or str(getattr(handler, "__name__", "consume"))
+        # The constructs name each deployed consumer (OPERATION_ENV), as for SQS consumers.
+        self.operation: str = operation or os.environ.get(names.OPERATION_ENV) or str(getattr(handler, "__name__",
+                                                                                              "consume"))
         self.mode = Mode.parse(mode)
         self.key = KeySelector(key if key is not None else source.default_key)
         self.fingerprint = FingerprintSelector(fingerprint) if fingerprint is not None else None
