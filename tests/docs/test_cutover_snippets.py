@@ -25,7 +25,8 @@ OLD_TABLE = "orders-idempotency"
 
 
 @pytest.fixture
-def cutover_env(retrysafe_table: DynamoStore, monkeypatch: pytest.MonkeyPatch) -> Iterator[DynamoStore]:
+def cutover_env(lambda_container: None, retrysafe_table: DynamoStore,
+                monkeypatch: pytest.MonkeyPatch) -> Iterator[DynamoStore]:
     """Powertools' table on moto, and what IdempotentFunction(powertools_cutover=...) puts in the environment."""
     retrysafe_table.client.create_table(
         TableName=OLD_TABLE, KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
