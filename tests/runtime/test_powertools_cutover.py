@@ -243,6 +243,37 @@ def test_a_retry_without_a_key_header_of_a_body_keyed_powertools_request(store: 
     assert applied(ddb, "http") == 2
 
 
+def test_middleware_retry_across_the_deploy_is_answered_from_powertools_record(store: Any, ddb: Any,
+                                                                             old_table: str) -> None:
+    """The old app: Powertools' resolver under ``@idempotent`` on its ``lambda_handler`` (Powertools hashed the
+    raw event); the new one: the same route with ``IdempotencyMiddleware(powertools_cutover=...)``."""
+    from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
+    from retrysafe import IdempotencyMiddleware
+
+    def app_with(middlewares: list[Any], order: str) -> APIGatewayHttpResolver:
+        app = APIGatewayHttpResolver()
+
+        @app.post("/orders", middlewares=middlewares)
+        def create() -> Response[str]:
+            effect(ddb, "http")
+            return Response(201, content_types.APPLICATION_JSON, json.dumps({"order": order}))
+
+        return app
+
+    old_app = app_with([], "o-1")
+
+    @idempotent(config=IdempotencyConfig(event_key_jmespath=HEADER_KEY), persistence_store=old_layer())
+    def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        return old_app.resolve(event, context)
+
+    lambda_handler(http_event({}, key="k-1"), DrillContext())
+    cutover = http_cutover("test_middleware_retry_across_the_deploy_is_answered_from_powertools_record")
+    new_app = app_with([IdempotencyMiddleware(powertools_cutover=cutover, engine=Engine(store, cache=None))], "o-2")
+    retry = new_app.resolve(http_event({}, key="k-1"), DrillContext())
+    assert retry["statusCode"] == 201 and json.loads(retry["body"]) == {"order": "o-1"}
+    assert applied(ddb, "http") == 1
+
+
 # -- SQS --------------------------------------------------------------------------------------------------
 
 SQS_CONFIG = {"event_key_jmespath": "powertools_json(body).order_id"}
