@@ -101,18 +101,18 @@ UNPUBLISHED_ATTRIBUTE = "obq"
 COMMITTED_AT_ATTRIBUTE = "at"
 #: Partition key prefix of idempotency records.
 RECORD_PREFIX = "idem#"
-#: Record namespaces, one per kind of adapter: hashed into every record id (with tenant, operation
+#: The adapters, each its own record namespace: hashed into every record id (with tenant, operation
 #: and key), so an HTTP tenant and an SQS subscriber of the same name never share records.
-HTTP_NAMESPACE = "http"
-SQS_NAMESPACE = "sqs"
-WEBHOOK_NAMESPACE = "webhook"
-TASK_NAMESPACE = "task"
-EVENT_NAMESPACE = "event"
-FUNCTION_NAMESPACE = "function"
-KINESIS_NAMESPACE = "kinesis"
-DYNAMODB_STREAM_NAMESPACE = "dynamodb-stream"
-RECORD_NAMESPACES = (HTTP_NAMESPACE, SQS_NAMESPACE, WEBHOOK_NAMESPACE, TASK_NAMESPACE, EVENT_NAMESPACE,
-                     FUNCTION_NAMESPACE, KINESIS_NAMESPACE, DYNAMODB_STREAM_NAMESPACE)
+HTTP_ADAPTER = "http"
+SQS_ADAPTER = "sqs"
+WEBHOOK_ADAPTER = "webhook"
+TASK_ADAPTER = "task"
+EVENT_ADAPTER = "event"
+FUNCTION_ADAPTER = "function"
+KINESIS_ADAPTER = "kinesis"
+DYNAMODB_STREAM_ADAPTER = "dynamodb-stream"
+ADAPTERS = (HTTP_ADAPTER, SQS_ADAPTER, WEBHOOK_ADAPTER, TASK_ADAPTER, EVENT_ADAPTER, FUNCTION_ADAPTER, KINESIS_ADAPTER,
+            DYNAMODB_STREAM_ADAPTER)
 #: Partition key prefix of outbox events.
 OUTBOX_PREFIX = "outbox#"
 #: Attribute naming an item's kind; outbox events have :data:`OUTBOX_KIND` (the stream filter selects them).
@@ -163,70 +163,70 @@ WEBHOOK_HANDLER = "retrysafe.webhook.handler"
 HANDLERS = (OUTBOX_PUBLISHER_HANDLER, OUTBOX_SWEEPER_HANDLER, OUTBOX_PIPE_HANDLER, WEBHOOK_HANDLER)
 
 __all__ = [
-                     "CLAIM_CHECK_BUCKET_ENV",
-                     "CLAIM_CHECK_ENVELOPE_FIELD",
-                     "CLAIM_CHECK_PREFIX",
-                     "COMMITTED_AT_ATTRIBUTE",
-                     "DEFAULT_EVENT_SOURCE",
-                     "DYNAMODB_STREAM_NAMESPACE",
-                     "EVENTBRIDGE_TARGET",
-                     "EVENT_BUS_ENV",
-                     "EVENT_NAMESPACE",
-                     "EVENT_SOURCE_ENV",
-                     "EVENT_TYPE_MESSAGE_ATTRIBUTE",
-                     "FUNCTION_NAMESPACE",
-                     "HANDLERS",
-                     "HORIZON_ENV",
-                     "HTTP_NAMESPACE",
-                     "IDEMPOTENCY_DISABLED_ENV",
-                     "IDEMPOTENCY_KEY_HEADER",
-                     "KEY_MESSAGE_ATTRIBUTE",
-                     "KIND_ATTRIBUTE",
-                     "KINESIS_NAMESPACE",
-                     "LEASE_ENV",
-                     "LEASE_MARGIN_SECONDS",
-                     "LOG_LEVEL_ENV",
-                     "MAX_MESSAGE_BYTES",
-                     "METRICS_NAMESPACE_ENV",
-                     "MIN_HORIZON_SECONDS",
-                     "OUTBOX_INDEX",
-                     "OUTBOX_KIND",
-                     "OUTBOX_MAX_MESSAGE_ENV",
-                     "OUTBOX_PIPE_HANDLER",
-                     "OUTBOX_PREFIX",
-                     "OUTBOX_PUBLISHER_HANDLER",
-                     "OUTBOX_SWEEPER_HANDLER",
-                     "OUTBOX_TARGET_ENV",
-                     "PARTITION_KEY",
-                     "QUEUE_ENV",
-                     "RECORD_NAMESPACES",
-                     "RECORD_PREFIX",
-                     "REPLAYED_HEADER",
-                     "SERVICE_ENV",
-                     "SNS_TARGET",
-                     "SQS_NAMESPACE",
-                     "SQS_TARGET",
-                     "SWEEP_AFTER_ENV",
-                     "TABLE_ENV",
-                     "TARGET_KINDS",
-                     "TASK_EXECUTION",
-                     "TASK_INPUT",
-                     "TASK_ITERATION",
-                     "TASK_NAMESPACE",
-                     "TASK_RETRY_COUNT",
-                     "TASK_STATE",
-                     "TASK_STATE_MACHINE",
-                     "TOPIC_ENV",
-                     "TTL_ATTRIBUTE",
-                     "UNPUBLISHED_ATTRIBUTE",
-                     "VERIFY_ENV",
-                     "VISIBILITY_TIMEOUT_ENV",
-                     "WEBHOOK_HANDLER",
-                     "WEBHOOK_NAMESPACE",
-                     "WEBHOOK_PROVIDERS",
-                     "WEBHOOK_PROVIDER_ENV",
-                     "WEBHOOK_RECEIPT_EVENT",
-                     "WEBHOOK_SECRET_ARN_ENV",
-                     "WEBHOOK_SECRET_PARAMETER_ENV",
-                     "WEBHOOK_SOURCE_ENV",
+            "ADAPTERS",
+            "CLAIM_CHECK_BUCKET_ENV",
+            "CLAIM_CHECK_ENVELOPE_FIELD",
+            "CLAIM_CHECK_PREFIX",
+            "COMMITTED_AT_ATTRIBUTE",
+            "DEFAULT_EVENT_SOURCE",
+            "DYNAMODB_STREAM_ADAPTER",
+            "EVENTBRIDGE_TARGET",
+            "EVENT_ADAPTER",
+            "EVENT_BUS_ENV",
+            "EVENT_SOURCE_ENV",
+            "EVENT_TYPE_MESSAGE_ATTRIBUTE",
+            "FUNCTION_ADAPTER",
+            "HANDLERS",
+            "HORIZON_ENV",
+            "HTTP_ADAPTER",
+            "IDEMPOTENCY_DISABLED_ENV",
+            "IDEMPOTENCY_KEY_HEADER",
+            "KEY_MESSAGE_ATTRIBUTE",
+            "KIND_ATTRIBUTE",
+            "KINESIS_ADAPTER",
+            "LEASE_ENV",
+            "LEASE_MARGIN_SECONDS",
+            "LOG_LEVEL_ENV",
+            "MAX_MESSAGE_BYTES",
+            "METRICS_NAMESPACE_ENV",
+            "MIN_HORIZON_SECONDS",
+            "OUTBOX_INDEX",
+            "OUTBOX_KIND",
+            "OUTBOX_MAX_MESSAGE_ENV",
+            "OUTBOX_PIPE_HANDLER",
+            "OUTBOX_PREFIX",
+            "OUTBOX_PUBLISHER_HANDLER",
+            "OUTBOX_SWEEPER_HANDLER",
+            "OUTBOX_TARGET_ENV",
+            "PARTITION_KEY",
+            "QUEUE_ENV",
+            "RECORD_PREFIX",
+            "REPLAYED_HEADER",
+            "SERVICE_ENV",
+            "SNS_TARGET",
+            "SQS_ADAPTER",
+            "SQS_TARGET",
+            "SWEEP_AFTER_ENV",
+            "TABLE_ENV",
+            "TARGET_KINDS",
+            "TASK_ADAPTER",
+            "TASK_EXECUTION",
+            "TASK_INPUT",
+            "TASK_ITERATION",
+            "TASK_RETRY_COUNT",
+            "TASK_STATE",
+            "TASK_STATE_MACHINE",
+            "TOPIC_ENV",
+            "TTL_ATTRIBUTE",
+            "UNPUBLISHED_ATTRIBUTE",
+            "VERIFY_ENV",
+            "VISIBILITY_TIMEOUT_ENV",
+            "WEBHOOK_ADAPTER",
+            "WEBHOOK_HANDLER",
+            "WEBHOOK_PROVIDERS",
+            "WEBHOOK_PROVIDER_ENV",
+            "WEBHOOK_RECEIPT_EVENT",
+            "WEBHOOK_SECRET_ARN_ENV",
+            "WEBHOOK_SECRET_PARAMETER_ENV",
+            "WEBHOOK_SOURCE_ENV",
 ]
