@@ -1,7 +1,8 @@
 """``@idempotent`` (a Lambda handler of any event) and ``@idempotent_function`` (a plain function).
 
 Both run on the one engine: each call is an :class:`~retrysafe._engine.Intent` scoped
-``Scope(namespace, operation, key)``. ``namespace`` plays the part of the HTTP tenant
+``Scope(namespace, operation, key, adapter="event")`` (``"function"`` for plain functions).
+``namespace`` plays the part of the HTTP tenant
 and of ``idempotent_sqs``'s ``subscriber``: the records of two consumers of one event
 never meet unless they share a namespace and an operation.
 

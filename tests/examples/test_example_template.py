@@ -69,7 +69,7 @@ def test_runtime_layer_asset_has_sources_and_powertools_without_bytecode(example
     (layer,) = resources(raw, "AWS::Lambda::LayerVersion").values()
     asset = example.outdir / ("asset." + layer["Properties"]["Content"]["S3Key"].removesuffix(".zip"))
     python = asset / "python"
-    assert (python / "retrysafe" / "engine.py").is_file()
+    assert (python / "retrysafe" / "_engine.py").is_file()
     assert (python / "aws_lambda_powertools" / "__init__.py").is_file()
     assert (python / "typing_extensions.py").is_file()
     assert not [p for p in asset.rglob("*") if p.name == "__pycache__" or p.suffix == ".pyc"]
