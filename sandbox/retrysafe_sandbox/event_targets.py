@@ -35,6 +35,7 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError
 
+from .assembly import function_name
 from .functions import STOPPED, FunctionPool, Invocation
 from .ledger import Ledger
 from .provision import EventTarget, Provisioned
@@ -57,7 +58,7 @@ def async_configs(done: Provisioned) -> dict[str, AsyncConfig]:
     configs = {}
     for resource in done.stack.of_type("AWS::Lambda::EventInvokeConfig"):
         props = done.intrinsics.resolve(resource.properties)
-        function = functions.get(str(props["FunctionName"]).rpartition(":")[2] or str(props["FunctionName"]))
+        function = functions.get(function_name(str(props["FunctionName"])))
         if function is None:
             continue
         destination = props.get("DestinationConfig", {}).get("OnFailure", {}).get("Destination")
