@@ -152,7 +152,7 @@ def run(sandbox: Sandbox, report: Report, settle_seconds: float = 90.0) -> None:
     report.check(stored.get("tenant", {}).get("S") == tenant,
                  f"tenant from the authorizer's context: {stored.get('tenant', {}).get('S')!r}")
     crashes = sum(n for k, n in sandbox.ledger.errors.items() if "InjectedCrash" in k)
-    report.check(crashes == len(armed), f"consumers crashed after committing, before acking: {crashes} "
+    report.check(crashes == len(armed), f"consumers crashed after their effect, before acking: {crashes} "
                                         f"(armed: {', '.join(sorted(armed))})")
 
 

@@ -22,7 +22,7 @@ def test_every_intent_applies_exactly_once(example_assembly: Path, tmp_path: Pat
     notices: list[str] = []
     with Sandbox(Options(assembly=example_assembly, visibility_timeout=2, log_dir=tmp_path),
                  notices.append) as sandbox:
-        report = run_scenarios(sandbox, [functools.partial(orders.run, settle_seconds=40), saga_scenario.run])
+        report = run_scenarios(sandbox, [functools.partial(orders.run, settle_seconds=90), saga_scenario.run])
         ledger = sandbox.ledger
         # what `make sandbox` prints for the Lambda TOKEN authorizer, made by the app's authorization hook
         [api] = sandbox.apis
