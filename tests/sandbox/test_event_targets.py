@@ -2,8 +2,9 @@
 
 The orders stack's ``ShipOrders`` rule (an ``IdempotentEventRule``) invokes the shipping function with the
 ``OrderPlaced`` events put on its bus; the shipments table's stream feeds the notices consumer (an
-``IdempotentStreamConsumer``). Events are put on the bus as the outbox publisher puts them (the envelope as
-the detail), so a republished event is the same detail with a new EventBridge id.
+``IdempotentStreamConsumer``: partial batch responses, bisection on failure). Events are put on the bus as
+the outbox publisher puts them (the envelope as the detail), so a republished event is the same detail
+with a new EventBridge id.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 import pytest
 from retrysafe import metrics
 from retrysafe_sandbox import Options, Sandbox
+from retrysafe_sandbox.streams import StreamPoller
 
 from examples.orders.scenario import _environment
 
@@ -119,3 +121,28 @@ def test_a_failing_target_is_retried_then_dead_lettered_with_lambdas_record(sand
     assert sandbox.ledger.errors["ShipOrderFunctionE83CA20D: KeyNotFoundError"] == 3
     # sent by the function's role (its EventInvokeConfig destination grant), evaluated and allowed
     assert not sandbox.ledger.denied
+
+
+def test_a_failing_record_mid_batch_is_bisected_out_and_the_rest_of_its_batch_applies_once(sandbox: Sandbox) -> None:
+    [notices] = [p for p in sandbox.pollers
+                 if isinstance(p, StreamPoller) and p.pool.spec.handler == "notifications.handler"]
+    [failures] = [url for url in sandbox.dead_letter_queues() if url.endswith(str(notices.on_failure).rpartition(":")[2])]
+    run = uuid.uuid4().hex[:8]
+    ids = [f"{run}-a", f"{run}-poison", f"{run}-c"]
+    # one transaction: its three INSERTs reach the stream together, so the consumer gets them in one batch
+    table = _environment(sandbox, "/orders", "SHIPMENTS_TABLE")
+    sandbox.client("dynamodb").transact_write_items(TransactItems=[
+        {"Put": {"TableName": table, "Item": {"pk": {"S": f"shipment#{i}"},
+                                              **({} if "poison" in i else {"order_id": {"S": i}})}}} for i in ids])
+    sqs = sandbox.client("sqs")
+    messages = _until(lambda: sqs.receive_message(QueueUrl=failures, WaitTimeSeconds=1).get("Messages"),
+                      "the poison record's batch info in the on-failure queue")
+    info = json.loads(messages[0]["Body"])
+    assert info["requestContext"]["condition"] == "RetryAttemptsExhausted"
+    assert info["DDBStreamBatchInfo"]["batchSize"] == 1  # bisected down to the poison record alone
+    assert sandbox.settle(BOUND_SECONDS)
+    # the record before the poison one ran once (not again when the batch was retried from the failure),
+    # the one after it once (bisected into its own batch), the poison one never
+    assert _item(sandbox, f"notice#{ids[0]}")["notices"] == {"N": "1"}
+    assert _item(sandbox, f"notice#{ids[2]}")["notices"] == {"N": "1"}
+    assert _item(sandbox, f"notice#{ids[1]}") == {}
