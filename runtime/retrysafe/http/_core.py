@@ -174,10 +174,10 @@ class HttpIdempotency:
         # Powertools' @idempotent hashed the whole Lambda event (its event_key_jmespath selects in it)
         predecessor = self.cutover.predecessor(event) if self.cutover is not None else None
         if key is None:  # key_required=False: a client of the old code may still retry without a key header
-            outcome = self.engine.execute_unkeyed(Scope(tenant, op, "", namespace=names.HTTP_NAMESPACE), work,
+            outcome = self.engine.execute_unkeyed(Scope(tenant, op, "", adapter=names.HTTP_ADAPTER), work,
                                                   self.retention, predecessor=predecessor)
         else:
-            intent = Intent(Scope(tenant, op, key, namespace=names.HTTP_NAMESPACE), request.fingerprint(self.fingerprint_query, self.fingerprint),
+            intent = Intent(Scope(tenant, op, key, adapter=names.HTTP_ADAPTER), request.fingerprint(self.fingerprint_query, self.fingerprint),
                             self.mode, self.retention, wait_seconds=self.wait_for_in_flight)
             outcome = self.engine.execute(intent, work, remaining_ms, predecessor=predecessor)
         original = originals[-1] if originals and not outcome.replayed else None
