@@ -194,6 +194,40 @@ def record_only_units() -> dict[str, Any]:
     return result
 
 
+def cutover_units() -> dict[str, Any]:
+    """The cut-over from Powertools (``powertools_cutover=``) while its window is open, per retrysafe mode:
+    a first request Powertools never saw, the retry of one it completed (answered from Powertools' record),
+    and that retry again in another container. Calls and units, in process."""
+    from retrysafe import DynamoStore, Engine, PowertoolsCutover, idempotent_http
+
+    cutover = PowertoolsCutover(function_name="benchmarks.workload.powertools_handler.<locals>.handler",
+                                event_key_jmespath='headers."idempotency-key"', payload_validation_jmespath="body",
+                                table_name=workload.POWERTOOLS_TABLE, until=time.time() + 3600)
+    result: dict[str, Any] = {}
+    with quiet():
+        for mode in ("atomic", "claim_first"):
+            model = DynamoModel(workload.model_tables())
+            old = workload.powertools_handler(model.install(workload.user_client()))
+            old(workload.order_event("before-the-deploy"), workload.Context())
+            handlers = []
+            for _ in range(2):  # two containers: the second has not seen the key
+                store = DynamoStore(workload.TABLE)
+                model.install(store.client)
+                handlers.append(idempotent_http(workload.create_order, operation="CreateOrder", mode=mode,
+                                                powertools_cutover=cutover, engine=Engine(store)))
+            model.reset_usage()
+            entry: dict[str, Any] = {}
+            for kind, handler, key in (("first", handlers[0], "after-the-deploy"),
+                                       ("retry_of_a_powertools_request", handlers[0], "before-the-deploy"),
+                                       ("that_retry_in_another_container", handlers[1], "before-the-deploy")):
+                response = handler(workload.order_event(key), workload.Context())
+                if response.get("statusCode") != 201:
+                    raise RuntimeError(f"cut-over {mode}: {key} answered {response}")
+                entry[kind] = model.reset_usage().as_dict()
+            result[f"retrysafe_{mode}"] = entry
+    return result
+
+
 def _in_flight(side: str) -> list[str]:
     """Calls made by a duplicate that arrives while the first request is still inside the same handler."""
     model = DynamoModel(workload.model_tables())
@@ -611,6 +645,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     print("record bytes:", json.dumps(sizes), flush=True)
     quotes = record_only_units()
     print("record-only first request, units:", json.dumps(quotes), flush=True)
+    cutover = cutover_units()
+    print("cut-over from Powertools, calls and units:", json.dumps(cutover), flush=True)
     socket = over_a_socket(args.socket_requests, args.cold_runs)
     print("socket ratios:", json.dumps(socket["ratios"]), flush=True)
     # Without retrysafe's record cache: this line is about how moto's server answers each library's calls.
@@ -620,7 +656,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
     results: dict[str, Any] = {
         "round_trips_and_units": trips, "cpu_us": cpu, "cold_start": cold, "latency_model": model,
-        "record_bytes": sizes, "record_only_units": quotes, "socket": socket, "moto_server_rps": moto, "cpu_split_us": split, "first_request_budget_us": budget,
+        "record_bytes": sizes, "record_only_units": quotes, "cutover_units": cutover, "socket": socket, "moto_server_rps": moto, "cpu_split_us": split, "first_request_budget_us": budget,
         "botocore_floor": floor,
         "versions": {name: version(name) for name in ("retrysafe", "aws-lambda-powertools", "boto3", "botocore", "moto",
                                                       "awscrt")}

@@ -160,6 +160,8 @@ on 127.0.0.1 in another process; see [its section](#over-a-socket-new).
 
 {_write_units_section(r)}
 
+{_cutover_section(r)}
+
 ## CPU per request (thread CPU time, µs, {cpu['powertools']['requests']} requests per side)
 
 | | retrysafe atomic | retrysafe claim-first | Powertools |
@@ -431,6 +433,29 @@ def _validation(r: dict[str, Any]) -> str:
     return ("retrysafe's store creates its client with `parameter_validation=False` (it builds its requests "
             "itself; a test validates every request shape it sends against botocore's service model); the "
             "Powertools user's client keeps botocore's default validation.")
+
+
+def _cutover_section(r: dict[str, Any]) -> str:
+    """The cut-over from Powertools while its window is open: calls and units per retrysafe mode."""
+    cut = r["cutover_units"]
+    modes = ("retrysafe_atomic", "retrysafe_claim_first")
+
+    def cell(entry: dict[str, Any]) -> str:
+        return f"{' + '.join(_short(entry['calls']))}: {entry['wcu']:g} WCU, {entry['rcu']:g} RCU"
+
+    rows = "\n".join(_row(label, [cell(cut[m][k]) for m in modes]) for label, k in (
+        ("first request (no Powertools record)", "first"),
+        ("retry of a request Powertools completed", "retry_of_a_powertools_request"),
+        ("that retry again, another container", "that_retry_in_another_container")))
+    return f"""## Cut-over from Powertools (window open)
+
+`powertools_cutover=` on the workload: a first request pays one consistent `GetItem` on Powertools' table;
+a retry Powertools completed is answered from its record and recorded with one write. After the window
+(`until`) no lookup is made and these rows are those of the tables above.
+
+| calls: units | retrysafe atomic | retrysafe claim-first |
+|---|---|---|
+{rows}"""
 
 
 def _short(calls: list[str]) -> list[str]:

@@ -3,6 +3,7 @@
 - :class:`IdempotencyTable` -- records, outbox events, TTL on ``exp``, the ``outbox-unpublished`` GSI
 - :class:`RetryHorizon` -- how long records must live, in named parts
 - :class:`IdempotentFunction` -- Lambda + runtime layer + least-privilege grants
+  (:class:`CutoverFromPowertools`: its ``powertools_cutover`` prop, switching from Powertools idempotency)
 - :class:`IdempotentRestApi`, :class:`IdempotentHttpApi` -- API Gateway in front of idempotent functions
 - :class:`IdempotentQueueConsumer` -- SQS + DLQ + partial batch failures (:class:`DeployedQueue`: an imported
   queue's deployed settings; :class:`QueueConsumerProps`: its props, typed, for constructs that build one)
@@ -27,6 +28,7 @@ from __future__ import annotations
 
 from .alarms import AlarmOptions
 from .api import IdempotentHttpApi, IdempotentRestApi
+from .cutover import CutoverFromPowertools
 from .dashboard import Dashboard
 from .events import IdempotentEventRule
 from .function import IdempotentFunction, python_function
@@ -42,7 +44,7 @@ from .webhook import WebhookReceiver
 from .workflow import Compensation, Saga, SagaStep, idempotent_invoke, retry_policy, task_payload
 
 __all__ = [
-    "AlarmOptions", "Compensation", "Dashboard", "DeployedQueue", "IdempotencyTable", "IdempotentEventRule",
+    "AlarmOptions", "Compensation", "CutoverFromPowertools", "Dashboard", "DeployedQueue", "IdempotencyTable", "IdempotentEventRule",
     "IdempotentFunction", "IdempotentHttpApi", "IdempotentQueueConsumer", "IdempotentRestApi",
     "IdempotentStreamConsumer", "IdempotentTopicSubscription", "Outbox", "OutboxPipe", "OutboxTarget",
     "QueueConsumerProps", "RetryHorizon", "Saga", "SagaStep", "WebhookReceiver", "acknowledge", "idempotent_invoke",

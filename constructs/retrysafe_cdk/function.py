@@ -18,6 +18,7 @@ from constructs import Construct
 
 from . import snapstart
 from ._props import refuse_ignored, struct_values
+from .cutover import CutoverFromPowertools
 from .delegation import delegate
 from .horizon import HORIZON_ENV
 from .layer import RUNTIME, runtime_layer
@@ -33,6 +34,10 @@ OPERATION_ENV = names.OPERATION_ENV
 ENI_ACTIONS = ("ec2:CreateNetworkInterface", "ec2:DescribeNetworkInterfaces", "ec2:DeleteNetworkInterface",
                "ec2:AssignPrivateIpAddresses", "ec2:UnassignPrivateIpAddresses")
 DEFAULT_TIMEOUT = Duration.seconds(10)
+#: All the cut-over from Powertools needs on the old table: its records are read, never written.
+CUTOVER_ACTIONS = ("dynamodb:GetItem",)
+#: What a GetItem of a table encrypted with a customer-managed key needs of that key.
+KEY_READ_ACTIONS = ("kms:Decrypt",)
 
 
 #: ``lambda_.Function`` props the constructs decide themselves, with where each one goes instead.
@@ -158,6 +163,10 @@ class IdempotentFunction(Construct):
     :param record_actions: the item-level actions granted on the table. @default what claims,
         commits, replays and releases need (``RECORD_ACTIONS``); the outbox relays grant only what
         they call.
+    :param powertools_cutover: while switching from Powertools idempotency, the old table and the
+        end of the window (:class:`~retrysafe_cdk.CutoverFromPowertools`): ``GetItem`` on that
+        table only, and its name and the window's end in the environment. Refused when the window
+        has no time zone or the table is in another region. @default none.
 
     Attributes: ``function``, ``role``, ``log_group``, ``table``, ``layer`` (the retrysafe layer),
     ``alias`` (the SnapStart alias, None without SnapStart), ``invoke_target``, ``lease_source``
@@ -170,7 +179,8 @@ class IdempotentFunction(Construct):
                  powertools_layer: lambda_.ILayerVersion | None = None, existing_role: iam.IRole | None = None,
                  existing_log_group: logs.ILogGroup | None = None, log_group_props: logs.LogGroupProps | None = None,
                  function_props: lambda_.FunctionOptions | None = None, snap_start: bool = False,
-                 record_actions: Sequence[str] = RECORD_ACTIONS) -> None:
+                 record_actions: Sequence[str] = RECORD_ACTIONS,
+                 powertools_cutover: CutoverFromPowertools | None = None) -> None:
         super().__init__(scope, construct_id)
         self.table = table
         self.lease_source: str | None = None
@@ -179,6 +189,8 @@ class IdempotentFunction(Construct):
         check_same_region(self, table.table, "the idempotency table")
         own: dict[str, Any] = {"environment": {TABLE_ENV: table.table.table_name, HORIZON_ENV: table.retention_env(),
                                                **table.home_environment()}}
+        if powertools_cutover is not None:
+            own["environment"].update(self._cutover_environment(powertools_cutover))
         if snap_start:
             snapstart.check(self, runtime, struct_values(function_props))
             own.update(snapstart.function_props(f"{self.node.path}: a published SnapStart version"))
@@ -194,6 +206,21 @@ class IdempotentFunction(Construct):
             table.grant_records(self._role, record_actions)
         for business in business_tables:
             self.grant_business_table(business)
+        if powertools_cutover is not None:
+            old = powertools_cutover.table
+            iam.Grant.add_to_principal(grantee=self._role, actions=list(CUTOVER_ACTIONS), resource_arns=[old.table_arn])
+            if old.encryption_key is not None:
+                grant_key(self._role, old.encryption_key, KEY_READ_ACTIONS)
+
+    def _cutover_environment(self, cutover: CutoverFromPowertools) -> dict[str, str]:
+        """The runtime's view of the cut-over (``retrysafe.PowertoolsCutover`` reads it when its code omits it)."""
+        if cutover.until.tzinfo is None:
+            raise ValueError(f"{self.node.path}: powertools_cutover.until={cutover.until.isoformat()} has no time "
+                             "zone, so the window's end would depend on the synthesizing machine's clock. Fix: "
+                             "datetime(..., tzinfo=timezone.utc).")
+        check_same_region(self, cutover.table, "the Powertools idempotency table")
+        return {names.POWERTOOLS_TABLE_ENV: cutover.table.table_name,
+                names.POWERTOOLS_UNTIL_ENV: str(int(cutover.until.timestamp()))}
 
     def bind_lease(self, source: Construct, seconds: int) -> None:
         """Give the function the claim lease of the one event source that feeds it (``source``).

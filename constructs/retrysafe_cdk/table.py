@@ -502,6 +502,11 @@ class IdempotencyTable(Construct):
         """``InFlightConflict``: a retry arrived while the first request still ran (409)."""
         return self.metric(runtime_metrics.IN_FLIGHT, **options)
 
+    def metric_replayed_from_powertools(self, **options: Any) -> cloudwatch.Metric:
+        """``ReplayedFromPowertools``: a first request answered from a Powertools record (cut-over; it goes to zero
+        as the old records expire, then the cut-over can be removed)."""
+        return self.metric(runtime_metrics.LEGACY_REPLAYED, **options)
+
     def metric_parked_events(self, **options: Any) -> cloudwatch.Metric:
         """``OutboxEventParked``: outbox events their target refused permanently."""
         return self.metric(runtime_metrics.OUTBOX_EVENT_PARKED, **options)

@@ -17,8 +17,9 @@ decorated handler stays cheap:
   :func:`update_if_newer`, and :class:`Scope` (keys derived outside a handler);
 - configuration: :class:`Mode`, :class:`DynamoStore`, :class:`Engine`,
   :class:`RecordCache` (``engine=Engine(store, cache=RecordCache(1024))``) and
-  :func:`register_snapstart` (a store built by hand under Lambda SnapStart) and :class:`HomeRegions`
-  (a table with replicas: the region each tenant's records live in);
+  :func:`register_snapstart` (a store built by hand under Lambda SnapStart), :class:`HomeRegions`
+  (a table with replicas: the region each tenant's records live in) and :class:`PowertoolsCutover`
+  (the ``powertools_cutover=`` option: switching from Powertools idempotency);
 - errors a handler catches: :class:`RetrysafeError` (the base of every error,
   all in :mod:`retrysafe.errors`) and :class:`BusinessConditionFailedError`.
 
@@ -50,6 +51,7 @@ _EXPORTS = {
     "KinesisMessage": "retrysafe.streams",
     "Message": "retrysafe.sqs",
     "Mode": "retrysafe._config",
+    "PowertoolsCutover": "retrysafe._cutover",
     "RecordCache": "retrysafe._cache",
     "ResultSerializer": "retrysafe._results",
     "RetrysafeError": "retrysafe.errors",
@@ -71,6 +73,7 @@ _EXPORTS = {
 if TYPE_CHECKING:
     from ._cache import RecordCache
     from ._config import Mode
+    from ._cutover import PowertoolsCutover
     from ._engine import Engine
     from ._generic import idempotent, idempotent_function
     from ._keys import Scope
@@ -98,6 +101,7 @@ __all__ = [
     "KinesisMessage",
     "Message",
     "Mode",
+    "PowertoolsCutover",
     "RecordCache",
     "ResultSerializer",
     "RetrysafeError",

@@ -20,6 +20,15 @@ meets it and raises the same error without running the work, because the work ma
 have made foreign calls that must not run twice. Should the parking write fail too
 (DynamoDB unavailable), the claim is left to its lease, logged as ``ReleaseFailed``.
 
+Cut-over (``execute(..., predecessor=...)``)
+    On a miss (nothing in the cache; atomic: before the handler runs; claim first: once the
+    claim is won, before the handler runs) the engine asks the idempotency layer the code used
+    before retrysafe (:mod:`retrysafe._cutover`). A completed answer takes the place of the
+    work's result: it is committed exactly as the work's would be (atomic: one conditional
+    ``PutItem`` of the completed record; claim first: the claim completed), counted
+    ``ReplayedFromPowertools`` and answered as a replay. A predecessor still in flight raises
+    :class:`RequestInFlightError` (a claim is released first); none lets the work run.
+
 Warm containers: with a :class:`~retrysafe._cache.RecordCache` (the store from the environment has
 one) a key this container completed or replayed is answered from memory before any of the above:
 a replay or a mismatch, zero round trips, the work not run.
@@ -46,6 +55,7 @@ from ._observability import (
     FENCING_REJECTED,
     IN_FLIGHT,
     KEY_MISMATCH,
+    LEGACY_REPLAYED,
     NOT_STORED,
     RELEASE_FAILED,
     RELEASED,
@@ -145,6 +155,22 @@ class Outcome(Value):
 Work = Callable[[Transaction], Completion]
 
 
+class Adopted(Value):
+    """A result the code before retrysafe completed for an intent, in the adapter's stored form."""
+
+    __slots__ = ("result",)
+
+    result: Any
+
+    def __init__(self, result: Any) -> None:
+        set_field(self, "result", result)
+
+
+#: A cut-over lookup (:mod:`retrysafe._cutover`): the predecessor's completed result, ``None`` to run the
+#: work; raises :class:`RequestInFlightError` (its record is in progress) or :class:`KeyReuseMismatchError`.
+Predecessor = Callable[[], "Adopted | None"]
+
+
 def new_token() -> str:
     """A random writer token (owner of a claim, writer of a completed record, intent instance)."""
     return os.urandom(12).hex()
@@ -168,15 +194,18 @@ class Engine:
         self.cache: RecordCache | None = store.cache if cache is STORE_CACHE else cache
         self.clock = clock
 
-    def execute(self, intent: Intent, work: Work, remaining_ms: Callable[[], int] | None = None) -> Outcome:
+    def execute(self, intent: Intent, work: Work, remaining_ms: Callable[[], int] | None = None, *,
+                predecessor: Predecessor | None = None) -> Outcome:
         """Run ``work`` at most once for ``intent`` and return what to answer.
 
+        ``predecessor``: the cut-over lookup, asked on a miss before ``work`` runs (module docstring).
         Raises :class:`KeyReuseMismatchError`, :class:`RequestInFlightError`,
         :class:`FencingError`, or whatever ``work`` raised (after releasing its claim).
         """
         home = self.store.for_scope(intent.scope)
         if home is not self.store:  # a table with replicas: this tenant's records live in another region
-            return Engine(home, cache=self.cache, clock=self.clock).execute(intent, work, remaining_ms)
+            return Engine(home, cache=self.cache, clock=self.clock).execute(intent, work, remaining_ms,
+                                                                            predecessor=predecessor)
         if idempotency_disabled():
             return self.execute_unkeyed(intent.scope, work, intent.retention,
                                         steps=intent.mode is Mode.CLAIM_FIRST)
@@ -186,23 +215,49 @@ class Engine:
             cached = self.cache.get(record_id, now)
             if cached is not None:
                 return self._resolve(intent, cached, now)
+        if predecessor is not None:
+            work = self._asking(intent, predecessor, work)
         if intent.mode is Mode.ATOMIC:
             return self._atomic(intent, work, now)
         return self._claim_first(intent, work, now, remaining_ms)
 
+    def _asking(self, intent: Intent, predecessor: Predecessor, work: Work) -> Work:
+        """``work`` preceded by the cut-over lookup: its completed answer replaces the work's result."""
+
+        def first(txn: Transaction) -> Completion:
+            try:
+                found = predecessor()
+            except RequestInFlightError:
+                self._count(IN_FLIGHT, intent, source="powertools")
+                raise
+            except KeyReuseMismatchError:
+                self._count(KEY_MISMATCH, intent, source="powertools")
+                raise
+            return work(txn) if found is None else _Answered(found.result)
+
+        return first
+
     def execute_unkeyed(self, scope: Scope, work: Work, retention: Retention = _DEFAULT_RETENTION, *,
-                        steps: bool = False) -> Outcome:
+                        steps: bool = False, predecessor: Predecessor | None = None) -> Outcome:
         """Run ``work`` without deduplication (an operation whose key is optional and absent).
 
         Each call is its own intent: ``scope``'s tenant and operation with a fresh random
         key, so derived keys and event ids never repeat. The work's writes and events
         still commit together in one transaction. With ``steps`` (claim-first work) each
         :meth:`Transaction.step <retrysafe.Transaction.step>` commits the writes buffered
-        before it, with no record to hold its checkpoint.
+        before it, with no record to hold its checkpoint. ``predecessor``: the cut-over lookup
+        (the code before retrysafe may have keyed the request on its content); its completed
+        answer is returned as a replay, and recorded nowhere (there is no key to record it under).
         """
         home = self.store.for_scope(scope)
         if home is not self.store:
-            return Engine(home, cache=self.cache, clock=self.clock).execute_unkeyed(scope, work, retention)
+            return Engine(home, cache=self.cache, clock=self.clock).execute_unkeyed(
+                scope, work, retention, steps=steps, predecessor=predecessor)
+        if predecessor is not None:
+            found = predecessor()  # in flight or a mismatch: raised as for a keyed intent
+            if found is not None:
+                telemetry.count(LEGACY_REPLAYED, scope.operation, "unkeyed")
+                return Outcome(found.result, replayed=True, stored=False)
         writer = new_token()
         own = Scope(scope.tenant, scope.operation, f"unkeyed/{writer}", adapter=scope.adapter)
 
@@ -420,11 +475,20 @@ class Engine:
     def _executed(self, intent: Intent, record: Record, completion: Completion) -> Outcome:
         if self.cache is not None:
             self.cache.put(record)
+        if isinstance(completion, _Answered):  # the predecessor's answer, now this intent's record
+            self._count(LEGACY_REPLAYED, intent)
+            return Outcome(completion.result, replayed=True, stored=True)
         self._count(EXECUTED, intent)
         return Outcome(completion.result, replayed=False, stored=True)
 
     def _count(self, name: str, intent: Intent, **fields: Any) -> None:
         telemetry.count(name, intent.scope.operation, intent.scope.record_id, **fields)
+
+
+class _Answered(Completion):
+    """The completion of an intent the code before retrysafe completed (a cut-over lookup's answer)."""
+
+    __slots__ = ()
 
 
 class _Steps:

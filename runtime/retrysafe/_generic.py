@@ -41,6 +41,7 @@ from typing import Any, Protocol, TypeVar, cast
 from . import names
 from ._adapter import flushes_telemetry, lambda_entry_point, wiring
 from ._config import Mode
+from ._cutover import PowertoolsCutover, cutover
 from ._engine import Completion, Engine, Intent
 from ._keys import Scope
 from ._observability import UNKEYED, telemetry
@@ -150,7 +151,8 @@ class _Idempotency:
 
     def __init__(self, *, namespace: str, operation: str, key: Selector | None, fingerprint: Selector | None,
                  mode: Mode | str, key_required: bool, serializer: ResultSerializer[Any], lease_seconds: float | None,
-                 horizon_seconds: int | None, store: DynamoStore | None, engine: Engine | None,
+                 horizon_seconds: int | None, powertools_cutover: PowertoolsCutover | None,
+                 store: DynamoStore | None, engine: Engine | None,
                  to_json: Callable[[Any], Any] | None = None) -> None:
         if not isinstance(namespace, str) or not namespace:
             raise ConfigurationError("namespace= is required: it scopes this consumer's records "
@@ -166,17 +168,24 @@ class _Idempotency:
         self.serializer = serializer
         self.lease_seconds = lease_seconds
         self.retention, self.engine = wiring(horizon_seconds, store, engine)
+        # Powertools stored the JSON of the result; decoded, it is what this adapter's serializer stores
+        self.cutover = cutover(powertools_cutover, self.engine, lambda response: response)
 
     def scope(self, key: str) -> Scope:
         """The scope of one call (built here only)."""
         return Scope(self.namespace, self.operation, key, adapter=self.adapter)
 
     def run(self, key: str | None, fingerprint: Callable[[], str], call: Callable[[Transaction], Any],
-            remaining_ms: Callable[[], int] | None) -> Any:
-        """``call`` at most once for ``key`` (unprotected when ``key`` is ``None``); its result, or the replayed one."""
+            remaining_ms: Callable[[], int] | None, data: Any) -> Any:
+        """``call`` at most once for ``key`` (unprotected when ``key`` is ``None``); its result, or the replayed one.
+
+        ``data``: what Powertools hashed for the same call (the event, the data argument), for the cut-over.
+        """
+        predecessor = self.cutover.predecessor(data) if self.cutover is not None else None
         if key is None:
-            return self.engine.execute_unkeyed(self.scope("unkeyed"), lambda txn: Completion(call(txn)),
-                                               self.retention).result
+            unkeyed = self.engine.execute_unkeyed(self.scope("unkeyed"), lambda txn: Completion(call(txn)),
+                                                  self.retention, predecessor=predecessor)
+            return self.serializer.load(unkeyed.result) if unkeyed.replayed else unkeyed.result
         produced: list[Any] = []
 
         def work(txn: Transaction) -> Completion:
@@ -191,7 +200,7 @@ class _Idempotency:
             return Completion(stored)
 
         intent = Intent(self.scope(key), fingerprint(), self.mode, self.retention, self.lease_seconds)
-        outcome = self.engine.execute(intent, work, remaining_ms)
+        outcome = self.engine.execute(intent, work, remaining_ms, predecessor=predecessor)
         return self.serializer.load(outcome.result) if outcome.replayed else produced[0]
 
     def find_key(self, value: Any, select: Callable[[Any], str]) -> str | None:
@@ -232,7 +241,7 @@ class EventIdempotency(_Idempotency):
         key = self.find_key(event, self.event_key)
         remaining = getattr(context, "get_remaining_time_in_millis", None)
         return self.run(key, lambda: self.event_fingerprint(event),
-                        lambda txn: self.handler(event, context, txn), remaining)
+                        lambda txn: self.handler(event, context, txn), remaining, event)
 
 
 class IdempotentHandler(Protocol[R_co]):
@@ -246,7 +255,8 @@ class IdempotentHandler(Protocol[R_co]):
 def idempotent(*, namespace: str, key: Selector | None = None, fingerprint: Selector | None = None,
                operation: str | None = None, mode: Mode | str = Mode.ATOMIC, key_required: bool = True,
                serializer: ResultSerializer[Any] | None = None, lease_seconds: float | None = None,
-               horizon_seconds: int | None = None, store: DynamoStore | None = None,
+               horizon_seconds: int | None = None, powertools_cutover: PowertoolsCutover | None = None,
+               store: DynamoStore | None = None,
                engine: Engine | None = None) -> Callable[[EventHandler[R]], IdempotentHandler[R]]:
     """Make a Lambda handler of any event idempotent: ``handler(event, context, txn)``.
 
@@ -268,6 +278,9 @@ def idempotent(*, namespace: str, key: Selector | None = None, fingerprint: Sele
       ``datetime``, ``set``, ``bytes``... (:class:`~retrysafe.ResultSerializer`).
     - ``lease_seconds`` (claim first; default the remaining time), ``horizon_seconds``,
       ``store``/``engine``.
+    - ``powertools_cutover``: a :class:`~retrysafe.PowertoolsCutover` while switching from
+      Powertools' ``@idempotent`` (see the migration guide): a first call whose event Powertools
+      completed returns Powertools' stored result.
 
     Example::
 
@@ -285,7 +298,7 @@ def idempotent(*, namespace: str, key: Selector | None = None, fingerprint: Sele
             operation=operation or os.environ.get(names.OPERATION_ENV) or str(getattr(func, "__name__", "handler")), key=key,
             fingerprint=fingerprint, mode=mode, key_required=key_required,
             serializer=serializer if serializer is not None else serializer_for(func), lease_seconds=lease_seconds,
-            horizon_seconds=horizon_seconds, store=store, engine=engine)
+            horizon_seconds=horizon_seconds, powertools_cutover=powertools_cutover, store=store, engine=engine)
 
         def entry(event: Any, context: Any) -> Any:
             return idempotency(event, context)
@@ -358,14 +371,15 @@ class FunctionIdempotency(_Idempotency):
         def call(txn: Transaction) -> Any:
             return self.func(*args, **kwargs, txn=txn) if self.takes_txn else self.func(*args, **kwargs)
 
-        return self.run(key, lambda: self.argument_fingerprint(value), call, None)
+        return self.run(key, lambda: self.argument_fingerprint(value), call, None, value)
 
 
 def idempotent_function(*, data_keyword_argument: str, namespace: str, key: Selector | None = None,
                         fingerprint: Selector | None = None, operation: str | None = None,
                         mode: Mode | str | None = None, key_required: bool = True,
                         serializer: ResultSerializer[Any] | None = None, lease_seconds: float | None = None,
-                        horizon_seconds: int | None = None, store: DynamoStore | None = None,
+                        horizon_seconds: int | None = None, powertools_cutover: PowertoolsCutover | None = None,
+                        store: DynamoStore | None = None,
                         engine: Engine | None = None) -> Callable[[Callable[..., R]], Callable[..., R]]:
     """Make a plain function idempotent, keyed by one of its arguments; called inside any handler.
 
@@ -398,7 +412,7 @@ def idempotent_function(*, data_keyword_argument: str, namespace: str, key: Sele
             operation=operation or str(getattr(func, "__qualname__", "function")), key=key, fingerprint=fingerprint,
             mode=chosen, key_required=key_required,
             serializer=serializer if serializer is not None else serializer_for(func), lease_seconds=lease_seconds,
-            horizon_seconds=horizon_seconds, store=store, engine=engine)
+            horizon_seconds=horizon_seconds, powertools_cutover=powertools_cutover, store=store, engine=engine)
 
         @functools.wraps(func)
         def wrapper(*args: Any, **kwargs: Any) -> R:

@@ -38,6 +38,9 @@ NOT_STORED = "NotStored"
 UNSTORABLE_RESULT = "UnstorableResult"
 #: An ``@idempotent``/``@idempotent_function`` call ran unprotected: no key, ``key_required=False``.
 UNKEYED = "Unkeyed"
+#: A first request answered from the record Powertools idempotency wrote (cut-over; it goes to zero
+#: as the old records expire: then the cut-over can be removed).
+LEGACY_REPLAYED = "ReplayedFromPowertools"
 #: An outbox event its target refused permanently (parked by the publisher).
 OUTBOX_EVENT_PARKED = "OutboxEventParked"
 
@@ -45,7 +48,7 @@ OUTBOX_EVENT_PARKED = "OutboxEventParked"
 NOT_METRICS = frozenset({EXECUTED})
 #: Every metric name the runtime can emit.
 METRIC_NAMES = (REPLAYED, KEY_MISMATCH, IN_FLIGHT, TAKEOVER, FENCING_REJECTED, RELEASED, RELEASE_FAILED,
-                NOT_STORED, UNSTORABLE_RESULT, UNKEYED, OUTBOX_EVENT_PARKED)
+                NOT_STORED, UNSTORABLE_RESULT, UNKEYED, OUTBOX_EVENT_PARKED, LEGACY_REPLAYED)
 
 
 def namespace(environ: Mapping[str, str] | None = None) -> str:
@@ -60,6 +63,7 @@ __all__ = [
     "FENCING_REJECTED",
     "IN_FLIGHT",
     "KEY_MISMATCH",
+    "LEGACY_REPLAYED",
     "METRIC_NAMES",
     "NOT_METRICS",
     "NOT_STORED",

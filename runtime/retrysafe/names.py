@@ -33,6 +33,10 @@ IDEMPOTENCY_DISABLED_ENV = "RETRYSAFE_IDEMPOTENCY_DISABLED"
 METRICS_NAMESPACE_ENV = "RETRYSAFE_METRICS_NAMESPACE"
 #: Service name of the runtime's log lines.
 SERVICE_ENV = "RETRYSAFE_SERVICE"
+#: Cut-over from Powertools idempotency: the table the old code wrote its records to.
+POWERTOOLS_TABLE_ENV = "RETRYSAFE_POWERTOOLS_TABLE"
+#: Cut-over from Powertools idempotency: the end of the window, epoch seconds (no lookup after it).
+POWERTOOLS_UNTIL_ENV = "RETRYSAFE_POWERTOOLS_UNTIL"
 #: Level of the runtime's log lines.
 LOG_LEVEL_ENV = "RETRYSAFE_LOG_LEVEL"
 #: An SQS consumer's queue visibility timeout, seconds (its claim lease in claim-first mode).
@@ -199,6 +203,8 @@ __all__ = [
             "OUTBOX_SWEEPER_HANDLER",
             "OUTBOX_TARGET_ENV",
             "PARTITION_KEY",
+            "POWERTOOLS_TABLE_ENV",
+            "POWERTOOLS_UNTIL_ENV",
             "QUEUE_ENV",
             "RECORD_PREFIX",
             "REPLAYED_HEADER",

@@ -44,6 +44,7 @@ from typing import Any, Protocol, cast
 from ._adapter import flushes_telemetry, lambda_entry_point, takes_options, wiring
 from ._claimcheck import ClaimCheck, resolve
 from ._config import Mode, env_float
+from ._cutover import PowertoolsCutover, cutover
 from ._engine import Completion, Engine, Intent
 from ._fingerprint import canonical_document, fingerprint, is_unicode, parse_json
 from ._keys import Scope
@@ -179,8 +180,8 @@ class SqsConsumer:
                  mode: Mode | str = Mode.ATOMIC, key: KeyExtractor | str | None = None,
                  fingerprint: Selector | None = None, fifo: bool | None = None,
                  visibility_timeout_seconds: float | None = None, horizon_seconds: int | None = None,
-                 claim_check: ClaimCheck | None = None, store: DynamoStore | None = None,
-                 engine: Engine | None = None) -> None:
+                 claim_check: ClaimCheck | None = None, powertools_cutover: PowertoolsCutover | None = None,
+                 store: DynamoStore | None = None, engine: Engine | None = None) -> None:
         if not subscriber:
             raise ConfigurationError("idempotent_sqs needs a subscriber id: it scopes the processed-message records")
         self.mode = Mode.parse(mode)
@@ -196,6 +197,7 @@ class SqsConsumer:
         self.lease_seconds = _visibility_timeout(visibility_timeout_seconds)
         self.claim_check = claim_check if claim_check is not None else ClaimCheck.from_env()
         self.retention, self.engine = wiring(horizon_seconds, store, engine)
+        self.cutover = cutover(powertools_cutover, self.engine, lambda response: response)
 
     def process(self, record: Any, context: Any = None) -> Any:
         """Process one record at most once; raises (the record is reported failed) when it must be redelivered."""
@@ -216,7 +218,9 @@ class SqsConsumer:
                                            Message(record=record, key=key, content=resolved), txn))
 
         remaining = getattr(context, "get_remaining_time_in_millis", None)
-        return self.engine.execute(intent, work, remaining).result
+        # Powertools' @idempotent_function(data_keyword_argument="record") hashed the record (its raw event)
+        predecessor = self.cutover.predecessor(record) if self.cutover is not None else None
+        return self.engine.execute(intent, work, remaining, predecessor=predecessor).result
 
     @flushes_telemetry
     def __call__(self, event: dict[str, Any], context: Any) -> dict[str, Any]:
@@ -256,6 +260,7 @@ def idempotent_sqs(
     visibility_timeout_seconds: float | None = None,
     horizon_seconds: int | None = None,
     claim_check: ClaimCheck | None = None,
+    powertools_cutover: PowertoolsCutover | None = None,
     store: DynamoStore | None = None,
     engine: Engine | None = None,
 ) -> SqsLambdaHandler:
@@ -284,6 +289,9 @@ def idempotent_sqs(
     - ``horizon_seconds`` (default ``RETRYSAFE_RETRY_HORIZON_SECONDS``, else 7 days): record lifetime.
     - ``claim_check`` (default ``RETRYSAFE_CLAIM_CHECK_BUCKET``): the bucket claim-checked bodies are
       fetched from.
+    - ``powertools_cutover`` (default ``None``): a :class:`~retrysafe.PowertoolsCutover` while switching
+      from a Powertools record handler (``@idempotent_function(data_keyword_argument="record")``):
+      a first delivery Powertools completed is acknowledged from its record (see the migration guide).
     - ``store`` / ``engine`` (default ``DynamoStore.from_env()``): where records live.
 
     Example::
@@ -296,7 +304,7 @@ def idempotent_sqs(
     """
     consumer = SqsConsumer(func, subscriber=subscriber, operation=operation, mode=mode, key=key, fingerprint=fingerprint, fifo=fifo,
                            visibility_timeout_seconds=visibility_timeout_seconds, horizon_seconds=horizon_seconds,
-                           claim_check=claim_check, store=store, engine=engine)
+                           claim_check=claim_check, powertools_cutover=powertools_cutover, store=store, engine=engine)
 
     def wrapper(event: dict[str, Any], context: Any) -> dict[str, Any]:
         return consumer(event, context)

@@ -157,3 +157,15 @@ def test_a_first_request_writing_only_its_record_is_one_put_of_one_unit(bench: A
     assert units["retrysafe_atomic"]["first"]["wcu"] == 1  # not doubled: no transaction
     assert units["retrysafe_atomic"]["replay_other_container"]["calls"] == ["PutItem"]
     assert units["powertools"]["first"]["calls"] == ["PutItem", "UpdateItem"]
+
+
+def test_the_cutover_costs_one_get_item_on_first_requests_only_while_open(bench: Any) -> None:
+    units = bench.cutover_units()
+    atomic, claim_first = units["retrysafe_atomic"], units["retrysafe_claim_first"]
+    assert atomic["first"]["calls"] == ["GetItem", "TransactWriteItems"]  # + the one lookup
+    assert atomic["retry_of_a_powertools_request"]["calls"] == ["GetItem", "PutItem"]  # answered, then recorded
+    assert claim_first["first"]["calls"] == ["PutItem", "GetItem", "TransactWriteItems"]
+    # retrysafe's record answers the claim: no second lookup in Powertools' table
+    assert claim_first["that_retry_in_another_container"]["calls"] == ["PutItem"]
+    # atomic mode learns of its record only when it writes: a container without it in its cache looks up again
+    assert atomic["that_retry_in_another_container"]["calls"] == ["GetItem", "PutItem"]

@@ -54,7 +54,8 @@ def test_every_table_metric_uses_the_runtime_definition() -> None:
     stack = cdk.Stack(cdk.App(), "Metrics")
     table = IdempotencyTable(stack, "Table")
     for metric in (table.metric_fencing_rejections(), table.metric_key_mismatches(), table.metric_replays(),
-                   table.metric_in_flight_conflicts(), table.metric_parked_events()):
+                   table.metric_in_flight_conflicts(), table.metric_parked_events(),
+                   table.metric_replayed_from_powertools()):
         assert metric.namespace == metrics.DEFAULT_NAMESPACE
         assert metric.metric_name in metrics.METRIC_NAMES
         assert metric.dimensions == dict(metrics.DIMENSIONS)

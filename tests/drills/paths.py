@@ -12,6 +12,12 @@ The generic paths: ``@idempotent`` on an EventBridge event (atomic), and a plain
 record codec's tagged form) and once returning a value that cannot be stored:
 that intent's documented final answer is ``UnstorableResultError``, its record is
 parked (never released before its ``exp``) and its effect never commits.
+
+The cut-over paths (``http-cutover``, ``http-cutover-claim-first``): the code before retrysafe
+(Powertools ``@idempotent``) completed intent A before the schedule starts (its record written by
+Powertools' own persistence layer, its effect counted); every explored invocation is a retry under
+retrysafe with ``powertools_cutover`` on. None may commit the effect again, and each answers
+Powertools' stored response, whatever fault hits the lookup or the write that records the answer.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from typing import Any
 
 from retrysafe import (
     Engine,
+    PowertoolsCutover,
     Transaction,
     idempotent,
     idempotent_function,
@@ -44,13 +51,15 @@ from retrysafe.testing._adapters import (
     TaskAdapter,
     WebhookAdapter,
 )
-from retrysafe.testing._events import DrillContext
+from retrysafe.testing._events import DrillContext, api_event
 from retrysafe.webhook import GitHub, WebhookReceiver
 
 from tests.helpers import create_business_table
 
 TABLE = "idempotency"
 BUSINESS = "business"
+#: The table of the code before retrysafe (Powertools idempotency), read by the cut-over paths.
+POWERTOOLS = "powertools-idempotency"
 KEY = "key-1"
 #: The tenant and operation an HTTP caller and an SQS subscriber share on the ``http-sqs`` path.
 SHARED_TENANT = "billing"
@@ -376,6 +385,48 @@ class Outbox:
         return counts
 
 
+class Cutover:
+    """The cut-over paths (module docstring): Powertools completed intent A, retrysafe answers its retries."""
+
+    key_path = 'headers."idempotency-key"'
+    function_name = "orders.lambda_handler"
+    #: The end of the window, on the exploration's clock (it starts at 2027-01-15).
+    until = 1_800_000_000.0 + 10 * 86_400
+
+    def prepare(self, client: Any, clock: Any) -> None:
+        """A's COMPLETED record, as Powertools' own persistence layer writes it, and the old code's effect."""
+        from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer, IdempotencyConfig
+
+        layer = DynamoDBPersistenceLayer(table_name=POWERTOOLS, boto3_client=client)
+        layer.configure(IdempotencyConfig(event_key_jmespath=self.key_path), function_name=self.function_name)
+        request = api_event(json.dumps(payload("A")), headers={"Content-Type": "application/json",
+                                                               names.IDEMPOTENCY_KEY_HEADER: KEY})  # as HttpAdapter
+        layer.save_success(data=request, result=_order_response("A"))
+        client.update_item(TableName=BUSINESS, Key={"pk": {"S": "effect#A#main"}}, UpdateExpression="ADD #n :one",
+                           ExpressionAttributeNames={"#n": "n"}, ExpressionAttributeValues={":one": {"N": "1"}})
+
+    def make(self, intent: str, engine: Engine, notes: list[str], mode: str) -> Callable[[], Answer]:
+        def handle(event: dict[str, Any], context: Any, txn: Transaction) -> dict[str, Any]:
+            body = json.loads(event["body"])
+            effect(txn, body["intent"])
+            return _order_response(body["intent"])
+
+        cutover = PowertoolsCutover(function_name=self.function_name, event_key_jmespath=self.key_path,
+                                    table_name=POWERTOOLS, until=self.until)
+        adapter = HttpAdapter(idempotent_http(handle, operation=f"Cutover-{mode}", mode=mode, tenant=None,
+                                              powertools_cutover=cutover, engine=engine),
+                              lambda variant: payload(intent))
+        return lambda: adapter.invoke(adapter.request(KEY))
+
+
+def _order_response(intent: str) -> dict[str, Any]:
+    return {"statusCode": 201, "headers": {"Content-Type": "application/json", "Location": f"/orders/{KEY}"},
+            "body": json.dumps({"order": KEY, "intent": intent})}
+
+
+CUTOVER = Cutover()
+
+
 @dataclass(frozen=True)
 class Path:
     """One engine path: how to build an invocation, and the effect segments an intent must commit once."""
@@ -394,6 +445,8 @@ class Path:
     final_error: str | None = None
     #: The intents reach different adapters (record namespaces): one never refuses another as a reused key.
     independent: bool = False
+    #: Writes what exists before the schedule starts (the cut-over's Powertools record), on the observer's client.
+    prepare: Callable[[Any, Any], None] | None = None
 
 
 OUTBOX = Outbox()
@@ -415,15 +468,20 @@ PATHS: dict[str, Path] = {p.name: p for p in (
          final_error="UnstorableResultError"),
     Path("outbox", OUTBOX.make, outbox=OUTBOX),
     Path("http-sqs", _http_and_sqs, independent=True),
+    Path("http-cutover", lambda i, e, n: CUTOVER.make(i, e, n, "atomic"), prepare=CUTOVER.prepare),
+    Path("http-cutover-claim-first", lambda i, e, n: CUTOVER.make(i, e, n, "claim_first"), prepare=CUTOVER.prepare),
 )}
 
 
 def create_tables(client: Any) -> None:
-    """The idempotency table as the constructs deploy it, and the business table."""
+    """The idempotency table as the constructs deploy it, the business table and Powertools' table."""
     from retrysafe.testing._plugin import create_table
 
     create_table(client, TABLE)
     create_business_table(client, BUSINESS)
+    client.create_table(TableName=POWERTOOLS, KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+                        AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+                        BillingMode="PAY_PER_REQUEST")
 
 
 def store_for(client: Any) -> DynamoStore:

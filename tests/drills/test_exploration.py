@@ -165,3 +165,13 @@ def test_two_regions_without_a_home_region_commit_one_intent_twice(explorer: Wor
     home = next(s for s in BOUNDED if s.path == path and s.regions)
     assert home == Scope(path, ("A", "A"), faults=0, env=("replicate",), env_budget=2, regions=REGIONS,
                          home=REGIONS[0])
+
+
+def test_the_exploration_catches_a_cutover_that_does_not_look_up(explorer: World,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """Mutation check: with the window closed, the retry of the request Powertools completed runs it again."""
+    from tests.drills.paths import CUTOVER
+
+    monkeypatch.setattr(CUTOVER, "until", 0.0)
+    result = explore(explorer, Scope("http-cutover", ("A",), faults=0), stop_at_first=True)
+    assert "effect#A#main was committed 2 times" in result.violations["double-effect"].detail

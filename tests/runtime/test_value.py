@@ -15,7 +15,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from retrysafe import names
 from retrysafe._config import Mode, Retention
-from retrysafe._engine import Completion, Intent, Outcome
+from retrysafe._cutover import HASH_FUNCTIONS, PowertoolsCutover
+from retrysafe._engine import Adopted, Completion, Intent, Outcome, _Answered
 from retrysafe._keys import Scope
 from retrysafe._record import Record
 from retrysafe._regions import HomeRegions
@@ -73,6 +74,12 @@ SAMPLES: dict[type[Value], st.SearchStrategy[Value]] = {
     TaskRequest: st.builds(TaskRequest, text, text, json_values, st.none() | text, st.none() | text),
     HomeRegions: st.builds(HomeRegions, st.text(min_size=1, max_size=8),
                            tenants=st.dictionaries(text, st.text(min_size=1, max_size=8), max_size=2)),
+    Adopted: st.builds(Adopted, json_values),
+    _Answered: st.builds(_Answered, json_values),
+    PowertoolsCutover: st.builds(PowertoolsCutover, function_name=st.text(min_size=1, max_size=8),
+                                 event_key_jmespath=text, hash_function=st.sampled_from(sorted(HASH_FUNCTIONS)),
+                                 key_prefix=st.none() | text, table_name=st.text(min_size=1, max_size=8),
+                                 until=st.floats(0, 2e9), sort_key_attr=st.none() | text),
 }
 
 

@@ -22,6 +22,7 @@ from retrysafe import (
     KinesisMessage,
     Message,
     Mode,
+    PowertoolsCutover,
     Transaction,
     idempotent,
     idempotent_dynamodb_stream,
@@ -197,3 +198,25 @@ idempotent_kinesis(subscriber="ledger", horizon_seconds="1d")  # type: ignore[ar
 idempotent_kinesis(subscriber="ledger")(record_handler)  # type: ignore[arg-type]  # an SQS handler
 idempotent_dynamodb_stream(subscriber="index", skip_ttl_removal=True)  # type: ignore[call-arg]
 idempotent_dynamodb_stream(subscriber="index")(on_record)  # type: ignore[arg-type]  # a Kinesis handler
+
+# -- powertools_cutover= (PowertoolsCutover) ------------------------------------------------------
+
+cutover = PowertoolsCutover(function_name="app.lambda_handler", event_key_jmespath='headers."idempotency-key"',
+                            payload_validation_jmespath="powertools_json(body)", hash_function="sha256",
+                            key_prefix=None, table_name="old", until=1.9e9,
+                            key_attr="id", sort_key_attr=None, static_pk_value=None, expiry_attr="expiration",
+                            in_progress_expiry_attr="in_progress_expiration", status_attr="status", data_attr="data",
+                            validation_key_attr="validation")
+PowertoolsCutover(function_name="app.h", event_key_jmespth="body")  # type: ignore[call-arg]
+PowertoolsCutover(function_name="app.h", until="tomorrow")  # type: ignore[arg-type]
+PowertoolsCutover("app.h")  # type: ignore[call-arg]  # options are keyword-only
+idempotent_http(http_handler, powertools_cutover=cutover)
+idempotent_http(http_handler, powertools_cutovr=cutover)  # type: ignore[call-overload]
+idempotent_http(http_handler, powertools_cutover="old-table")  # type: ignore[call-overload]
+IdempotencyMiddleware(powertools_cutover=cutover)
+IdempotencyMiddleware(powertools_cutovr=cutover)  # type: ignore[call-arg]
+idempotent_sqs(record_handler, subscriber="billing", powertools_cutover=cutover)
+idempotent_sqs(record_handler, subscriber="billing", powertools_cutovr=cutover)  # type: ignore[call-overload]
+idempotent_function(data_keyword_argument="order", namespace="payments", powertools_cutover=cutover)
+idempotent_function(data_keyword_argument="order", namespace="payments",
+                    powertools_cutovr=cutover)  # type: ignore[call-arg]

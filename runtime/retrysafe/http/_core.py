@@ -6,6 +6,7 @@ Both adapters reduce a handler's answer to a :class:`StoredResponse` and let
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Collection, Mapping
 from http import HTTPStatus
 from typing import Any
@@ -13,6 +14,7 @@ from typing import Any
 from .. import names
 from .._adapter import flushes_telemetry, wiring
 from .._config import Mode
+from .._cutover import PowertoolsCutover, cutover
 from .._engine import Completion, Engine, Intent
 from .._fingerprint import is_unicode
 from .._keys import Scope, parse_key
@@ -108,6 +110,7 @@ class HttpIdempotency:
                  replay_headers: Collection[str] = DEFAULT_REPLAY_HEADERS,
                  horizon_seconds: int | None = None, wait_for_in_flight: float = 0.0,
                  on_state_conflict: Callable[[BusinessConditionFailedError, Any], Any] | None = None,
+                 powertools_cutover: PowertoolsCutover | None = None,
                  store: DynamoStore | None = None, engine: Engine | None = None) -> None:
         self.mode = Mode.parse(mode)
         self.operation = operation
@@ -120,6 +123,8 @@ class HttpIdempotency:
         self.wait_for_in_flight = wait_for_in_flight
         self.on_state_conflict = on_state_conflict
         self.retention, self.engine = wiring(horizon_seconds, store, engine)
+        # Powertools replays the handler's proxy response: stored as this adapter stores a handler's
+        self.cutover = cutover(powertools_cutover, self.engine, lambda response: to_stored(response, self).to_result())
 
     def select_headers(self, headers: Mapping[str, Any] | None) -> dict[str, str]:
         """The response headers worth storing."""
@@ -139,7 +144,7 @@ class HttpIdempotency:
         except RetrysafeError as error:
             return refusal(error)
         try:
-            return self._handle(request, call, remaining_ms, operation)
+            return self._handle(event, request, call, remaining_ms, operation)
         except BusinessConditionFailedError as error:
             if self.on_state_conflict is not None and convert is not None:
                 original = self.on_state_conflict(error, event)
@@ -148,7 +153,7 @@ class HttpIdempotency:
         except RetrysafeError as error:
             return refusal(error, shape=request.shape)
 
-    def _handle(self, request: HttpRequest, call: Callable[[Transaction], tuple[StoredResponse, Any]],
+    def _handle(self, event: Any, request: HttpRequest, call: Callable[[Transaction], tuple[StoredResponse, Any]],
                 remaining_ms: Callable[[], int] | None, operation: str | None) -> HttpAnswer:
         tenant = NO_TENANT
         if self.tenant is not None:
@@ -166,13 +171,15 @@ class HttpIdempotency:
             originals.append(original)
             return Completion(response.to_result(), store=response.status < 500)
 
-        if key is None:
+        # Powertools' @idempotent hashed the whole Lambda event (its event_key_jmespath selects in it)
+        predecessor = self.cutover.predecessor(event) if self.cutover is not None else None
+        if key is None:  # key_required=False: a client of the old code may still retry without a key header
             outcome = self.engine.execute_unkeyed(Scope(tenant, op, "", adapter=names.HTTP_ADAPTER), work,
-                                                  self.retention)
+                                                  self.retention, predecessor=predecessor)
         else:
             intent = Intent(Scope(tenant, op, key, adapter=names.HTTP_ADAPTER), request.fingerprint(self.fingerprint_query, self.fingerprint),
                             self.mode, self.retention, wait_seconds=self.wait_for_in_flight)
-            outcome = self.engine.execute(intent, work, remaining_ms)
+            outcome = self.engine.execute(intent, work, remaining_ms, predecessor=predecessor)
         original = originals[-1] if originals and not outcome.replayed else None
         return HttpAnswer(StoredResponse.from_result(outcome.result), replayed=outcome.replayed, original=original,
                           shape=request.shape)
@@ -202,6 +209,23 @@ def refusal(error: Exception, problems: Callable[[Exception], Problem | None] = 
     if problem is None:
         raise error
     return problem_answer(problem, shape)
+
+
+def to_stored(response: Any, idempotency: HttpIdempotency) -> StoredResponse:
+    """Reduce a proxy-integration response (or an HTTP API v2 plain value) to what is stored."""
+    if isinstance(response, dict) and "statusCode" in response:
+        headers = dict(response.get("headers") or {})
+        for name, values in (response.get("multiValueHeaders") or {}).items():
+            if values and name not in headers:
+                headers[name] = values[0]
+        body = response.get("body")
+        if body is not None and not isinstance(body, str):
+            body = json.dumps(body)
+        return StoredResponse(int(response["statusCode"]), idempotency.select_headers(headers), body or "",
+                              bool(response.get("isBase64Encoded")))
+    # HTTP API v2 semantics: any other value is a 200 JSON body.
+    body = response if isinstance(response, str) else json.dumps(response)
+    return StoredResponse(200, {"Content-Type": "application/json"}, body)
 
 
 def to_proxy(answer: HttpAnswer) -> dict[str, Any]:

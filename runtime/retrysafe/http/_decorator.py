@@ -3,19 +3,19 @@ Lambda function URLs and Application Load Balancers."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Collection
 from typing import Any, Protocol, cast
 
 from .. import names
 from .._adapter import lambda_entry_point, takes_options
 from .._config import Mode
+from .._cutover import PowertoolsCutover
 from .._engine import Engine
 from .._select import Selector
 from .._store import DynamoStore
 from .._transaction import Transaction
 from ..errors import BusinessConditionFailedError
-from ._core import DEFAULT_REPLAY_HEADERS, HttpIdempotency, StoredResponse, to_proxy
+from ._core import DEFAULT_REPLAY_HEADERS, HttpIdempotency, StoredResponse, to_proxy, to_stored
 from ._tenant import TenantExtractor, default_tenant
 
 Handler = Callable[[Any, Any, Transaction], Any]
@@ -43,6 +43,7 @@ def idempotent_http(
     horizon_seconds: int | None = None,
     wait_for_in_flight: float = 0.0,
     on_state_conflict: Callable[[BusinessConditionFailedError, Any], Any] | None = None,
+    powertools_cutover: PowertoolsCutover | None = None,
     store: DynamoStore | None = None,
     engine: Engine | None = None,
 ) -> HttpLambdaHandler:
@@ -79,6 +80,9 @@ def idempotent_http(
       Its response (same form as the handler's) is returned, not stored. Typical use: a late
       replay, after its record expired, finds the business item whose id derives from the key
       (``error.current``) and answers with it rather than creating a second one.
+    - ``powertools_cutover`` (default ``None``): a :class:`~retrysafe.PowertoolsCutover`, while
+      switching from Powertools idempotency: a first request whose event Powertools completed is
+      answered from Powertools' record (see the migration guide).
     - ``store`` / ``engine`` (default ``DynamoStore.from_env()``, which keeps a record cache per
       container): where records live; a store you construct caches only if given a ``RecordCache``.
 
@@ -93,7 +97,8 @@ def idempotent_http(
     idempotency = HttpIdempotency(
         operation=operation, mode=mode, header=header, key_required=key_required, tenant=tenant,
         fingerprint_query=fingerprint_query, fingerprint=fingerprint, replay_headers=replay_headers,
-        horizon_seconds=horizon_seconds, wait_for_in_flight=wait_for_in_flight, on_state_conflict=on_state_conflict, store=store, engine=engine)
+        horizon_seconds=horizon_seconds, wait_for_in_flight=wait_for_in_flight, on_state_conflict=on_state_conflict,
+        powertools_cutover=powertools_cutover, store=store, engine=engine)
 
     def wrapper(event: Any, context: Any) -> dict[str, Any]:
         def call(txn: Transaction) -> tuple[StoredResponse, Any]:
@@ -106,19 +111,3 @@ def idempotent_http(
 
     return cast(HttpLambdaHandler, lambda_entry_point(func, wrapper, idempotency=idempotency))
 
-
-def to_stored(response: Any, idempotency: HttpIdempotency) -> StoredResponse:
-    """Reduce a proxy-integration response (or an HTTP API v2 plain value) to what is stored."""
-    if isinstance(response, dict) and "statusCode" in response:
-        headers = dict(response.get("headers") or {})
-        for name, values in (response.get("multiValueHeaders") or {}).items():
-            if values and name not in headers:
-                headers[name] = values[0]
-        body = response.get("body")
-        if body is not None and not isinstance(body, str):
-            body = json.dumps(body)
-        return StoredResponse(int(response["statusCode"]), idempotency.select_headers(headers), body or "",
-                              bool(response.get("isBase64Encoded")))
-    # HTTP API v2 semantics: any other value is a 200 JSON body.
-    body = response if isinstance(response, str) else json.dumps(response)
-    return StoredResponse(200, {"Content-Type": "application/json"}, body)
