@@ -63,10 +63,10 @@ def test_every_part_of_the_scope_counts_and_parts_cannot_pose_as_each_other() ->
     assert Scope("t", "op", "k", adapter=http).record_id == Scope("t", "op", "k", adapter=http).record_id
 
 
-def test_a_scope_names_a_known_namespace() -> None:
+def test_a_scope_names_a_known_adapter() -> None:
     from retrysafe.errors import ConfigurationError
 
-    with pytest.raises(ConfigurationError, match="namespace"):
+    with pytest.raises(ConfigurationError, match="unknown adapter"):
         Scope("t", "op", "k", adapter="https")
 
 
