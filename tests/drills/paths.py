@@ -99,11 +99,13 @@ def _http_record_only(intent: str, engine: Engine, notes: list[str]) -> Callable
     return lambda: adapter.invoke(adapter.request(KEY))
 
 
-def _sqs(intent: str, engine: Engine, notes: list[str]) -> Callable[[], Answer]:
+def _sqs(intent: str, engine: Engine, notes: list[str], receive_count: int = 1) -> Callable[[], Answer]:
+    """``receive_count`` 2: every delivery is a redelivery (a retry hint), so atomic mode claims first."""
     def consume(message: Message, txn: Transaction) -> None:
         effect(txn, message.content["intent"])
 
-    adapter = SqsAdapter(idempotent_sqs(consume, subscriber="billing", engine=engine), lambda variant: payload(intent))
+    adapter = SqsAdapter(idempotent_sqs(consume, subscriber="billing", engine=engine), lambda variant: payload(intent),
+                         receive_count=receive_count)
     return lambda: adapter.invoke(adapter.request(KEY))
 
 
@@ -379,6 +381,7 @@ PATHS: dict[str, Path] = {p.name: p for p in (
     Path("http-atomic-record-only", _http_record_only, ()),
     Path("http-claim-first", lambda i, e, n: _http(i, e, n, "claim_first")),
     Path("sqs", _sqs),
+    Path("sqs-hinted", lambda i, e, n: _sqs(i, e, n, receive_count=2)),
     Path("kinesis", lambda i, e, n: _kinesis(i, e, n, "atomic"), ("r1", "r2", "r3")),
     Path("kinesis-claim-first", lambda i, e, n: _kinesis(i, e, n, "claim_first"), ("r1", "r2", "r3")),
     Path("dynamodb-stream", _dynamodb_stream, ("r1", "r2", "r3")),

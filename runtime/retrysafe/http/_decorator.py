@@ -43,6 +43,7 @@ def idempotent_http(
     horizon_seconds: int | None = None,
     wait_for_in_flight: float = 0.0,
     on_state_conflict: Callable[[BusinessConditionFailedError, Any], Any] | None = None,
+    retry_hints: bool = True,
     store: DynamoStore | None = None,
     engine: Engine | None = None,
 ) -> HttpLambdaHandler:
@@ -79,6 +80,10 @@ def idempotent_http(
       Its response (same form as the handler's) is returned, not stored. Typical use: a late
       replay, after its record expired, finds the business item whose id derives from the key
       (``error.current``) and answers with it rather than creating a second one.
+    - ``retry_hints`` (default ``True``): in atomic mode, a request the client marks as a retry
+      (``Retry-Attempt: 2`` or more, or the AWS SDKs' ``amz-sdk-request: attempt=2``...) claims first
+      when the record cache misses: a replay costs one ``PutItem`` and no handler run, a first run
+      two round trips; a concurrent duplicate then answers 409 (or waits, ``wait_for_in_flight``).
     - ``store`` / ``engine`` (default ``DynamoStore.from_env()``, which keeps a record cache per
       container): where records live; a store you construct caches only if given a ``RecordCache``.
 
@@ -93,7 +98,8 @@ def idempotent_http(
     idempotency = HttpIdempotency(
         operation=operation, mode=mode, header=header, key_required=key_required, tenant=tenant,
         fingerprint_query=fingerprint_query, fingerprint=fingerprint, replay_headers=replay_headers,
-        horizon_seconds=horizon_seconds, wait_for_in_flight=wait_for_in_flight, on_state_conflict=on_state_conflict, store=store, engine=engine)
+        horizon_seconds=horizon_seconds, wait_for_in_flight=wait_for_in_flight, on_state_conflict=on_state_conflict,
+        retry_hints=retry_hints, store=store, engine=engine)
 
     def wrapper(event: Any, context: Any) -> dict[str, Any]:
         def call(txn: Transaction) -> tuple[StoredResponse, Any]:
