@@ -350,9 +350,33 @@ def sqs_redelivery(requests: int, block: int = 20, server: ModelServer | None = 
                 server.usage()
                 cold(workload.sqs_message(f"{side}-last", 2), workload.Context())
                 calls[side] = server.usage()["calls"]
-    return {side: {"redelivery_median": statistics.median(samples[side]),
-                   "redelivery_p90": _percentile(samples[side], 0.9), "redelivery_calls": calls[side],
-                   "requests": len(samples[side])} for side in SQS_SIDES}
+    result: dict[str, Any] = {side: {"redelivery_median": statistics.median(samples[side]),
+                                     "redelivery_p90": _percentile(samples[side], 0.9),
+                                     "redelivery_calls": calls[side], "requests": len(samples[side])}
+                              for side in SQS_SIDES}
+    if server is None:
+        result["refused_put_floor"] = _refused_put(requests)
+    return result
+
+
+def _refused_put(requests: int) -> float:
+    """Median thread CPU (µs) of botocore's work alone on one refused conditional ``PutItem`` (``ALL_OLD``),
+    on a client configured as retrysafe's store's: the floor under any redelivery that makes that call."""
+    from retrysafe import DynamoStore
+
+    model = DynamoModel(workload.model_tables())
+    client = model.install(DynamoStore(workload.TABLE).client)
+    item = {"pk": {"S": "idem#floor"}, "st": {"S": "completed"}, "exp": {"N": "4102444800"}}
+    client.put_item(TableName=workload.TABLE, Item=item)
+    values = []
+    for _ in range(max(requests, 50)):
+        model_before = model.cpu_ns
+        start = time.thread_time_ns()
+        with contextlib.suppress(client.exceptions.ConditionalCheckFailedException):
+            client.put_item(TableName=workload.TABLE, Item=item, ConditionExpression="attribute_not_exists(pk)",
+                            ReturnValuesOnConditionCheckFailure="ALL_OLD")
+        values.append((time.thread_time_ns() - start - (model.cpu_ns - model_before)) / 1000)
+    return statistics.median(values)
 
 
 def _percentile(values: list[float], share: float) -> float:
