@@ -35,8 +35,9 @@ def placed(ddb: Any) -> int:
     return int(item["n"]["N"]) if item else 0
 
 
-HINTS = [{names.RETRY_ATTEMPT_HEADER: "2"}, {"retry-attempt": "7"},
-         {names.AWS_SDK_REQUEST_HEADER: "attempt=2; max=3"}, {"Amz-Sdk-Request": "ttl=20250101T000000Z; attempt=3; max=3"}]
+HINTS = [{names.RETRY_ATTEMPT_HEADER: "2"}, {names.RETRY_ATTEMPT_HEADER.lower(): "7"},
+         {names.AWS_SDK_REQUEST_HEADER: "attempt=2; max=3"},
+         {names.AWS_SDK_REQUEST_HEADER.title(): "ttl=20250101T000000Z; attempt=3; max=3"}]
 NOT_HINTS = [{}, {names.RETRY_ATTEMPT_HEADER: "1"}, {names.RETRY_ATTEMPT_HEADER: "two"},
              {names.RETRY_ATTEMPT_HEADER: "-2"}, {names.AWS_SDK_REQUEST_HEADER: "attempt=1; max=3"},
              {names.AWS_SDK_REQUEST_HEADER: "attempt=; max=3"}, {names.AWS_SDK_REQUEST_HEADER: "max=3"}]
@@ -54,7 +55,7 @@ def test_hinted_replay_in_a_cold_container_is_one_put_and_no_handler_run(store, 
     assert calls.calls == {"PutItem": 1} and api.runs == 0 and placed(ddb) == 1
 
 
-@pytest.mark.parametrize("hint", HINTS[:1] + HINTS[2:3], ids=["Retry-Attempt", "amz-sdk-request"])
+@pytest.mark.parametrize("hint", HINTS[:1] + HINTS[2:3], ids=[names.RETRY_ATTEMPT_HEADER, names.AWS_SDK_REQUEST_HEADER])
 def test_hinted_first_request_claims_then_commits(store, ddb, calls, hint):
     api = Api()
     response = idempotent_http(api, store=store)(http_event({"total": 42}, headers=hint), DrillContext())
