@@ -636,11 +636,13 @@ REQUESTS = tuple(p for p in PATHS if PATHS[p].outbox is None)
 #: The bounded exhaustive set ``make test`` runs (tests/drills/test_exploration.py).
 BOUNDED: tuple[Scope, ...] = (
     # one invocation, up to two faults on its calls (one on the task's four calls)
-    *(Scope(path, ("A",), faults=2) for path in ("http-atomic", "http-atomic-record-only", "http-claim-first", "sqs", "sqs-hinted",
+    *(Scope(path, ("A",), faults=2) for path in ("http-atomic", "http-atomic-hinted", "http-atomic-record-only",
+                                                 "http-claim-first", "sqs", "sqs-hinted",
                                                  "webhook", "event-atomic", "function-claim-first", "function-unstorable")),
     Scope("task", ("A",), faults=1),
     # two invocations of one intent interleaved, one fault between them
-    *(Scope(path, ("A", "A"), faults=1, total=1) for path in ("http-atomic", "http-atomic-record-only", "http-claim-first", "sqs",
+    *(Scope(path, ("A", "A"), faults=1, total=1) for path in ("http-atomic", "http-atomic-hinted", "http-atomic-record-only",
+                                                              "http-claim-first", "sqs",
                                                               "sqs-hinted", "sqs-redelivered", "webhook", "event-atomic",
                                                               "function-claim-first", "function-unstorable")),
     Scope("task", ("A", "A"), faults=0),
