@@ -465,9 +465,11 @@ def botocore_floor(runs: int = 7) -> dict[str, Any]:
 
 
 # -- 3. cold start -------------------------------------------------------------------
-def cold_start(runs: int, server: ModelServer | None = None) -> dict[str, Any]:
-    """Import + first invocation (client creation included) in fresh processes, the two sides alternating;
-    with ``server``, the first invocation's calls go over a new connection to it (each run its own key)."""
+def cold_start(runs: int, server: ModelServer | None = None,
+               sides: tuple[str, str] = ("retrysafe", "powertools")) -> dict[str, Any]:
+    """Import + first invocation (client creation included) in fresh processes, the two ``sides`` alternating
+    (``benchmarks/handlers/{side}_orders.py``); with ``server``, the first invocation's calls go over a new
+    connection to it (each run its own key)."""
     import retrysafe
 
     # Both sides import from bytecode, as after a pip install (pip compiled site-packages; this checkout
@@ -477,9 +479,9 @@ def cold_start(runs: int, server: ModelServer | None = None) -> dict[str, Any]:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "AWS_LAMBDA_INITIALIZATION_TYPE": "on-demand"}  # as Lambda sets it
     if server is not None:
         env[ENDPOINT_ENV] = server.endpoint
-    rows: dict[str, list[dict[str, Any]]] = {"retrysafe": [], "powertools": []}
+    rows: dict[str, list[dict[str, Any]]] = {side: [] for side in sides}
     for index in range(runs):
-        for side in (("retrysafe", "powertools") if index % 2 == 0 else ("powertools", "retrysafe")):
+        for side in (sides if index % 2 == 0 else sides[::-1]):
             if server is not None:
                 server.usage()
             proc = subprocess.run([sys.executable, "-m", "benchmarks.coldstart", side, f"cold-{side}-{index}"],
@@ -608,10 +610,70 @@ def over_a_socket(requests: int, cold_runs: int) -> dict[str, Any]:
         print("socket: CPU µs per request:", json.dumps(cpu), flush=True)
         sqs = sqs_redelivery(requests // 2, server=server)
         print("socket: SQS redelivery at a cold container, CPU µs:", json.dumps(sqs), flush=True)
+        crt = transport(server, requests, cold_runs)
+        print("socket: awscrt transport:", json.dumps(crt), flush=True)
     result: dict[str, Any] = {"round_trips_and_units": trips, "cold_start": cold, "cpu_us": cpu,
-                              "latency_model": latency_model(cpu), "sqs_redelivery_us": sqs, "requests": requests}
+                              "latency_model": latency_model(cpu), "sqs_redelivery_us": sqs, "requests": requests,
+                              "transport": crt}
     result["ratios"] = ratios(result)
     result["targets_met"] = verdicts(result["ratios"])
+    return result
+
+
+#: Issue 28 item 4's bar for an opt-in transport: awscrt / botocore at most this, both figures.
+TRANSPORT_TARGET = 0.5
+
+
+def transport(server: ModelServer, requests: int, cold_runs: int) -> dict[str, Any]:
+    """Issue 28 item 4: retrysafe (atomic) on botocore and on the awscrt prototype (:mod:`benchmarks.crt_client`)
+    over the socket, interleaved block by block. Process CPU per first request and per replay in another
+    container (awscrt works on its own threads, so thread CPU would flatter it), and cold start in fresh
+    processes. Checks first that the prototype signs a request as botocore's ``SigV4Auth`` does."""
+    from retrysafe import DynamoStore, Engine, RecordCache
+
+    from benchmarks.crt_client import CrtDynamoClient, same_signature_as_botocore
+
+    if not same_signature_as_botocore():
+        raise RuntimeError("the awscrt prototype's SigV4 signature differs from botocore's")
+    with quiet():
+        with pointed_at(server.endpoint):
+            botocore_side = Side("retrysafe_atomic", server)
+        crt_side = Side("retrysafe_atomic", server)
+        for handler, cache in (("handler", True), ("other", False)):
+            store = DynamoStore(workload.TABLE, client=CrtDynamoClient(REGION, server.endpoint),
+                                cache=RecordCache() if cache else None)
+            setattr(crt_side, handler, workload.retrysafe_handler("atomic", Engine(store)))
+        runners = {"botocore": botocore_side, "awscrt": crt_side}
+        samples: dict[str, dict[str, list[float]]] = {name: {"first": [], "replay_other": []} for name in runners}
+        for runner in runners.values():  # warm-up
+            for _ in range(30):
+                runner.first()
+                runner.replay(other=True)
+        block = 20
+        for round_index in range(max(1, requests // block)):
+            for name in (("botocore", "awscrt") if round_index % 2 == 0 else ("awscrt", "botocore")):
+                runner = runners[name]
+                for _ in range(block):
+                    for kind in ("first", "replay_other"):
+                        start = time.process_time_ns()
+                        runner.replay(other=True) if kind == "replay_other" else runner.first()
+                        samples[name][kind].append((time.process_time_ns() - start) / 1000)
+        server.usage()
+        crt_side.first()
+        calls = server.usage()["calls"]
+    cold = cold_start(cold_runs, server, ("retrysafe", "retrysafe_awscrt"))
+    result: dict[str, Any] = {"cpu_us": {name: {f"{kind}_median": statistics.median(values)
+                                                for kind, values in kinds.items()}
+                                         for name, kinds in samples.items()},
+                              "awscrt_first_calls": calls, "requests": requests, "cold_start": cold}
+    cpu = result["cpu_us"]
+    result["ratios"] = {
+        "first_cpu": cpu["awscrt"]["first_median"] / cpu["botocore"]["first_median"],
+        "replay_other_cpu": cpu["awscrt"]["replay_other_median"] / cpu["botocore"]["replay_other_median"],
+        "cold_start": cold["retrysafe_awscrt"]["cpu_median_ms"] / cold["retrysafe"]["cpu_median_ms"],
+        "cold_start_wall": cold["retrysafe_awscrt"]["median_ms"] / cold["retrysafe"]["median_ms"]}
+    result["target"] = TRANSPORT_TARGET
+    result["target_met"] = all(result["ratios"][name] <= TRANSPORT_TARGET for name in ("first_cpu", "cold_start"))
     return result
 
 
@@ -665,7 +727,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "latency_model": model,
         "record_bytes": sizes, "record_only_units": quotes, "socket": socket, "moto_server_rps": moto, "cpu_split_us": split, "first_request_budget_us": budget,
         "botocore_floor": floor,
-        "versions": {name: version(name) for name in ("retrysafe", "aws-lambda-powertools", "boto3", "botocore", "moto")}
+        "versions": {name: version(name) for name in ("retrysafe", "aws-lambda-powertools", "boto3", "botocore", "moto",
+                                                      "awscrt")}
                     | {"python": platform.python_version()},
         "machine": {"platform": platform.platform(), "processor": platform.machine(), "cpus": os.cpu_count(),
                     "load_average_before": load_before, "load_average_after": os.getloadavg()},

@@ -38,6 +38,10 @@ def summary(r: dict[str, Any], targets: dict[str, tuple[float, str]]) -> str:
     for name, (target, op) in targets.items():
         lines.append(f"  {NAMES[name]:<42} {sock['ratios'][name]:5.2f}   target {op} {target:<5} "
                      f"{'met' if sock['targets_met'][name] else 'NOT met'}")
+    t = sock["transport"]["ratios"]
+    lines.append(f"retrysafe (atomic) on the awscrt prototype / on botocore, socket: first request {t['first_cpu']:.2f}, "
+                 f"cold start {t['cold_start']:.2f} (bar <= {sock['transport']['target']:g}: "
+                 f"{'met' if sock['transport']['target_met'] else 'NOT met'})")
     m = r["machine"]
     lines.append(f"  load average before/after: {m['load_average_before'][0]:.2f} / {m['load_average_after'][0]:.2f} "
                  f"on {m['cpus']} CPUs")
@@ -152,6 +156,8 @@ and TLS by neither; the model's own time is subtracted. {_validation(r)}
 on 127.0.0.1 in another process; see [its section](#over-a-socket-new).
 
 {_socket_section(r)}
+
+{_transport_section(r)}
 
 {_write_units_section(r)}
 
@@ -323,6 +329,37 @@ Ratios retrysafe atomic / Powertools over the socket: first request **{sock['rat
 ({r['ratios']['replay_cpu_other']:.2f}), cold start **{sock['ratios']['cold_start']:.2f}**
 ({r['ratios']['cold_start']:.2f}). Each call's HTTP stack is paid once by a retrysafe atomic first request
 and four times by Powertools'."""
+
+
+def _transport_section(r: dict[str, Any]) -> str:
+    """Issue 28 item 4: retrysafe on botocore and on the awscrt prototype client, over the socket."""
+    t = r["socket"]["transport"]
+    cpu, cold, ratio = t["cpu_us"], t["cold_start"], t["ratios"]
+    b, c = cold["retrysafe"], cold["retrysafe_awscrt"]
+    rows = [_row("first request, median (µs)", [f"{cpu['botocore']['first_median']:.0f}",
+                                               f"{cpu['awscrt']['first_median']:.0f}", f"**{ratio['first_cpu']:.2f}**"]),
+            _row("replay in another container, median (µs)",
+                 [f"{cpu['botocore']['replay_other_median']:.0f}", f"{cpu['awscrt']['replay_other_median']:.0f}",
+                  f"{ratio['replay_other_cpu']:.2f}"]),
+            _row(f"cold start CPU, median of {cold['runs']} (ms)",
+                 [f"{b['cpu_median_ms']:.0f}", f"{c['cpu_median_ms']:.0f}", f"**{ratio['cold_start']:.2f}**"]),
+            _row("cold start wall clock, median (ms)",
+                 [f"{b['median_ms']:.0f}", f"{c['median_ms']:.0f}", f"{ratio['cold_start_wall']:.2f}"])]
+    verdict = "met" if t["target_met"] else "**not met**"
+    return f"""## The transport: botocore or awscrt (issue 28 item 4)
+
+retrysafe (atomic) over the same socket on its botocore client and on the prototype client of
+`benchmarks/crt_client.py` (awscrt's SigV4 signer, whose signature this run checked against botocore's
+`SigV4Auth`, and awscrt's HTTP client; standard-mode retries, CRC32 check and error shapes as botocore's),
+{t['requests']} first requests and as many replays in another container per side, interleaved in blocks.
+Process CPU (`time.process_time`: awscrt works on its own threads), fresh processes for cold starts.
+
+| retrysafe atomic, socket | botocore | awscrt prototype | awscrt / botocore |
+|---|---|---|---|
+{chr(10).join(rows)}
+
+The bar for landing an opt-in transport, at most {t['target']:g} for both first-request CPU and cold
+start: {verdict} in this run."""
 
 
 def _write_units_section(r: dict[str, Any]) -> str:

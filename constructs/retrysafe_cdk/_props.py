@@ -25,12 +25,13 @@ def given(value: object) -> bool:
 
 
 def refuse_ignored(scope: Construct, existing: str, resource: object | None, props: Mapping[str, object],
-                   fix: str) -> None:
+                   fix: str, *, otherwise: str = "to let the construct create it") -> None:
     """Refuse (``ValueError``) props that only apply to a resource the construct creates, next to ``existing``.
 
     ``existing``: the prop name (``existing_queue``); ``resource``: its value (nothing is refused when it is
-    ``None``; named by its construct path when it is a construct); ``props``: prop name -> value for every prop that would be ignored;
-    ``fix``: where those settings go instead (e.g. "set them on that queue").
+    ``None``; named by its construct path when it is a construct); ``props``: prop name -> value for every
+    prop that would be ignored; ``fix``: where those settings go instead (e.g. "set them on that queue");
+    ``otherwise``: what omitting ``existing`` does instead (when the construct then does more than create it).
     """
     ignored = [name for name, value in props.items() if given(value)]
     if resource is None or not ignored:
@@ -38,7 +39,7 @@ def refuse_ignored(scope: Construct, existing: str, resource: object | None, pro
     where = resource.node.path if isinstance(resource, Construct) else type(resource).__name__
     raise ValueError(f"{scope.node.path}: {existing}={where} is given, so {', '.join(ignored)} would not apply "
                      f"(they configure a resource the construct creates). Fix: {fix}, and omit "
-                     f"{', '.join(ignored)} here; or omit {existing} to let the construct create it.")
+                     f"{', '.join(ignored)} here; or omit {existing} {otherwise}.")
 
 
 def struct_values(props: object | None) -> dict[str, Any]:
@@ -49,3 +50,13 @@ def struct_values(props: object | None) -> dict[str, Any]:
     if not isinstance(values, dict):
         raise TypeError(f"expected a props struct (e.g. aws_lambda.FunctionOptions(...)), got {type(props).__name__}")
     return dict(values)
+
+
+def pin_logical_id(resource: Construct, logical_id: str | None) -> None:
+    """Pin the CloudFormation logical id of ``resource``'s L1 (when ``logical_id`` is given).
+
+    CDK derives a logical id from the construct path, so moving or renaming a construct replaces
+    its resources; a stateful one (table, queue, stream, topic, bucket) is then created anew, empty.
+    """
+    if logical_id is not None:
+        resource.node.default_child.override_logical_id(logical_id)  # type: ignore[union-attr]

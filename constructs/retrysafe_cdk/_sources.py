@@ -1,5 +1,5 @@
-"""What the event source constructs share: dead-letter queues, Lambda's asynchronous invocation settings,
-the ``existing_<x>``/``<x>_props`` refusal, and their part of the retry horizon."""
+"""What the event source constructs share: dead-letter queues, Lambda's asynchronous invocation settings
+and their part of the retry horizon. Their ``existing_<x>``/``<x>_props`` refusal is the one of ``_props``."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from aws_cdk import aws_sqs as sqs
 
 from constructs import Construct
 
+from ._props import pin_logical_id, struct_values
 from .alarms import AlarmOptions, add_alarm
 from .function import IdempotentFunction
 from .horizon import LAMBDA_ASYNC_MAX_EVENT_AGE
@@ -23,24 +24,6 @@ from .queue import DLQ_RETENTION, SQS_DEFAULT_RETENTION
 #: Lambda's asynchronous invocation limits (``AWS::Lambda::EventInvokeConfig``).
 ASYNC_MAX_RETRIES = 2
 ASYNC_MIN_EVENT_AGE = 60
-
-
-def struct_kwargs(props: Any) -> dict[str, Any]:
-    """The fields a jsii props struct (``sqs.QueueProps(...)``) was given, as keyword arguments.
-
-    jsii structs keep exactly the fields that were set in ``_values``; there is no public accessor.
-    """
-    return dict(props._values) if props is not None else {}
-
-
-def refuse_both(owner: Construct, existing_name: str, existing: object, props_name: str, props: Any) -> None:
-    """``existing_<x>`` and ``<x>_props`` together: the props would silently not apply."""
-    if existing is None or props is None:
-        return
-    given = ", ".join(sorted(struct_kwargs(props))) or "no field"
-    raise ValueError(f"{owner.node.path}: {existing_name} is given, so {props_name} ({given}) would not apply. "
-                     f"Set those on the existing resource and omit {props_name}, or omit {existing_name} to let "
-                     f"the construct create the resource with {props_name}.")
 
 
 def queue_retention(queue: sqs.IQueue) -> Duration:
@@ -54,8 +37,9 @@ def queue_retention(queue: sqs.IQueue) -> Duration:
 
 
 def dead_letter_queue(owner: Construct, construct_id: str, existing: sqs.IQueue | None,
-                      props: sqs.QueueProps | None, purpose: str) -> tuple[sqs.IQueue, Duration]:
-    """``existing``, or a new SQS-managed-encrypted, TLS-only queue kept 14 days (``props`` override); with its retention."""
+                      props: sqs.QueueProps | None, logical_id: str | None, purpose: str) -> tuple[sqs.IQueue, Duration]:
+    """``existing``, or a new SQS-managed-encrypted, TLS-only queue kept 14 days (``props`` override, its logical id
+    pinned to ``logical_id`` when given); with its retention."""
     if existing is not None:
         if existing.fifo:
             raise ValueError(f"{owner.node.path}: {existing.node.path} is a FIFO queue; a dead-letter queue or "
@@ -64,13 +48,14 @@ def dead_letter_queue(owner: Construct, construct_id: str, existing: sqs.IQueue 
         if isinstance(existing.node.default_child, sqs.CfnQueue):  # a queue of this app: cdk-nag checks it
             acknowledge(existing, "AwsSolutions-SQS3", f"This queue is itself a dead-letter queue ({purpose}).")
         return existing, queue_retention(existing)
-    if struct_kwargs(props).get("fifo"):
+    if struct_values(props).get("fifo"):
         raise ValueError(f"{owner.node.path}: a dead-letter queue or failure destination here must be a standard "
                          "queue (Lambda's destinations, EventBridge and SNS standard subscriptions send only to "
                          "standard queues): omit fifo from its props.")
     settings: dict[str, Any] = {"retention_period": DLQ_RETENTION, "encryption": sqs.QueueEncryption.SQS_MANAGED,
-                                "enforce_ssl": True, **struct_kwargs(props)}
+                                "enforce_ssl": True, **struct_values(props)}
     queue = sqs.Queue(owner, construct_id, **settings)
+    pin_logical_id(queue, logical_id)
     acknowledge(queue, "AwsSolutions-SQS3", f"This queue is itself the dead-letter queue ({purpose}).")
     return queue, settings["retention_period"]
 

@@ -13,15 +13,8 @@ from aws_cdk import aws_sqs as sqs
 
 from constructs import Construct
 
-from ._sources import (
-    add_redelivery,
-    configure_async,
-    dead_letter_queue,
-    depth_alarm,
-    metric_depth,
-    refuse_both,
-    struct_kwargs,
-)
+from ._props import refuse_ignored, struct_values
+from ._sources import add_redelivery, configure_async, dead_letter_queue, depth_alarm, metric_depth
 from .alarms import AlarmOptions, add_alarm
 from .function import IdempotentFunction
 from .horizon import LAMBDA_ASYNC_MAX_EVENT_AGE, async_redelivery
@@ -42,30 +35,36 @@ class IdempotentEventRule(Construct):
     record: the event is its ``requestPayload``). Their sum, plus the DLQ's retention (an operator
     redrives it), is this rule's part of the table's :class:`RetryHorizon`.
 
-    Props (all keyword-only):
+    :param function: the target; its handler uses ``retrysafe.idempotent``. Required.
+    :param existing_rule: a rule of your own to add the target to. @default a new rule ``Rule``
+        from ``rule_props``.
+    :param rule_props: ``events.RuleProps`` of the new rule (``event_pattern`` or ``schedule``,
+        ``event_bus``...). @default none: refused, a rule needs a pattern or a schedule. Refused
+        with ``existing_rule``.
+    :param existing_dead_letter_queue: a queue of your own (same account and region). @default a
+        new queue ``DeadLetterQueue`` from ``dead_letter_queue_props``.
+    :param dead_letter_queue_props: ``sqs.QueueProps`` of the new queue. @default SQS-managed
+        encryption, TLS only, 14 days' retention. Refused with ``existing_dead_letter_queue``.
+    :param dead_letter_queue_logical_id: pin the new queue's logical id (moving or renaming this
+        construct then keeps the queue and its messages). @default derived from the construct path.
+        Refused with ``existing_dead_letter_queue``.
+    :param operation: the operation the function's records are scoped by (with the handler's
+        ``namespace=``), passed as ``RETRYSAFE_OPERATION``. @default the function's operation when
+        another rule or subscription already gave it one, else this construct's path below its stack
+        (pin it before moving or renaming the construct). An ``operation=`` in the handler's decorator
+        wins. Two functions with one operation on one table are refused.
+    :param event: what the function receives (``events.RuleTargetInput``). @default the event. A
+        transformed input has no envelope ``id``, the runtime's default key: give the handler a ``key=``.
+    :param max_event_age: how long EventBridge retries a delivery, 60 s..24 h. @default 24 hours.
+    :param retry_attempts: EventBridge's delivery retries, 0..185. @default 185.
+    :param async_max_event_age: how long Lambda keeps retrying the invocation, 60 s..6 h.
+        @default 6 hours.
+    :param async_retry_attempts: Lambda's retries of a failed invocation, 0..2. @default 2.
+    :param alarms: ``True``, ``False`` or :class:`AlarmOptions`. @default True: ``DlqDepthAlarm``
+        (DLQ depth >= 1) and ``DlqSendFailedAlarm`` (``InvocationsFailedToBeSentToDlq`` >= 1: events lost).
 
-    - ``function``: the target; its handler uses ``retrysafe.idempotent``. Required.
-    - ``existing_rule``: a rule of your own to add the target to. @default a new rule ``Rule``
-      from ``rule_props``.
-    - ``rule_props``: ``events.RuleProps`` of the new rule (``event_pattern`` or ``schedule``,
-      ``event_bus``...). @default none: refused, a rule needs a pattern or a schedule. Refused
-      with ``existing_rule``.
-    - ``existing_dead_letter_queue``: a queue of your own (same account and region). @default a
-      new queue ``DeadLetterQueue`` from ``dead_letter_queue_props``.
-    - ``dead_letter_queue_props``: ``sqs.QueueProps`` of the new queue. @default SQS-managed
-      encryption, TLS only, 14 days' retention. Refused with ``existing_dead_letter_queue``.
-    - ``event``: what the function receives (``events.RuleTargetInput``). @default the event. A
-      transformed input has no envelope ``id``, the runtime's default key: give the handler a ``key=``.
-    - ``max_event_age``: how long EventBridge retries a delivery, 60 s..24 h. @default 24 hours.
-    - ``retry_attempts``: EventBridge's delivery retries, 0..185. @default 185.
-    - ``async_max_event_age``: how long Lambda keeps retrying the invocation, 60 s..6 h.
-      @default 6 hours.
-    - ``async_retry_attempts``: Lambda's retries of a failed invocation, 0..2. @default 2.
-    - ``alarms``: ``True``, ``False`` or :class:`AlarmOptions`. @default True: ``DlqDepthAlarm``
-      (DLQ depth >= 1) and ``DlqSendFailedAlarm`` (``InvocationsFailedToBeSentToDlq`` >= 1: events lost).
-
-    Attributes: ``rule``, ``dead_letter_queue``, ``target``, ``redelivery_seconds``, ``dlq_alarm``,
-    ``lost_alarm``. ``grant_put_events`` lets a producer put events on the rule's bus.
+    Attributes: ``rule``, ``dead_letter_queue``, ``target``, ``redelivery_seconds``, ``operation``,
+    ``dlq_alarm``, ``lost_alarm``. ``grant_put_events`` lets a producer put events on the rule's bus.
     The function's asynchronous invocation settings are its (or its SnapStart alias's)
     ``EventInvokeConfig``, and a function has one: further rules or subscriptions of the same
     function must pass the same ``async_*`` settings and the first one's ``dead_letter_queue`` as
@@ -78,11 +77,14 @@ class IdempotentEventRule(Construct):
                  dead_letter_queue_props: sqs.QueueProps | None = None, event: events.RuleTargetInput | None = None,
                  max_event_age: Duration = MAX_EVENT_AGE, retry_attempts: int = MAX_RETRY_ATTEMPTS,
                  async_max_event_age: Duration = LAMBDA_ASYNC_MAX_EVENT_AGE, async_retry_attempts: int = 2,
+                 dead_letter_queue_logical_id: str | None = None, operation: str | None = None,
                  alarms: bool | AlarmOptions = True) -> None:
         super().__init__(scope, construct_id)
-        refuse_both(self, "existing_rule", existing_rule, "rule_props", rule_props)
-        refuse_both(self, "existing_dead_letter_queue", existing_dead_letter_queue, "dead_letter_queue_props",
-                    dead_letter_queue_props)
+        refuse_ignored(self, "existing_rule", existing_rule, {"rule_props": rule_props},
+                       "set the pattern, schedule and bus on that rule")
+        refuse_ignored(self, "existing_dead_letter_queue", existing_dead_letter_queue,
+                       {"dead_letter_queue_props": dead_letter_queue_props,
+                        "dead_letter_queue_logical_id": dead_letter_queue_logical_id}, "set them on that queue")
         age = int(max_event_age.to_seconds())
         if not MIN_EVENT_AGE <= age <= int(MAX_EVENT_AGE.to_seconds()):
             raise ValueError(f"{self.node.path}: max_event_age must be 60 s..24 h (EventBridge's retry policy), "
@@ -90,12 +92,12 @@ class IdempotentEventRule(Construct):
         if not 0 <= retry_attempts <= MAX_RETRY_ATTEMPTS:
             raise ValueError(f"{self.node.path}: retry_attempts must be 0..{MAX_RETRY_ATTEMPTS} (EventBridge's retry "
                              f"policy), got {retry_attempts}.")
-        if existing_rule is None and not struct_kwargs(rule_props).keys() & {"event_pattern", "schedule"}:
+        if existing_rule is None and not struct_values(rule_props).keys() & {"event_pattern", "schedule"}:
             raise ValueError(f"{self.node.path}: a new rule needs an event pattern or a schedule: pass "
                              "rule_props=events.RuleProps(event_pattern=events.EventPattern(source=[...]), "
                              "event_bus=...) or existing_rule=your_rule.")
         self.dead_letter_queue, dlq_retention = dead_letter_queue(
-            self, "DeadLetterQueue", existing_dead_letter_queue, dead_letter_queue_props,
+            self, "DeadLetterQueue", existing_dead_letter_queue, dead_letter_queue_props, dead_letter_queue_logical_id,
             "events the rule could not deliver and invocations that failed every attempt")
         self.redelivery_seconds = async_redelivery(max_event_age, async_max_event_age, dlq_retention)
         add_redelivery(
@@ -105,7 +107,8 @@ class IdempotentEventRule(Construct):
             f"({int(dlq_retention.to_seconds())}s)",
             "shorten max_event_age, async_max_event_age or the dead-letter queue's retention_period")
         configure_async(self, function, self.dead_letter_queue, async_max_event_age, async_retry_attempts)
-        self.rule: events.Rule = existing_rule or events.Rule(self, "Rule", **struct_kwargs(rule_props))
+        self.operation = function.bind_operation(self, operation)
+        self.rule: events.Rule = existing_rule or events.Rule(self, "Rule", **struct_values(rule_props))
         bus = rule_props.event_bus if rule_props is not None else None
         self._bus_arn = bus.event_bus_ref.event_bus_arn if bus is not None else None
         self.target = targets.LambdaFunction(function.invoke_target, event=event,

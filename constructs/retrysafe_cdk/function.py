@@ -27,6 +27,8 @@ from .table import KEY_WRITE_ACTIONS, RECORD_ACTIONS, IdempotencyTable, check_sa
 TABLE_ENV = names.TABLE_ENV
 #: The consumer's claim lease in claim-first mode (read by ``retrysafe.sqs``).
 VISIBILITY_ENV = names.VISIBILITY_TIMEOUT_ENV
+#: The operation an event rule, topic subscription or stream consumer gives the function's records.
+OPERATION_ENV = names.OPERATION_ENV
 #: What a function in a VPC needs for its network interfaces (AWSLambdaVPCAccessExecutionRole's actions).
 ENI_ACTIONS = ("ec2:CreateNetworkInterface", "ec2:DescribeNetworkInterfaces", "ec2:DeleteNetworkInterface",
                "ec2:AssignPrivateIpAddresses", "ec2:UnassignPrivateIpAddresses")
@@ -43,6 +45,12 @@ _OWNED_FUNCTION_PROPS = {
 #: The defaults of every function the constructs create; ``function_props`` override them.
 FUNCTION_DEFAULTS: Mapping[str, Any] = {"timeout": DEFAULT_TIMEOUT, "memory_size": 512,
                                         "architecture": lambda_.Architecture.ARM_64}
+
+
+def stack_relative_path(scope: Construct) -> str:
+    """``scope``'s construct path below its stack: what stays the same when stacks or stages are renamed."""
+    stack = Stack.of(scope)
+    return scope.node.path.removeprefix(stack.node.path + "/")
 
 
 def with_defaults(defaults: Mapping[str, Any], function_props: lambda_.FunctionOptions | None
@@ -76,8 +84,8 @@ def python_function(scope: Construct, *, code: lambda_.Code, handler: str,
     Children of ``scope``: ``Logs`` (unless ``existing_log_group``), ``Role`` (unless
     ``existing_role``), ``Function``.
 
-    :param code: the function's code, e.g. ``Code.from_asset("handlers")``.
-    :param handler: ``module.function``.
+    :param code: the function's code, e.g. ``Code.from_asset("handlers")`` (required).
+    :param handler: ``module.function`` (required).
     :param runtime: @default ``Runtime.PYTHON_3_14``.
     :param layers: layers before the ones in ``function_props.layers``. @default none.
     :param existing_role: a role to use (its grants are added to it). @default a new role that can only
@@ -125,8 +133,8 @@ class IdempotentFunction(Construct):
         function's region.
     :param code: e.g. ``Code.from_asset("handlers")`` (required).
     :param handler: e.g. ``"orders.handler"`` (required).
-    :param business_tables: other tables its transactions write (same item-level actions).
-        @default none.
+    :param business_tables: other tables its transactions write (same item-level actions; with the
+        table's ``home_regions``, also on their replicas in the home regions). @default none.
     :param runtime: @default ``Runtime.PYTHON_3_14``.
     :param powertools_layer: the public Powertools layer (``LayerVersion.from_layer_version_arn(...)``);
         the retrysafe layer then ships without Powertools. @default Powertools inside the retrysafe layer.
@@ -153,7 +161,8 @@ class IdempotentFunction(Construct):
 
     Attributes: ``function``, ``role``, ``log_group``, ``table``, ``layer`` (the retrysafe layer),
     ``alias`` (the SnapStart alias, None without SnapStart), ``invoke_target``, ``lease_source``
-    (the event source whose lease the function got, see :meth:`bind_lease`).
+    (the event source whose lease the function got, see :meth:`bind_lease`), ``operation`` (the
+    operation its event rules, subscriptions or stream consumers gave it, see :meth:`bind_operation`).
     """
 
     def __init__(self, scope: Construct, construct_id: str, *, table: IdempotencyTable, code: lambda_.Code,
@@ -165,8 +174,11 @@ class IdempotentFunction(Construct):
         super().__init__(scope, construct_id)
         self.table = table
         self.lease_source: str | None = None
+        self.operation: str | None = None
+        self._operation_source: str | None = None
         check_same_region(self, table.table, "the idempotency table")
-        own: dict[str, Any] = {"environment": {TABLE_ENV: table.table.table_name, HORIZON_ENV: table.retention_env()}}
+        own: dict[str, Any] = {"environment": {TABLE_ENV: table.table.table_name, HORIZON_ENV: table.retention_env(),
+                                               **table.home_environment()}}
         if snap_start:
             snapstart.check(self, runtime, struct_values(function_props))
             own.update(snapstart.function_props(f"{self.node.path}: a published SnapStart version"))
@@ -198,6 +210,30 @@ class IdempotentFunction(Construct):
         self.lease_source = source.node.path
         self.function.add_environment(VISIBILITY_ENV, str(seconds))
 
+    def bind_operation(self, source: Construct, operation: str | None) -> str:
+        """The operation the function's records are scoped by, for an event rule, subscription or stream of it.
+
+        The function has one handler, so one default operation (``RETRYSAFE_OPERATION``): the first
+        ``source`` sets it (``operation``, @default ``source``'s path below its stack) and claims it on
+        the table (two functions with one operation are refused, see
+        :meth:`IdempotencyTable.claim_operation`); a further source of the function shares it, and a
+        different ``operation`` there is refused (it would silently replace the first one's).
+        """
+        if self.operation is not None:
+            if operation is not None and operation != self.operation:
+                raise ValueError(
+                    f"{source.node.path}: {self.node.path} already has the operation {self.operation!r} (from "
+                    f"{self._operation_source}), and a function has one ({OPERATION_ENV}): operation={operation!r} "
+                    "would replace it, and the first source's retries would no longer find their records. Fix: "
+                    f"omit operation= here (or pass {self.operation!r}), or give this source its own "
+                    "IdempotentFunction.")
+            return self.operation
+        chosen = operation or stack_relative_path(source)
+        self.table.claim_operation(chosen, source)
+        self.operation, self._operation_source = chosen, source.node.path
+        self.function.add_environment(OPERATION_ENV, chosen)
+        return chosen
+
     @property
     def role(self) -> iam.IRole:
         """The function's execution role (the one passed in, or the one created)."""
@@ -216,7 +252,7 @@ class IdempotentFunction(Construct):
     def grant_business_table(self, business: dynamodb.ITable) -> iam.Grant:
         """Let transactions write items of another table (item-level actions, that table only)."""
         grant = iam.Grant.add_to_principal(grantee=self._role, actions=list(RECORD_ACTIONS),
-                                           resource_arns=[business.table_arn])
+                                           resource_arns=[business.table_arn, *self.table.home_arns(self, business)])
         check_same_region(self, business, "the business table")
         if business.encryption_key is not None:
             grant_key(self._role, business.encryption_key, KEY_WRITE_ACTIONS)

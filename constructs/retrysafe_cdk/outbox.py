@@ -183,7 +183,8 @@ class OutboxPipe(Construct):
     :param retry_attempts: @default 5.
     :param max_record_age: @default 24 h (at most 24 h).
     :param existing_failure_queue: the dead-letter destination. @default a new queue (``failure_queue_props``).
-    :param failure_queue_props: as :class:`Outbox`. Refused with ``existing_failure_queue``.
+    :param failure_queue_props: the created failure queue's ``sqs.QueueProps``. @default as :class:`Outbox`'s
+        (retention 14 days, SSE-SQS, TLS only). Refused with ``existing_failure_queue``.
     :param message_group_id: FIFO SQS targets: a JSON path into the envelope. @default ``$.aggregate_id``
         (the deduplication id is ``$.event_id``).
     :param alarms: @default True (failure queue depth, id ``FailureQueueAlarm``); False or :class:`AlarmOptions`.

@@ -6,12 +6,11 @@ import math
 from dataclasses import dataclass
 from typing import Any, TypedDict
 
-from aws_cdk import Duration, Stack
+from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda_event_sources as sources
 from aws_cdk import aws_sqs as sqs
-from retrysafe import names
 
 from constructs import Construct
 
@@ -27,7 +26,6 @@ SQS_DEFAULT_VISIBILITY = Duration.seconds(30)
 SQS_MAX_RETENTION = Duration.days(14)
 DLQ_RETENTION = Duration.days(14)
 #: The consumer's operation (the middle of its records' scope), read by ``retrysafe.sqs``.
-OPERATION_ENV = names.SQS_OPERATION_ENV
 _CREATED_QUEUE_DEFAULTS = {"encryption": sqs.QueueEncryption.SQS_MANAGED, "enforce_ssl": True}
 
 
@@ -65,12 +63,6 @@ class QueueConsumerProps(TypedDict, total=False):
     max_batching_window: Duration
     max_concurrency: int
     alarms: bool | AlarmOptions
-
-
-def stack_relative_path(scope: Construct) -> str:
-    """``scope``'s construct path below its stack: what stays the same when stacks or stages are renamed."""
-    stack = Stack.of(scope)
-    return scope.node.path.removeprefix(stack.node.path + "/")
 
 
 class IdempotentQueueConsumer(Construct):
@@ -153,9 +145,7 @@ class IdempotentQueueConsumer(Construct):
         self._check_fifo(self.queue, self.dead_letter_queue)
         function.table.add_queue_redelivery(self.node.path, self.redelivery_seconds)
         function.bind_lease(self, self.visibility_seconds)
-        self.operation = operation or stack_relative_path(self)
-        function.table.claim_operation(self.operation, self)
-        function.add_environment(OPERATION_ENV, self.operation)
+        self.operation = function.bind_operation(self, operation)
         self.event_source = sources.SqsEventSource(
             self.queue, batch_size=batch_size, max_batching_window=max_batching_window,
             report_batch_item_failures=True, max_concurrency=max_concurrency)

@@ -15,19 +15,13 @@ from aws_cdk import aws_sqs as sqs
 
 from constructs import Construct
 
-from ._sources import (
-    add_redelivery,
-    configure_async,
-    dead_letter_queue,
-    depth_alarm,
-    metric_depth,
-    refuse_both,
-    struct_kwargs,
-)
+from ._props import pin_logical_id, refuse_ignored, struct_values
+from ._sources import add_redelivery, configure_async, dead_letter_queue, depth_alarm, metric_depth
 from .alarms import AlarmOptions, add_alarm
 from .function import IdempotentFunction
 from .horizon import LAMBDA_ASYNC_MAX_EVENT_AGE, SNS_LAMBDA_DELIVERY_SECONDS, async_redelivery
 from .nag import acknowledge
+from .targets import OutboxTarget
 
 
 class IdempotentTopicSubscription(Construct):
@@ -42,27 +36,33 @@ class IdempotentTopicSubscription(Construct):
     redrives it), is this subscription's part of the table's :class:`RetryHorizon`: about 37 days
     with the defaults.
 
-    Props (all keyword-only):
+    :param function: the subscriber; its handler uses ``retrysafe.idempotent``. Required.
+    :param existing_topic: a topic of your own (a standard topic: FIFO topics cannot deliver to
+        Lambda). @default a new topic ``Topic`` from ``topic_props``.
+    :param topic_props: ``sns.TopicProps`` of the new topic. @default TLS only, encrypted with a new
+        KMS key ``TopicKey`` (rotation on). Refused with ``existing_topic``.
+    :param topic_logical_id: pin the new topic's logical id (moving or renaming this construct then
+        keeps the topic, its ARN and its other subscriptions). @default derived from the construct
+        path. Refused with ``existing_topic``.
+    :param existing_dead_letter_queue: a queue of your own (same account and region as the
+        subscription). @default a new queue ``DeadLetterQueue`` from ``dead_letter_queue_props``.
+    :param dead_letter_queue_props: ``sqs.QueueProps`` of the new queue. @default SQS-managed
+        encryption, TLS only, 14 days' retention. Refused with ``existing_dead_letter_queue``.
+    :param dead_letter_queue_logical_id: pin the new queue's logical id. @default derived from the
+        construct path. Refused with ``existing_dead_letter_queue``.
+    :param operation: the operation the function's records are scoped by, as for
+        :class:`IdempotentEventRule`. @default the function's operation when another rule or
+        subscription already gave it one, else this construct's path below its stack.
+    :param filter_policy: ``{attribute: sns.SubscriptionFilter}``. @default every message.
+    :param async_max_event_age: how long Lambda keeps retrying the invocation, 60 s..6 h.
+        @default 6 hours.
+    :param async_retry_attempts: Lambda's retries of a failed invocation, 0..2. @default 2.
+    :param alarms: ``True``, ``False`` or :class:`AlarmOptions`. @default True: ``DlqDepthAlarm``
+        (DLQ depth >= 1) and ``DlqSendFailedAlarm`` (the topic's
+        ``NumberOfNotificationsFailedToRedriveToDlq`` >= 1: messages lost).
 
-    - ``function``: the subscriber; its handler uses ``retrysafe.idempotent``. Required.
-    - ``existing_topic``: a topic of your own (a standard topic: FIFO topics cannot deliver to
-      Lambda). @default a new topic ``Topic`` from ``topic_props``.
-    - ``topic_props``: ``sns.TopicProps`` of the new topic. @default TLS only, encrypted with a new
-      KMS key ``TopicKey`` (rotation on). Refused with ``existing_topic``.
-    - ``existing_dead_letter_queue``: a queue of your own (same account and region as the
-      subscription). @default a new queue ``DeadLetterQueue`` from ``dead_letter_queue_props``.
-    - ``dead_letter_queue_props``: ``sqs.QueueProps`` of the new queue. @default SQS-managed
-      encryption, TLS only, 14 days' retention. Refused with ``existing_dead_letter_queue``.
-    - ``filter_policy``: ``{attribute: sns.SubscriptionFilter}``. @default every message.
-    - ``async_max_event_age``: how long Lambda keeps retrying the invocation, 60 s..6 h.
-      @default 6 hours.
-    - ``async_retry_attempts``: Lambda's retries of a failed invocation, 0..2. @default 2.
-    - ``alarms``: ``True``, ``False`` or :class:`AlarmOptions`. @default True: ``DlqDepthAlarm``
-      (DLQ depth >= 1) and ``DlqSendFailedAlarm`` (the topic's
-      ``NumberOfNotificationsFailedToRedriveToDlq`` >= 1: messages lost).
-
-    Attributes: ``topic``, ``dead_letter_queue``, ``subscription``, ``redelivery_seconds``, ``dlq_alarm``,
-    ``lost_alarm``.
+    Attributes: ``topic``, ``dead_letter_queue``, ``subscription``, ``redelivery_seconds``, ``operation``,
+    ``dlq_alarm``, ``lost_alarm``.
     The function's asynchronous invocation settings are its (or its SnapStart alias's)
     ``EventInvokeConfig``, and a function has one: further rules or subscriptions of the same
     function must pass the same ``async_*`` settings and the first one's ``dead_letter_queue`` as
@@ -75,18 +75,22 @@ class IdempotentTopicSubscription(Construct):
                  dead_letter_queue_props: sqs.QueueProps | None = None,
                  filter_policy: Mapping[str, sns.SubscriptionFilter] | None = None,
                  async_max_event_age: Duration = LAMBDA_ASYNC_MAX_EVENT_AGE, async_retry_attempts: int = 2,
-                 alarms: bool | AlarmOptions = True) -> None:
+                 topic_logical_id: str | None = None, dead_letter_queue_logical_id: str | None = None,
+                 operation: str | None = None, alarms: bool | AlarmOptions = True) -> None:
         super().__init__(scope, construct_id)
-        refuse_both(self, "existing_topic", existing_topic, "topic_props", topic_props)
-        refuse_both(self, "existing_dead_letter_queue", existing_dead_letter_queue, "dead_letter_queue_props",
-                    dead_letter_queue_props)
-        self.topic = existing_topic or self._new_topic(topic_props)
+        refuse_ignored(self, "existing_topic", existing_topic,
+                       {"topic_props": topic_props, "topic_logical_id": topic_logical_id},
+                       "set them on that topic")
+        refuse_ignored(self, "existing_dead_letter_queue", existing_dead_letter_queue,
+                       {"dead_letter_queue_props": dead_letter_queue_props,
+                        "dead_letter_queue_logical_id": dead_letter_queue_logical_id}, "set them on that queue")
+        self.topic = existing_topic or self._new_topic(topic_props, topic_logical_id)
         if self.topic.fifo:
             raise ValueError(f"{self.node.path}: {self.topic.node.path} is a FIFO topic, and SNS FIFO topics "
                              "deliver only to SQS queues. Subscribe a FIFO queue to it and consume that with "
                              "IdempotentQueueConsumer, or use a standard topic.")
         self.dead_letter_queue, dlq_retention = dead_letter_queue(
-            self, "DeadLetterQueue", existing_dead_letter_queue, dead_letter_queue_props,
+            self, "DeadLetterQueue", existing_dead_letter_queue, dead_letter_queue_props, dead_letter_queue_logical_id,
             "messages SNS could not deliver and invocations that failed every attempt")
         self.redelivery_seconds = async_redelivery(Duration.seconds(SNS_LAMBDA_DELIVERY_SECONDS), async_max_event_age,
                                                    dlq_retention)
@@ -97,6 +101,7 @@ class IdempotentTopicSubscription(Construct):
             f"({int(dlq_retention.to_seconds())}s)",
             "shorten async_max_event_age or the dead-letter queue's retention_period")
         configure_async(self, function, self.dead_letter_queue, async_max_event_age, async_retry_attempts)
+        self.operation = function.bind_operation(self, operation)
         self.subscription = subscriptions.LambdaSubscription(
             function.invoke_target, dead_letter_queue=self.dead_letter_queue,
             filter_policy=dict(filter_policy) if filter_policy else None)
@@ -112,16 +117,22 @@ class IdempotentTopicSubscription(Construct):
             description=f"{self.node.path}: messages lost, the dead-letter queue refused them",
         ) if options.wants("DlqSendFailedAlarm") else None
 
-    def _new_topic(self, props: sns.TopicProps | None) -> sns.Topic:
-        settings = struct_kwargs(props)
+    def _new_topic(self, props: sns.TopicProps | None, logical_id: str | None) -> sns.Topic:
+        settings = struct_values(props)
         if "master_key" not in settings:
             settings["master_key"] = kms.Key(self, "TopicKey", enable_key_rotation=True,
                                              description=f"{self.node.path}: the topic's messages at rest")
-        return sns.Topic(self, "Topic", **{"enforce_ssl": True, **settings})
+        topic = sns.Topic(self, "Topic", **{"enforce_ssl": True, **settings})
+        pin_logical_id(topic, logical_id)
+        return topic
 
     def grant_publish(self, grantee: iam.IGrantable) -> iam.Grant:
-        """Let ``grantee`` publish to the topic (and use its KMS key)."""
-        return self.topic.grant_publish(grantee)
+        """Let ``grantee`` publish to the topic, and use its KMS key (``kms:GenerateDataKey``, ``kms:Decrypt``).
+
+        Exact actions, as the outbox's grants (``Topic.grant_publish`` grants ``kms:GenerateDataKey*``,
+        which cdk-nag's AwsSolutions-IAM5 refuses on the publisher's role).
+        """
+        return OutboxTarget.topic(self.topic).grant_publish(grantee)
 
     def metric_dlq_send_failures(self, **options: Any) -> cloudwatch.Metric:
         """``NumberOfNotificationsFailedToRedriveToDlq`` of the topic (every subscription of it; sum per 5 minutes)."""

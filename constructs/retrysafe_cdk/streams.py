@@ -16,10 +16,11 @@ from aws_cdk import aws_sqs as sqs
 
 from constructs import Construct
 
-from ._sources import add_redelivery, dead_letter_queue, depth_alarm, metric_depth, refuse_both, struct_kwargs
+from ._props import pin_logical_id, refuse_ignored, struct_values
+from ._sources import add_redelivery, dead_letter_queue, depth_alarm, metric_depth
 from .alarms import AlarmOptions, add_alarm
 from .function import IdempotentFunction
-from .table import STREAM_ACTIONS
+from .table import KEY_READ_ACTIONS, STREAM_ACTIONS, check_same_region, grant_key
 
 #: Kinesis keeps records 24 hours by default, at most 365 days; DynamoDB Streams keeps them 24 hours.
 KINESIS_DEFAULT_RETENTION = Duration.hours(24)
@@ -41,37 +42,51 @@ class IdempotentStreamConsumer(Construct):
     sequence numbers), not the records: replaying it means reading the stream again, so the
     stream's retention is this consumer's part of the table's :class:`RetryHorizon`.
 
-    Props (all keyword-only):
-
-    - ``function``: the consumer; its handler uses ``retrysafe.idempotent_kinesis`` or
-      ``retrysafe.idempotent_dynamodb_stream``. Required.
-    - ``existing_stream``: a Kinesis stream of your own. @default a new on-demand stream
-      ``Stream`` (AWS-managed encryption, 24 hours' retention) from ``stream_props``.
-    - ``stream_props``: ``kinesis.StreamProps`` of the new stream. Refused with ``existing_stream``.
-    - ``existing_table``: consume this DynamoDB table's stream instead (it must have one).
-      Refused with ``existing_stream``, ``stream_props`` and ``retention_period``.
-    - ``retention_period``: the deployed retention of an imported Kinesis stream
-      (``Stream.from_stream_arn``), which synthesis cannot read. @default none: required for an
-      imported stream, refused otherwise (a stream of this app brings its own).
-    - ``existing_failure_queue``: the on-failure destination. @default a new queue
-      ``FailureQueue`` from ``failure_queue_props``.
-    - ``failure_queue_props``: ``sqs.QueueProps`` of the new queue. @default SQS-managed
-      encryption, TLS only, 14 days' retention. Refused with ``existing_failure_queue``.
-    - ``starting_position``: @default ``TRIM_HORIZON`` (no record of the retention is skipped).
-    - ``batch_size``: @default 100. ``max_batching_window``: @default none.
-    - ``retry_attempts``: retries of a failing batch (after bisecting), 0..10000. @default 10.
-    - ``max_record_age``: older records are not retried. @default none: until the retention ends.
-    - ``ordered``: records of one shard run in order. @default True.
-    - ``parallelization_factor``: batches per shard at once, 1..10; more than 1 keeps only the
-      order per partition key, so it needs ``ordered=False``. @default 1.
-    - ``filters``: event filtering patterns (``lambda_.FilterCriteria.filter(...)``). @default none.
-    - ``alarms``: ``True``, ``False`` or :class:`AlarmOptions`. @default True: ``IteratorAgeAlarm``
-      (the function more than ``iterator_age_threshold`` behind the stream for 15 minutes) and
-      ``FailureQueueAlarm`` (on-failure queue depth >= 1).
-    - ``iterator_age_threshold``: @default 5 minutes.
+    :param function: the consumer; its handler uses ``retrysafe.idempotent_kinesis`` or
+        ``retrysafe.idempotent_dynamodb_stream``. Required.
+    :param existing_stream: a Kinesis stream of your own. @default a new on-demand stream
+        ``Stream`` (AWS-managed encryption, 24 hours' retention) from ``stream_props``.
+    :param stream_props: ``kinesis.StreamProps`` of the new stream. @default on demand, AWS-managed
+        encryption, 24 hours' retention. Refused with ``existing_stream``.
+    :param stream_logical_id: pin the new stream's logical id (moving or renaming this construct
+        then keeps the stream and its records). @default derived from the construct path. Refused
+        with ``existing_stream``.
+    :param existing_table: consume this DynamoDB table's stream instead (it must have one, in the
+        function's region; with a customer-managed key the function gets ``kms:Decrypt`` on it).
+        @default none: a Kinesis stream. Refused with ``existing_stream``, ``stream_props``,
+        ``stream_logical_id`` and ``retention_period``.
+    :param retention_period: the deployed retention of an imported Kinesis stream
+        (``Stream.from_stream_arn``), which synthesis cannot read. @default none: required for an
+        imported stream, refused otherwise (a stream of this app brings its own).
+    :param existing_failure_queue: the on-failure destination. @default a new queue
+        ``FailureQueue`` from ``failure_queue_props``.
+    :param failure_queue_props: ``sqs.QueueProps`` of the new queue. @default SQS-managed
+        encryption, TLS only, 14 days' retention. Refused with ``existing_failure_queue``.
+    :param failure_queue_logical_id: pin the new queue's logical id. @default derived from the
+        construct path. Refused with ``existing_failure_queue``.
+    :param operation: the operation the function's records are scoped by (with the handler's
+        ``subscriber=``), passed as ``RETRYSAFE_OPERATION``. @default the function's operation when
+        another source already gave it one, else this construct's path below its stack (pin
+        it before moving or renaming the construct: its new event source mapping reads the stream
+        again from ``starting_position``). An ``operation=`` in the handler's decorator wins. Two
+        functions with one operation on one table are refused.
+    :param starting_position: where a new mapping starts reading. @default ``TRIM_HORIZON`` (no
+        record of the retention is skipped).
+    :param batch_size: records per batch. @default 100.
+    :param max_batching_window: how long to gather a batch. @default none.
+    :param retry_attempts: retries of a failing batch (after bisecting), 0..10000. @default 10.
+    :param max_record_age: older records are not retried. @default none: until the retention ends.
+    :param ordered: records of one shard run in order. @default True.
+    :param parallelization_factor: batches per shard at once, 1..10; more than 1 keeps only the
+        order per partition key, so it needs ``ordered=False``. @default 1.
+    :param filters: event filtering patterns (``lambda_.FilterCriteria.filter(...)``). @default none.
+    :param alarms: ``True``, ``False`` or :class:`AlarmOptions`. @default True: ``IteratorAgeAlarm``
+        (the function more than ``iterator_age_threshold`` behind the stream for 15 minutes) and
+        ``FailureQueueAlarm`` (on-failure queue depth >= 1).
+    :param iterator_age_threshold: the ``IteratorAgeAlarm``'s threshold. @default 5 minutes.
 
     Attributes: ``stream`` (None for a DynamoDB table), ``table`` (None for Kinesis),
-    ``stream_arn``, ``failure_queue``, ``event_source``, ``retention_seconds``, ``alarms``.
+    ``stream_arn``, ``failure_queue``, ``event_source``, ``retention_seconds``, ``operation``, ``alarms``.
     """
 
     def __init__(self, scope: Construct, construct_id: str, *, function: IdempotentFunction,
@@ -82,12 +97,21 @@ class IdempotentStreamConsumer(Construct):
                  batch_size: int = 100, max_batching_window: Duration | None = None, retry_attempts: int = 10,
                  max_record_age: Duration | None = None, ordered: bool = True, parallelization_factor: int = 1,
                  filters: Sequence[Mapping[str, Any]] | None = None, alarms: bool | AlarmOptions = True,
-                 iterator_age_threshold: Duration = ITERATOR_AGE_THRESHOLD) -> None:
+                 iterator_age_threshold: Duration = ITERATOR_AGE_THRESHOLD, stream_logical_id: str | None = None,
+                 failure_queue_logical_id: str | None = None, operation: str | None = None) -> None:
         super().__init__(scope, construct_id)
         self._function = function
-        refuse_both(self, "existing_stream", existing_stream, "stream_props", stream_props)
-        refuse_both(self, "existing_failure_queue", existing_failure_queue, "failure_queue_props",
-                    failure_queue_props)
+        refuse_ignored(self, "existing_table", existing_table,
+                       {"existing_stream": existing_stream, "stream_props": stream_props,
+                        "stream_logical_id": stream_logical_id, "retention_period": retention_period},
+                       "consume that table's DynamoDB stream alone (they are for a Kinesis stream)",
+                       otherwise="to consume a Kinesis stream with them")
+        refuse_ignored(self, "existing_stream", existing_stream,
+                       {"stream_props": stream_props, "stream_logical_id": stream_logical_id},
+                       "set them on that stream")
+        refuse_ignored(self, "existing_failure_queue", existing_failure_queue,
+                       {"failure_queue_props": failure_queue_props,
+                        "failure_queue_logical_id": failure_queue_logical_id}, "set them on that queue")
         if not 0 <= retry_attempts <= MAX_RETRY_ATTEMPTS:
             raise ValueError(f"{self.node.path}: retry_attempts must be 0..{MAX_RETRY_ATTEMPTS} (bounded: a poison "
                              f"record must not hold its shard until the retention ends), got {retry_attempts}.")
@@ -102,16 +126,13 @@ class IdempotentStreamConsumer(Construct):
         self.stream: kinesis.IStream | None = None
         self.table: dynamodb.ITable | None = existing_table
         if existing_table is not None:
-            given = [name for name, value in (("existing_stream", existing_stream), ("stream_props", stream_props),
-                                              ("retention_period", retention_period)) if value is not None]
-            if given:
-                raise ValueError(f"{self.node.path}: existing_table consumes that table's DynamoDB stream, so "
-                                 f"{', '.join(given)} would not apply (they are for a Kinesis stream). Pass either "
-                                 "existing_table or the Kinesis props.")
+            check_same_region(self, existing_table, "the table whose stream is consumed",
+                              why="Lambda maps a stream only to a function of its region, so the deployment would "
+                                  "fail.")
             self.stream_arn = self._table_stream(existing_table)
             retention = DYNAMODB_STREAM_RETENTION
         else:
-            self.stream, retention = self._kinesis(existing_stream, stream_props, retention_period)
+            self.stream, retention = self._kinesis(existing_stream, stream_props, stream_logical_id, retention_period)
             self.stream_arn = self.stream.stream_arn
         self.retention_seconds = int(retention.to_seconds())
         kind = "the DynamoDB stream's" if existing_table is not None else "the Kinesis stream's"
@@ -119,9 +140,10 @@ class IdempotentStreamConsumer(Construct):
                        "shorten the stream's retention_period" if existing_table is None else
                        "shorten the other parts of the horizon (DynamoDB Streams keeps records 24 hours)")
         self.failure_queue, _ = dead_letter_queue(
-            self, "FailureQueue", existing_failure_queue, failure_queue_props,
+            self, "FailureQueue", existing_failure_queue, failure_queue_props, failure_queue_logical_id,
             "the on-failure destination: metadata of batches that failed every attempt")
         self._grant_read(function.role)
+        self.operation = function.bind_operation(self, operation)
         self.event_source = lambda_.EventSourceMapping(
             self, "Mapping", target=function.invoke_target, event_source_arn=self.stream_arn,
             starting_position=starting_position, batch_size=batch_size, max_batching_window=max_batching_window,
@@ -131,14 +153,15 @@ class IdempotentStreamConsumer(Construct):
         self.alarms = self._alarms(AlarmOptions.of(alarms), iterator_age_threshold)
 
     def _kinesis(self, existing: kinesis.IStream | None, props: kinesis.StreamProps | None,
-                 retention_period: Duration | None) -> tuple[kinesis.IStream, Duration]:
+                 logical_id: str | None, retention_period: Duration | None) -> tuple[kinesis.IStream, Duration]:
         if existing is None:
             if retention_period is not None:
                 raise ValueError(f"{self.node.path}: retention_period describes an imported stream; for a new one "
                                  "pass stream_props=kinesis.StreamProps(retention_period=...).")
             settings: dict[str, Any] = {"encryption": kinesis.StreamEncryption.MANAGED,
-                                        "stream_mode": kinesis.StreamMode.ON_DEMAND, **struct_kwargs(props)}
+                                        "stream_mode": kinesis.StreamMode.ON_DEMAND, **struct_values(props)}
             stream = kinesis.Stream(self, "Stream", **settings)
+            pin_logical_id(stream, logical_id)
             return stream, settings.get("retention_period") or KINESIS_DEFAULT_RETENTION
         cfn = existing.node.default_child
         if isinstance(cfn, kinesis.CfnStream):
@@ -173,7 +196,7 @@ class IdempotentStreamConsumer(Construct):
         assert self.table is not None
         iam.Grant.add_to_principal(grantee=role, actions=list(STREAM_ACTIONS), resource_arns=[self.stream_arn])
         if self.table.encryption_key is not None:
-            self.table.encryption_key.grant_decrypt(role)
+            grant_key(role, self.table.encryption_key, KEY_READ_ACTIONS)
 
     def grant_write(self, grantee: iam.IGrantable) -> iam.Grant:
         """Let ``grantee`` put records on the Kinesis stream (a DynamoDB table's stream is written by its table)."""

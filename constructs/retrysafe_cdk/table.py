@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -21,8 +22,8 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
+from retrysafe import HomeRegions, names
 from retrysafe import metrics as runtime_metrics
-from retrysafe import names
 
 from constructs import Construct, IValidation
 
@@ -35,7 +36,7 @@ PARTITION_KEY = names.PARTITION_KEY
 TTL_ATTRIBUTE = names.TTL_ATTRIBUTE
 OUTBOX_INDEX = names.OUTBOX_INDEX
 #: The outbox index's partition and sort keys (both strings).
-OUTBOX_INDEX_KEYS = (names.UNPUBLISHED_ATTRIBUTE, names.OCCURRED_AT_ATTRIBUTE)
+OUTBOX_INDEX_KEYS = (names.UNPUBLISHED_ATTRIBUTE, names.COMMITTED_AT_ATTRIBUTE)
 METRICS_NAMESPACE = runtime_metrics.DEFAULT_NAMESPACE
 #: Item-level actions a function needs for claims, commits and replays. DynamoDB has no
 #: ``dynamodb:TransactWriteItems`` IAM action: a transaction is authorized per item by these.
@@ -65,17 +66,22 @@ def _region(table: dynamodb.ITable) -> str | None:
     return None if Token.is_unresolved(region) else region
 
 
-def check_same_region(scope: Construct, table: dynamodb.ITable, what: str) -> None:
-    """Refuse a table in another region than ``scope``'s stack (the runtime reaches tables by name, in its region)."""
+def check_same_region(scope: Construct, table: dynamodb.ITable, what: str, *, why: str | None = None) -> None:
+    """Refuse a table in another region than ``scope``'s stack (the runtime reaches tables by name, in its region).
+
+    ``why``: what would go wrong instead, when it is not the runtime's calls by table name (a stream's
+    event source mapping, say).
+    """
     table_region, own_region = _region(table), Stack.of(scope).region
     if table_region is None or Token.is_unresolved(own_region) or table_region == own_region:
         return
+    why = why or (f"The runtime calls DynamoDB by table name in its own region, so it would get ResourceNotFound "
+                  f"there (or write a same-named table of {own_region}).")
     raise ValueError(
-        f"{scope.node.path}: {what} {table.node.path} is in {table_region}, the function in {own_region}. The runtime "
-        f"calls DynamoDB by table name in its own region, so it would get ResourceNotFound there (or write a "
-        f"same-named table of {own_region}). Fix: put the function in a stack of {table_region}, or give the table a "
-        f"replica in {own_region} (dynamodb.TableV2(..., replicas=[ReplicaTableProps(region={own_region!r})])) and "
-        f"pass that region's replica (TableV2.replica({own_region!r})).")
+        f"{scope.node.path}: {what} {table.node.path} is in {table_region}, the function in {own_region}. {why} "
+        f"Fix: put the function in a stack of {table_region}, or give the table a replica in {own_region} "
+        f"(dynamodb.TableV2(..., replicas=[ReplicaTableProps(region={own_region!r})])) and pass that region's "
+        f"replica (TableV2.replica({own_region!r})).")
 
 
 @jsii.implements(IResolvable)
@@ -147,6 +153,67 @@ def _stream_view(cfn: dynamodb.CfnTable | dynamodb.CfnGlobalTable) -> str | None
     return str(view) if view is not None else None
 
 
+def replica_regions(table: dynamodb.ITable) -> tuple[list[str | None], str | None]:
+    """The regions of ``table``'s replicas other than its own (``None`` for one unknown at synthesis) and its
+    global table consistency mode (``EVENTUAL``/``STRONG``; ``None`` when not a TableV2). An imported table
+    has none that synthesis can see."""
+    stack = Stack.of(table)
+    cfn = table.node.default_child
+    if isinstance(cfn, dynamodb.CfnGlobalTable):
+        own = stack.resolve(stack.region)
+        regions = [replica.get("region") for replica in stack.resolve(cfn.replicas) or []]
+        mode = stack.resolve(cfn.multi_region_consistency)
+        return ([r if isinstance(r, str) else None for r in regions if r != own],
+                str(mode) if mode is not None else None)
+    found: list[str | None] = []
+    for child in table.node.find_all():
+        if isinstance(child, CfnResource) and child.cfn_resource_type == "Custom::DynamoDBReplica":
+            region = stack.resolve(child._cfn_properties).get("Region")
+            found.append(region if isinstance(region, str) else None)
+    return found, None
+
+
+@jsii.implements(IValidation)
+class _RegionCheck:
+    """A table with replicas needs a stated strategy: checked at synthesis, so replicas added later count."""
+
+    def __init__(self, owner: IdempotencyTable) -> None:
+        self._owner = owner
+
+    def validate(self) -> list[str]:
+        owner = self._owner
+        replicas, mode = replica_regions(owner.table)
+        where = f"{owner.node.path}: the table {owner.table.node.path}"
+        if mode == "STRONG":
+            return [(f"{where} is a global table in multi-Region strong consistency (MRSC). MRSC does not support "
+                    "transactions (TransactWriteItems), which both execution modes commit with (atomic: one "
+                    "transaction; claim-first: a conditional PutItem, then one), nor TTL on exp. Fix: create it "
+                    "in multi-Region eventual consistency (the default) with IdempotencyTable(home_regions="
+                    "HomeRegions(...)), or without replicas.")]
+        homes = owner.home_regions
+        if replicas and homes is None:
+            regions = ", ".join(r or "a region unknown at synthesis" for r in [_region(owner.table), *replicas])
+            return [(f"{where} has replicas ({regions}) and no stated multi-region strategy. A global table in "
+                    "multi-Region eventual consistency evaluates each condition against the replica of the region "
+                    "that receives the write, keeps a transaction atomic in that region only, and resolves "
+                    "concurrent writes last-writer-wins: an invocation of one intent in each region would both "
+                    "win the claim and both commit their effect. Fix: pass home_regions=HomeRegions("
+                    "'<region>', tenants={...}) (every claim and commit of a tenant is then sent to its home "
+                    "region's replica: one more cross-region hop for functions elsewhere, no extra round "
+                    "trip), or remove the replicas. See the multi-region page of the docs.")]
+        if homes is None:
+            return []
+        known = {_region(owner.table), *replicas}
+        if owner.table.node.default_child is None or None in known:
+            return []  # an imported table, or an environment-agnostic stack: its replicas are not known here
+        missing = sorted(homes.regions - {r for r in known if r is not None})
+        if missing:
+            return [(f"{owner.node.path}: home_regions names {', '.join(missing)}, where the table "
+                     f"{owner.table.node.path} has no replica (it has {', '.join(sorted(r for r in known if r))}). "
+                     "Fix: add a replica there or home those tenants in a region that has one.")]
+        return []
+
+
 @jsii.implements(IValidation)
 class _ExistingTableCheck:
     """Checked at synthesis, so that an index added after the construct still counts."""
@@ -186,6 +253,12 @@ class IdempotencyTable(Construct):
     :param removal_policy: @default ``RETAIN`` (records are the dedup memory).
     :param encryption_key: a customer-managed KMS key. @default the AWS-managed key.
     :param stream: create the table with a NEW_IMAGE stream. @default False (enabled once an outbox is attached).
+    :param home_regions: the multi-region strategy, required once the table has replicas (a global
+        table: ``table_props={"replication_regions": [...]}`` or an existing ``TableV2`` with
+        replicas; a table with replicas and no strategy fails synthesis, as does one in multi-Region
+        strong consistency). Every claim and commit of a tenant is sent to its home region's replica;
+        the functions get the mapping in their environment and a grant on the home regions' replicas;
+        the outbox relay must run in the stack of ``home_regions.default``. @default none (one region).
 
     Attributes: ``table``, ``horizon``, ``retention_seconds``, ``stream_arn``,
     ``encryption_key``, ``relays`` (the outbox relay attached: :class:`Outbox` / :class:`OutboxPipe`),
@@ -197,8 +270,9 @@ class IdempotencyTable(Construct):
                  table_props: Mapping[str, Any] | None = None, logical_id: str | None = None,
                  horizon: RetryHorizon | None = None, record_ttl: Duration | None = None,
                  removal_policy: RemovalPolicy | None = None, encryption_key: kms.IKey | None = None,
-                 stream: bool = False) -> None:
+                 stream: bool = False, home_regions: HomeRegions | None = None) -> None:
         super().__init__(scope, construct_id)
+        self.home_regions = home_regions
         fixed = sorted(set(table_props or {}) & {"partition_key", "sort_key", "time_to_live_attribute"})
         if fixed:
             raise ValueError(f"{self.node.path}: table_props cannot set {', '.join(fixed)}: the runtime reads and "
@@ -256,7 +330,28 @@ class IdempotencyTable(Construct):
                 created.node.default_child.override_logical_id(logical_id)  # type: ignore[union-attr]
             if stream:
                 self.enable_stream()
+        self.node.add_validation(_RegionCheck(self))
         self._check_ttl()
+
+    # -- regions ---------------------------------------------------------------------------------
+
+    def home_environment(self) -> dict[str, str]:
+        """The functions' environment naming the home regions (empty without ``home_regions``)."""
+        homes = self.home_regions
+        if homes is None:
+            return {}
+        environment = {names.HOME_REGION_ENV: homes.default}
+        if homes.tenants:
+            environment[names.TENANT_HOME_REGIONS_ENV] = json.dumps(dict(homes.tenants), sort_keys=True)
+        return environment
+
+    def home_arns(self, scope: Construct, table: dynamodb.ITable) -> list[str]:
+        """``table``'s ARN in each home region other than ``scope``'s (where its transactions are sent)."""
+        if self.home_regions is None:
+            return []
+        stack = Stack.of(scope)
+        return [stack.format_arn(service="dynamodb", resource="table", resource_name=table.table_name, region=region)
+                for region in sorted(self.home_regions.regions) if region != stack.region]
 
     def claim_operation(self, operation: str, consumer: Construct) -> None:
         """Record that ``consumer`` processes messages as ``operation``; refuse a second consumer with it.
@@ -331,8 +426,10 @@ class IdempotencyTable(Construct):
         return grant
 
     def grant_records(self, grantee: iam.IGrantable, actions: Sequence[str] = RECORD_ACTIONS) -> iam.Grant:
-        """Item-level ``actions`` on this table only: by default what claims, commits, replays and releases need."""
-        return self._grant(grantee, tuple(actions), [self.table.table_arn])
+        """Item-level ``actions`` on this table only (and its replicas in the home regions): by default what
+        claims, commits, replays and releases need."""
+        scope = grantee if isinstance(grantee, Construct) else self
+        return self._grant(grantee, tuple(actions), [self.table.table_arn, *self.home_arns(scope, self.table)])
 
     def grant_sweep(self, grantee: iam.IGrantable) -> iam.Grant:
         """Query the ``outbox-unpublished`` index and mark events published (the sweeper: nothing else)."""
@@ -352,6 +449,14 @@ class IdempotencyTable(Construct):
         Events carry one published/parked marker, so a second relay's success would hide the first
         one's failures (and two relays take both stream readers DynamoDB allows per shard).
         """
+        homes, region = self.home_regions, Stack.of(relay).region
+        if homes is not None and region != homes.default:
+            raise ValueError(
+                f"{relay.node.path}: the outbox of {self.node.path} has home regions, so its relay runs in one "
+                f"region only, the default home region {homes.default} (this stack's region is {region}). Every "
+                "replica's stream carries every event (the ones written there and the replicated ones), so a "
+                "relay per region would publish each event once per region. Fix: attach the relay in a stack of "
+                f"{homes.default} (env=Environment(region={homes.default!r})), and none elsewhere.")
         if self.relays:
             raise ValueError(
                 f"{relay.node.path}: the outbox of {self.node.path} is already published by {self.relays[0].node.path}. "

@@ -179,6 +179,7 @@ class WebhookReceiver(Construct):
         self.receiver.add_environment(CLAIM_CHECK_ENV, self.bodies.bucket_name)
         self.grant_put_bodies(self.receiver.role)
         self.grant_read_bodies(worker.role)
+        worker.add_environment(CLAIM_CHECK_ENV, self.bodies.bucket_name)  # @idempotent_sqs fetches from it only
         self.node.add_validation(_RelayCheck(self, table, outbox_target))
 
     def grant_put_bodies(self, grantee: iam.IGrantable) -> iam.Grant:

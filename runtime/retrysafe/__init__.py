@@ -44,6 +44,7 @@ _EXPORTS = {
     "DynamoDBChange": "retrysafe.streams",
     "DynamoStore": "retrysafe._store",
     "Engine": "retrysafe._engine",
+    "HomeRegions": "retrysafe._regions",
     "IdempotencyMiddleware": "retrysafe.http._middleware",
     "KinesisMessage": "retrysafe.streams",
     "Message": "retrysafe.sqs",
@@ -73,6 +74,7 @@ if TYPE_CHECKING:
     from ._generic import idempotent, idempotent_function
     from ._keys import Scope
     from ._ordering import put_if_newer, update_if_newer
+    from ._regions import HomeRegions
     from ._results import ResultSerializer
     from ._snapstart import register_snapstart
     from ._store import DynamoStore
@@ -90,6 +92,7 @@ __all__ = [
     "DynamoDBChange",
     "DynamoStore",
     "Engine",
+    "HomeRegions",
     "IdempotencyMiddleware",
     "KinesisMessage",
     "Message",

@@ -15,6 +15,7 @@ never changes what a later replay returns.
 
 from __future__ import annotations
 
+import sys
 from collections import OrderedDict
 from threading import Lock
 
@@ -22,10 +23,21 @@ from ._record import COMPLETED, Record
 from ._results import decode_text
 from ._value import set_field
 
-#: The default byte budget: stored result text plus a fixed overhead per entry.
+#: The default byte budget: what the interpreter holds for each entry's result text and record id, plus a
+#: fixed overhead per entry.
 DEFAULT_MAX_BYTES = 4 * 1024 * 1024
-#: Bytes counted per entry besides its result text and record id (the record object and the map's slot).
+#: Bytes counted per entry besides its result text and record id (the record object, its short strings and
+#: the map's slot).
 ENTRY_OVERHEAD = 400
+
+
+def entry_size(record_id: str, text: str) -> int:
+    """The bytes an entry holds, as the interpreter stores its strings.
+
+    Not the text's length: CPython keeps a string at 1, 2 or 4 bytes per character, whichever its widest
+    character needs, so one emoji makes a result text four times its length in characters.
+    """
+    return sys.getsizeof(text) + sys.getsizeof(record_id) + ENTRY_OVERHEAD
 
 
 class _Entry:
@@ -42,8 +54,8 @@ class _Entry:
 class RecordCache:
     """Least-recently-used cache of completed records, bounded by ``max_items`` and ``max_bytes``.
 
-    ``max_bytes`` counts each entry's stored result text and record id (in characters)
-    plus :data:`ENTRY_OVERHEAD`; a result larger than a quarter of the budget is not
+    ``max_bytes`` counts the memory of each entry's stored result text and record id
+    (:func:`entry_size`: the interpreter's size, not a count of characters) plus :data:`ENTRY_OVERHEAD`; a result larger than a quarter of the budget is not
     cached (a replay of it goes to DynamoDB).
     """
 
@@ -85,7 +97,7 @@ class RecordCache:
                 self._items.move_to_end(record.record_id)  # the same write again (a replay of a cached record)
                 return
         text = record.result_text
-        size = len(text) + len(record.record_id) + ENTRY_OVERHEAD
+        size = entry_size(record.record_id, text)
         if size > self.max_bytes // 4:
             return
         stripped = Record(record_id=record.record_id, state=record.state, fingerprint=record.fingerprint,

@@ -12,6 +12,11 @@ Environment variables (set by :mod:`retrysafe_cdk`, or by hand):
     Lease of a claim when the Lambda context gives no remaining time. Default 60.
 ``RETRYSAFE_VERIFY_TABLE``
     ``true`` to check the table with one ``DescribeTable`` at cold start. Default off.
+``RETRYSAFE_IDEMPOTENCY_DISABLED``
+    ``true`` in unit tests that do not test idempotency: every request runs as a new
+    intent (no record is read or written; the handler's writes and events still commit
+    in one transaction). Refused inside Lambda's execution environment with
+    :class:`~retrysafe.errors.IdempotencyDisabledError`, at cold start.
 """
 
 from __future__ import annotations
@@ -23,7 +28,13 @@ from typing import TypeVar, overload
 
 from . import names
 from ._value import Value, set_field
-from .errors import ConfigurationError
+from .errors import ConfigurationError, IdempotencyDisabledError
+
+#: Variables Lambda sets in every execution environment (the runtime API's address, the function code's
+#: path) and a test suite has no reason to set; ``AWS_LAMBDA_FUNCTION_NAME`` is not one of them, because
+#: test suites often set it for Powertools.
+LAMBDA_ENVIRONMENT_MARKERS = ("AWS_LAMBDA_RUNTIME_API", "LAMBDA_TASK_ROOT")
+_TRUE = ("1", "true", "yes")
 
 DAY = 86_400
 DEFAULT_HORIZON_SECONDS = 7 * DAY
@@ -117,3 +128,25 @@ def _number(env: Mapping[str, str], name: str, convert: Callable[[str], _N], wha
         return convert(raw)
     except ValueError:
         raise ConfigurationError(f"{name}={raw!r} is not {what}") from None
+
+
+def in_lambda(environ: Mapping[str, str] | None = None) -> bool:
+    """Whether this process runs in Lambda's execution environment (:data:`LAMBDA_ENVIRONMENT_MARKERS`)."""
+    env = os.environ if environ is None else environ
+    return any(env.get(name) for name in LAMBDA_ENVIRONMENT_MARKERS)
+
+
+def idempotency_disabled(environ: Mapping[str, str] | None = None) -> bool:
+    """Whether ``RETRYSAFE_IDEMPOTENCY_DISABLED`` switches deduplication off (``1``, ``true``, ``yes``).
+
+    Raises :class:`~retrysafe.errors.IdempotencyDisabledError` when it is set inside Lambda's
+    execution environment: the switch exists for unit tests, never for a deployed function.
+    """
+    env = os.environ if environ is None else environ
+    if env.get(names.IDEMPOTENCY_DISABLED_ENV, "").strip().lower() not in _TRUE:
+        return False
+    if in_lambda(env):
+        raise IdempotencyDisabledError(
+            f"{names.IDEMPOTENCY_DISABLED_ENV} is set in Lambda's execution environment; it switches deduplication off and is "
+            "meant for unit tests only: remove it from the function's environment")
+    return True

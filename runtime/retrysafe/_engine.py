@@ -49,7 +49,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ._config import Mode, Retention
+from ._config import Mode, Retention, idempotency_disabled
 from ._keys import Scope
 from ._observability import (
     EXECUTED,
@@ -166,12 +166,17 @@ def new_token() -> str:
 class Engine:
     """Executes intents against a :class:`DynamoStore`, optionally with a warm-container cache.
 
-    ``cache``: by default the store's (the store from :meth:`DynamoStore.from_env` has one); pass a
-    :class:`~retrysafe._cache.RecordCache` of its own, or ``None`` for none.
+    ``cache``: by default the store's (the store from :meth:`DynamoStore.from_env` has one in Lambda's
+    execution environment); pass a :class:`~retrysafe._cache.RecordCache` of its own, or ``None`` for none.
+
+    With ``RETRYSAFE_IDEMPOTENCY_DISABLED=true`` (unit tests that do not test idempotency) every
+    intent runs as :meth:`execute_unkeyed` does; inside Lambda's execution environment that switch
+    raises :class:`~retrysafe.errors.IdempotencyDisabledError` here, at cold start.
     """
 
     def __init__(self, store: DynamoStore, *, cache: RecordCache | None = STORE_CACHE,
                  clock: Callable[[], float] = time.time) -> None:
+        idempotency_disabled()  # refused inside Lambda: fail the cold start, not a request
         self.store = store
         self.cache: RecordCache | None = store.cache if cache is STORE_CACHE else cache
         self.clock = clock
@@ -182,6 +187,12 @@ class Engine:
         Raises :class:`KeyReuseMismatchError`, :class:`RequestInFlightError`,
         :class:`FencingError`, or whatever ``work`` raised (after releasing its claim).
         """
+        home = self.store.for_scope(intent.scope)
+        if home is not self.store:  # a table with replicas: this tenant's records live in another region
+            return Engine(home, cache=self.cache, clock=self.clock).execute(intent, work, remaining_ms)
+        if idempotency_disabled():
+            return self.execute_unkeyed(intent.scope, work, intent.retention,
+                                        steps=intent.mode is Mode.CLAIM_FIRST)
         now = self.clock()
         record_id = intent.scope.record_id
         if self.cache is not None:
@@ -192,16 +203,27 @@ class Engine:
             return self._atomic(intent, work, now, remaining_ms)
         return self._claim_first(intent, work, now, remaining_ms)
 
-    def execute_unkeyed(self, scope: Scope, work: Work, retention: Retention = _DEFAULT_RETENTION) -> Outcome:
+    def execute_unkeyed(self, scope: Scope, work: Work, retention: Retention = _DEFAULT_RETENTION, *,
+                        steps: bool = False) -> Outcome:
         """Run ``work`` without deduplication (an operation whose key is optional and absent).
 
         Each call is its own intent: ``scope``'s tenant and operation with a fresh random
         key, so derived keys and event ids never repeat. The work's writes and events
-        still commit together in one transaction.
+        still commit together in one transaction. With ``steps`` (claim-first work) each
+        :meth:`Transaction.step <retrysafe.Transaction.step>` commits the writes buffered
+        before it, with no record to hold its checkpoint.
         """
+        home = self.store.for_scope(scope)
+        if home is not self.store:
+            return Engine(home, cache=self.cache, clock=self.clock).execute_unkeyed(scope, work, retention)
         writer = new_token()
-        own = Scope(scope.tenant, scope.operation, f"unkeyed/{writer}")
-        txn = Transaction(own, self.store.table_name, int(self.clock()) + retention.horizon_seconds, instance=writer)
+        own = Scope(scope.tenant, scope.operation, f"unkeyed/{writer}", namespace=scope.namespace)
+
+        def commit_step(name: str, checkpoints: dict[str, Any], actions: list[dict[str, Any]]) -> None:
+            self.store.transact(actions, token=request_token(writer, "step", name))
+
+        txn = Transaction(own, self.store.table_name, int(self.clock()) + retention.horizon_seconds, instance=writer,
+                          clock=self.clock, checkpoint_writer=commit_step if steps else None)
         completion = work(txn)
         if completion.store:
             self.store.transact(txn.actions(), token=request_token(writer, "unkeyed"))
@@ -211,7 +233,7 @@ class Engine:
     def _atomic(self, intent: Intent, work: Work, now: float, remaining_ms: Callable[[], int] | None) -> Outcome:
         writer = new_token()
         expires_at = int(now) + intent.retention.horizon_seconds
-        txn = Transaction(intent.scope, self.store.table_name, expires_at, instance=writer)
+        txn = Transaction(intent.scope, self.store.table_name, expires_at, instance=writer, clock=self.clock)
         completion = work(txn)
         if not completion.store:
             self._count(NOT_STORED, intent)
@@ -273,14 +295,10 @@ class Engine:
         txn = Transaction(intent.scope, self.store.table_name, expires_at, held.checkpoints,
                           checkpoint_writer=(lambda name, saved, actions: self._checkpoint(
                               intent, owner, name, saved, actions, steps)) if foreign else None,
-                          instance=held.instance or owner)
+                          instance=held.instance or owner, clock=self.clock)
         try:
             completion = work(txn)
-            if not completion.store:
-                self._release(intent, owner, keep=steps.keep(txn))
-                self._count(NOT_STORED, intent)
-                return Outcome(completion.result, replayed=False, stored=False)
-            record = self._completed(intent, completion, now, expires_at, owner)
+            record = self._completed(intent, completion, now, expires_at, owner) if completion.store else None
         except UnstorableResultError as error:
             self._count(UNSTORABLE_RESULT, intent, error=str(error))
             if foreign:
@@ -291,6 +309,10 @@ class Engine:
         except BaseException:
             self._release(intent, owner, keep=steps.keep(txn))
             raise
+        if record is None:
+            self._release(intent, owner, keep=steps.keep(txn))
+            self._count(NOT_STORED, intent)
+            return Outcome(completion.result, replayed=False, stored=False)
         try:
             self._commit_claimed(record, txn, owner)
         except RecordConflict as conflict:

@@ -3,9 +3,11 @@
 An event is written in the same ``TransactWriteItems`` as the business change
 that caused it, into the idempotency table, where the table's stream feeds the
 publisher. Its id is derived from the operation identity, the intent's instance
-and its position in the operation: a retry or takeover of the same instance
-produces the same ids (consumers dedupe on them), while a new intent with the
-same key after the record expired gets new ids (a consumer that still remembers
+and its position in the operation: the committed ids never change (consumers
+dedupe on them); a claim-first retry or takeover of the same claim gets the
+same ids again, while an atomic attempt that runs the handler gets new ones
+(only the one that commits counts); a new intent with the same key after the
+record expired gets new ids (a consumer that still remembers
 the old ids must not drop its events).
 
 =============  =============================================================
@@ -18,8 +20,12 @@ attribute      meaning
 ``aggt``       aggregate type, e.g. ``Order``
 ``aggid``      aggregate id
 ``seq``        per-aggregate sequence number (optional; pass the aggregate's version)
+``cc``         a claim check's pointer, JSON text (optional; the envelope's ``claim_check``, see
+               :mod:`retrysafe._claimcheck`)
 ``payload``    JSON text
-``at``         occurred-at, ISO-8601 UTC
+``occ``        occurred-at, ISO-8601 UTC: what the handler said (data, carried in the envelope)
+``at``         committed-at, ISO-8601 UTC: when the transaction holding the event was sent (the runtime's
+               clock); the sweeper's index sorts by it, so a client's clock never decides when an event is swept
 ``exp``        TTL (epoch seconds)
 ``obq``        unpublished marker (sparse index key for the sweeper: ``u0``..``u7``), removed once
                published; ``parked`` once the target refused the event permanently
@@ -41,15 +47,17 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from datetime import UTC, datetime
+from typing import Any
 
 from . import names
 from ._value import Value, set_field
 
-if TYPE_CHECKING:
-    from datetime import datetime
-
 UNPUBLISHED_SHARDS = 8
+#: The item attribute holding a claim check's pointer (JSON text).
+CLAIM_CHECK = "cc"
+#: The item attribute holding the event's ``occurred_at`` (data; the index sorts by commit time).
+OCCURRED_AT = "occ"
 #: ``obq`` value of a parked event (refused permanently by the target): outside the sweeper's shards.
 PARKED = "parked"
 
@@ -73,6 +81,7 @@ class OutboxEvent(Value):
         "_text",
         "aggregate_id",
         "aggregate_type",
+        "claim_check",
         "event_id",
         "event_type",
         "occurred_at",
@@ -82,6 +91,7 @@ class OutboxEvent(Value):
 
     aggregate_id: str
     aggregate_type: str
+    claim_check: Mapping[str, Any] | None
     event_id: str
     event_type: str
     occurred_at: datetime
@@ -90,8 +100,10 @@ class OutboxEvent(Value):
     _text: str | None
 
     def __init__(self, event_id: str, event_type: str, aggregate_type: str, aggregate_id: str, payload: Any,
-                 occurred_at: datetime, sequence: int | None = None) -> None:
+                 occurred_at: datetime, sequence: int | None = None,
+                 claim_check: Mapping[str, Any] | None = None) -> None:
         set_field(self, "_text", None)
+        set_field(self, "claim_check", claim_check)
         set_field(self, "event_id", event_id)
         set_field(self, "event_type", event_type)
         set_field(self, "aggregate_type", aggregate_type)
@@ -100,8 +112,8 @@ class OutboxEvent(Value):
         set_field(self, "occurred_at", occurred_at)
         set_field(self, "sequence", sequence)
 
-    def to_item(self, expires_at: int) -> dict[str, dict[str, Any]]:
-        """The DynamoDB attribute map for this event."""
+    def to_item(self, expires_at: int, *, committed_at: float) -> dict[str, dict[str, Any]]:
+        """The DynamoDB attribute map for this event, committed at ``committed_at`` (epoch seconds)."""
         shard = int(self.event_id.replace("-", "")[:8], 16) % UNPUBLISHED_SHARDS
         item: dict[str, dict[str, Any]] = {
             names.PARTITION_KEY: {"S": names.OUTBOX_PREFIX + self.event_id},
@@ -111,12 +123,15 @@ class OutboxEvent(Value):
             "aggt": {"S": self.aggregate_type},
             "aggid": {"S": self.aggregate_id},
             "payload": {"S": self.payload_text},
-            names.OCCURRED_AT_ATTRIBUTE: {"S": _utc_iso(self.occurred_at)},
+            OCCURRED_AT: {"S": _utc_iso(self.occurred_at)},
+            names.COMMITTED_AT_ATTRIBUTE: {"S": _utc_iso(datetime.fromtimestamp(committed_at, UTC))},
             names.TTL_ATTRIBUTE: {"N": str(expires_at)},
             names.UNPUBLISHED_ATTRIBUTE: {"S": f"u{shard}"},
         }
         if self.sequence is not None:
             item["seq"] = {"N": str(self.sequence)}
+        if self.claim_check is not None:
+            item[CLAIM_CHECK] = {"S": _compact(dict(self.claim_check))}
         return item
 
     @property
@@ -132,16 +147,19 @@ class OutboxEvent(Value):
         """The message the publisher will send for this event."""
         return OutboxMessage(event_id=self.event_id, event_type=self.event_type, aggregate_type=self.aggregate_type,
                              aggregate_id=self.aggregate_id, payload=json.loads(self.payload_text),
-                             occurred_at=_utc_iso(self.occurred_at), sequence=self.sequence)
+                             occurred_at=_utc_iso(self.occurred_at), sequence=self.sequence,
+                             claim_check=None if self.claim_check is None else dict(self.claim_check))
 
 
 class OutboxMessage(Value):
     """An outbox event as the table holds it, read back from the stream or the index (payload decoded)."""
 
-    __slots__ = ("aggregate_id", "aggregate_type", "event_id", "event_type", "occurred_at", "payload", "sequence")
+    __slots__ = ("aggregate_id", "aggregate_type", "claim_check", "event_id", "event_type", "occurred_at", "payload",
+                 "sequence")
 
     aggregate_id: str
     aggregate_type: str
+    claim_check: dict[str, Any] | None
     event_id: str
     event_type: str
     occurred_at: str
@@ -149,7 +167,8 @@ class OutboxMessage(Value):
     sequence: int | None
 
     def __init__(self, event_id: str, event_type: str, aggregate_type: str, aggregate_id: str, payload: Any,
-                 occurred_at: str, sequence: int | None = None) -> None:
+                 occurred_at: str, sequence: int | None = None, claim_check: dict[str, Any] | None = None) -> None:
+        set_field(self, "claim_check", claim_check)
         set_field(self, "event_id", event_id)
         set_field(self, "event_type", event_type)
         set_field(self, "aggregate_type", aggregate_type)
@@ -161,16 +180,21 @@ class OutboxMessage(Value):
     @classmethod
     def from_item(cls, item: Mapping[str, Any]) -> OutboxMessage:
         """Build from a deserialized outbox item (see the table above)."""
-        seq = item.get("seq")
+        seq, check = item.get("seq"), item.get(CLAIM_CHECK)
         return cls(event_id=str(item["eid"]), event_type=str(item["etype"]), aggregate_type=str(item["aggt"]),
                    aggregate_id=str(item["aggid"]), payload=json.loads(item["payload"]),
-                   occurred_at=str(item[names.OCCURRED_AT_ATTRIBUTE]), sequence=None if seq is None else int(seq))
+                   occurred_at=str(item[OCCURRED_AT]), sequence=None if seq is None else int(seq),
+                   claim_check=None if check is None else json.loads(check))
 
     def envelope(self) -> dict[str, Any]:
-        """What consumers receive: the event with its id, type, aggregate, sequence and time."""
-        return {"event_id": self.event_id, "event_type": self.event_type, "aggregate_type": self.aggregate_type,
-                "aggregate_id": self.aggregate_id, "sequence": self.sequence, "occurred_at": self.occurred_at,
-                "payload": self.payload}
+        """What consumers receive: the event with its id, type, aggregate, sequence and time (and the pointer of
+        a claim check, as the top-level ``claim_check``: see :mod:`retrysafe._claimcheck`)."""
+        envelope = {"event_id": self.event_id, "event_type": self.event_type, "aggregate_type": self.aggregate_type,
+                    "aggregate_id": self.aggregate_id, "sequence": self.sequence, "occurred_at": self.occurred_at,
+                    "payload": self.payload}
+        if self.claim_check is not None:
+            envelope[names.CLAIM_CHECK_ENVELOPE_FIELD] = self.claim_check
+        return envelope
 
     def body(self) -> str:
         """The envelope as compact JSON text."""
@@ -178,6 +202,4 @@ class OutboxMessage(Value):
 
 
 def _utc_iso(moment: datetime) -> str:
-    from datetime import UTC
-
     return moment.astimezone(UTC).isoformat(timespec="milliseconds")

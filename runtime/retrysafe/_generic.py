@@ -33,9 +33,11 @@ from __future__ import annotations
 
 import functools
 import inspect
+import os
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol, TypeVar, cast
 
+from . import names
 from ._adapter import flushes_telemetry, lambda_entry_point, wiring
 from ._config import Mode
 from ._engine import Completion, Engine, Intent
@@ -142,6 +144,9 @@ def _without(record: Any, names: frozenset[str]) -> Any:
 class _Idempotency:
     """What both decorators share: scope, selectors, serializer, mode and the engine."""
 
+    #: The record namespace of the decorator's adapter (:data:`retrysafe.names.RECORD_NAMESPACES`).
+    record_namespace: str
+
     def __init__(self, *, namespace: str, operation: str, key: Selector | None, fingerprint: Selector | None,
                  mode: Mode | str, key_required: bool, serializer: ResultSerializer[Any], lease_seconds: float | None,
                  horizon_seconds: int | None, store: DynamoStore | None, engine: Engine | None,
@@ -163,7 +168,7 @@ class _Idempotency:
 
     def scope(self, key: str) -> Scope:
         """The scope of one call (built here only)."""
-        return Scope(self.namespace, self.operation, key)
+        return Scope(self.namespace, self.operation, key, namespace=self.record_namespace)
 
     def run(self, key: str | None, fingerprint: Callable[[], str], call: Callable[[Transaction], Any],
             remaining_ms: Callable[[], int] | None) -> Any:
@@ -205,6 +210,8 @@ class _Idempotency:
 
 class EventIdempotency(_Idempotency):
     """Configuration and engine of one ``@idempotent`` Lambda handler (see :func:`idempotent`)."""
+
+    record_namespace = names.EVENT_NAMESPACE
 
     def __init__(self, handler: EventHandler[Any], **options: Any) -> None:
         super().__init__(**options)
@@ -271,7 +278,10 @@ def idempotent(*, namespace: str, key: Selector | None = None, fingerprint: Sele
 
     def decorate(func: EventHandler[R]) -> IdempotentHandler[R]:
         idempotency = EventIdempotency(
-            func, namespace=namespace, operation=operation or str(getattr(func, "__name__", "handler")), key=key,
+            # The constructs name each deployed consumer (OPERATION_ENV): two functions sharing a handler name
+            # and namespace do not share (and acknowledge) each other's records.
+            func, namespace=namespace,
+            operation=operation or os.environ.get(names.OPERATION_ENV) or str(getattr(func, "__name__", "handler")), key=key,
             fingerprint=fingerprint, mode=mode, key_required=key_required,
             serializer=serializer if serializer is not None else serializer_for(func), lease_seconds=lease_seconds,
             horizon_seconds=horizon_seconds, store=store, engine=engine)
@@ -308,6 +318,8 @@ def _argument_fingerprint(value: Any) -> str:
 
 class FunctionIdempotency(_Idempotency):
     """Configuration and engine of one ``@idempotent_function`` (see :func:`idempotent_function`)."""
+
+    record_namespace = names.FUNCTION_NAMESPACE
 
     def __init__(self, func: Callable[..., Any], *, data_keyword_argument: str, **options: Any) -> None:
         super().__init__(**options, to_json=to_document)  # the selected part is hashed as tagged JSON

@@ -3,7 +3,7 @@
 What the record codec stores (every adapter's results, no option needed)
     JSON values are stored as they are, as compact JSON text. A result that also
     holds ``Decimal`` (what boto3's resource API returns), ``datetime``, ``date``,
-    ``time``, ``UUID``, ``bytes``/``bytearray``, ``set``/``frozenset`` or ``tuple``
+    ``time``, ``UUID``, ``bytes``/``bytearray`` or ``set``/``frozenset``
     is stored as *tagged* JSON (``{"$": "dec", "v": "12.50"}``), marked by a
     leading ``$`` on the stored text (no JSON text starts with one), and replays
     as the same types. A dataclass instance or a pydantic model inside a result
@@ -16,9 +16,12 @@ Result serializers (``serializer=`` of ``@idempotent`` and ``@idempotent_functio
     A :class:`ResultSerializer` turns a result into a value the codec stores
     (``dump``) and a stored value back into the result (``load``, on replay).
     :func:`serializer_for` picks one from a return annotation: a dataclass or a
-    pydantic v2 model class replays as an instance of that class; anything else
+    pydantic v2 model class replays as an instance of that class, a ``tuple[...]``
+    as a tuple, a ``list``/``dict`` of dataclasses or models as those; anything else
     is stored as the codec stores it. pydantic is imported only when a model is
-    actually met: it is never a dependency of the runtime.
+    actually met: it is never a dependency of the runtime. A tuple is stored as a
+    list, as JSON does (whether or not the result holds tagged types); a
+    ``tuple[...]`` return annotation replays it as a tuple.
 """
 
 from __future__ import annotations
@@ -49,7 +52,7 @@ class ResultSerializer(Protocol[T]):
 
     ``dump`` returns JSON, optionally with the types the record codec tags
     (``Decimal``, ``datetime``, ``date``, ``time``, ``UUID``, ``bytes``, ``set``,
-    ``frozenset``, ``tuple``); it runs when the handler returns, before anything
+    ``frozenset``); it runs when the handler returns, before anything
     is committed. ``load`` gets what ``dump`` returned, read back from DynamoDB,
     and returns the result a replay answers with.
     """
@@ -128,6 +131,39 @@ class PydanticSerializer(Generic[T]):
         return self.cls.model_validate(stored)  # type: ignore[attr-defined,no-any-return]
 
 
+class AnnotationSerializer:
+    """A result annotated with a container type (``tuple[int, str]``, ``list[Order]``, ``dict[str, Order]``).
+
+    Stored as the codec stores it; replayed rebuilt along the annotation: a tuple as a
+    tuple, dataclasses and pydantic models inside as their classes.
+    """
+
+    def __init__(self, annotation: Any) -> None:
+        self.annotation = annotation
+
+    def dump(self, result: Any, /) -> Any:
+        """``result`` itself (it must be of the annotation's container type)."""
+        origin = self.annotation.__origin__
+        if not isinstance(result, origin):
+            raise UnstorableResultError(f"the result is a {type(result).__name__}, not the declared "
+                                        f"{origin.__name__}; it would not replay as what the first call returned")
+        return result
+
+    def load(self, stored: Any, /) -> Any:
+        """``stored`` rebuilt along the annotation."""
+        return _build(self.annotation, stored)
+
+
+def _rebuilds(annotation: Any) -> bool:
+    """True when a replay of a value of type ``annotation`` differs from what the codec reads back."""
+    if isinstance(annotation, type):
+        return dataclasses.is_dataclass(annotation) or _is_model_class(annotation)
+    origin = getattr(annotation, "__origin__", None)
+    if origin is tuple:
+        return True
+    return origin in (list, dict) and any(_rebuilds(argument) for argument in getattr(annotation, "__args__", ()))
+
+
 def serializer_for(func: Callable[..., Any]) -> ResultSerializer[Any]:
     """The serializer ``func``'s return annotation asks for (a dataclass or pydantic model class), else :class:`StoredAsIs`."""
     try:
@@ -140,6 +176,8 @@ def serializer_for(func: Callable[..., Any]) -> ResultSerializer[Any]:
         return DataclassSerializer(annotation)
     if _is_model_class(annotation):
         return PydanticSerializer(annotation)
+    if getattr(annotation, "__origin__", None) in (tuple, list, dict) and _rebuilds(annotation):
+        return AnnotationSerializer(annotation)
     return StoredAsIs()
 
 
@@ -169,7 +207,7 @@ def _build(annotation: Any, stored: Any) -> Any:
             items = [_build(kind, item) for kind, item in zip(arguments, stored, strict=True)]
         else:
             items = [_build(arguments[0], item) for item in stored]
-        return tuple(items) if isinstance(stored, tuple) else items
+        return tuple(items) if origin is tuple else items
     if origin is dict and isinstance(stored, dict) and len(arguments) == 2:
         return {name: _build(arguments[1], value) for name, value in stored.items()}
     return stored
@@ -216,10 +254,8 @@ def _document(value: Any) -> Any:
     if isinstance(value, Mapping):
         members = {_name(name): _document(item) for name, item in value.items()}
         return {_TAG: "map", "v": members} if _TAG in members else members
-    if isinstance(value, list):
+    if isinstance(value, (list, tuple)):  # a tuple as a list, as the C encoder writes it on the fast path
         return [_document(item) for item in value]
-    if isinstance(value, tuple):
-        return {_TAG: "tuple", "v": [_document(item) for item in value]}
     if isinstance(value, Decimal):
         return {_TAG: "dec", "v": str(value)}
     if isinstance(value, datetime):
@@ -242,7 +278,7 @@ def _document(value: Any) -> Any:
         return _document(value.model_dump(mode="python"))
     raise UnstorableResultError(
         f"a {type(value).__module__}.{type(value).__qualname__} in the result cannot be stored; return JSON, "
-        "Decimal, datetime, date, time, UUID, bytes, set, tuple, a dataclass or a pydantic model, "
+        "Decimal, datetime, date, time, UUID, bytes, set, a dataclass or a pydantic model, "
         "or pass serializer=")
 
 
@@ -257,7 +293,6 @@ def _name(name: Any) -> str:
 
 _DECODERS: dict[str, Callable[[Any], Any]] = {
     "map": lambda members: {name: from_document(item) for name, item in members.items()},
-    "tuple": lambda items: tuple(from_document(item) for item in items),
     "dec": Decimal,
     "dt": datetime.fromisoformat,
     "date": date.fromisoformat,

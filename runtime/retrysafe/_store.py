@@ -15,12 +15,15 @@ for 10 minutes (a retried transaction then answers success without applying agai
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from typing import Any
 
 from ._cache import RecordCache
 from ._codec import check_limits
-from ._config import table_name_from_env
+from ._config import in_lambda, table_name_from_env
+from ._keys import Scope
 from ._record import PENDING, AttributeMap, Record, encode_checkpoints, from_item, to_item
+from ._regions import HomeRegions
 from ._value import Value, set_field
 from .errors import (
     BusinessConditionFailedError,
@@ -88,34 +91,43 @@ class DynamoStore:
     """
 
     def __init__(self, table_name: str, *, client: Any = None, region_name: str | None = None,
-                 cache: RecordCache | None = None) -> None:
+                 cache: RecordCache | None = None, home_regions: HomeRegions | None = None,
+                 home_clients: Mapping[str, Any] | None = None) -> None:
         if not table_name:
             raise ConfigurationError("DynamoStore needs a table name")
         self.table_name = table_name
         self.cache = cache
+        #: Where each scope's record writes go when the table has replicas (:meth:`for_scope`).
+        self.home_regions = home_regions
         self._client = client
         self._region = region_name
+        self._home_clients = dict(home_clients or {})
+        self._homes: dict[str, DynamoStore] = {}
 
     @classmethod
     def from_env(cls) -> DynamoStore:
         """The store named by ``RETRYSAFE_TABLE``, shared by every operation of this container.
 
         In Lambda's init phase its client is created at once and it is registered for SnapStart's
-        runtime hooks (:mod:`retrysafe._snapstart`). It keeps a :class:`~retrysafe._cache.RecordCache`
+        runtime hooks (:mod:`retrysafe._snapstart`). In Lambda's execution environment
+        (:func:`~retrysafe._config.in_lambda`) it keeps a :class:`~retrysafe._cache.RecordCache`
         (1024 records, 4 MiB of results) of the records this container completed or replayed: a replay
-        that lands on the same warm container is answered from memory.
+        that lands on the same warm container is answered from memory. Elsewhere (a test suite, where
+        each test may create the table afresh under the same name) it has none: a cache would outlive
+        the table and answer from a record the new table does not hold.
         """
         name = table_name_from_env()
         store = _SHARED.get(name)
         if store is None:
-            store = cls(name, cache=RecordCache())
+            store = cls(name, cache=RecordCache() if in_lambda() else None, home_regions=HomeRegions.from_env())
             if os.environ.get(VERIFY_ENV, "").lower() in ("1", "true", "yes"):
                 store.verify()
             if INIT_PHASE_ENV in os.environ:  # Lambda's init phase: the client exists before the first request
                 from . import _snapstart as snapstart
 
-                store.client  # noqa: B018
-                snapstart.register_snapstart(store)  # and before a SnapStart snapshot, without connections
+                for each in (store, *store.home_stores()):  # the home regions' clients too
+                    each.client  # noqa: B018
+                    snapstart.register_snapstart(each)  # and before a SnapStart snapshot, without connections
             _SHARED[name] = store
         return store
 
@@ -151,6 +163,40 @@ class DynamoStore:
             self._client = botocore.session.Session().create_client("dynamodb", region_name=self._region,
                                                                     config=config)
         return self._client
+
+    @property
+    def region(self) -> str | None:
+        """The region this store's requests go to (its client's, else the configured or the environment's)."""
+        if self._client is not None:
+            return str(self._client.meta.region_name)
+        return self._region or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
+
+    def for_scope(self, scope: Scope) -> DynamoStore:
+        """The store holding ``scope``'s records: this one, or (with :attr:`home_regions`) the home region's.
+
+        No DynamoDB call: the home region is a rule on the scope's tenant. The home store has no
+        routing of its own, shares this store's cache and table name, and uses ``home_clients[region]``
+        when given, else a client of its own (created on first use, with this store's configuration).
+        """
+        routing = self.home_regions
+        return self if routing is None else self._home(routing.region_for(scope))
+
+    def home_stores(self) -> list[DynamoStore]:
+        """The store of every home region other than this store's own (created now; none without routing)."""
+        routing = self.home_regions
+        if routing is None:
+            return []
+        return [self._home(region) for region in sorted(routing.regions) if region != self.region]
+
+    def _home(self, region: str) -> DynamoStore:
+        if region == self.region:
+            return self
+        home = self._homes.get(region)
+        if home is None:
+            home = DynamoStore(self.table_name, client=self._home_clients.get(region), region_name=region,
+                               cache=self.cache)
+            self._homes[region] = home
+        return home
 
     # -- the record operations ---------------------------------------------
     def claim(self, record: Record, now: float) -> ClaimResult:

@@ -11,6 +11,7 @@ the writes buffered so far together with its checkpoint.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -34,14 +35,17 @@ class Transaction:
 
     Handlers receive it as their extra argument. ``table=None`` in any method
     means the idempotency table itself (single-table designs). ``instance`` names
-    this instance of the intent in its event ids (the engine gives a new one to a
-    new intent, and the same one to a retry or takeover of the same intent).
+    this instance of the intent in its event ids (the engine gives a new one to
+    each atomic attempt and to each new claim, and a claim's own to a takeover of it).
+    ``clock`` stamps the events with their commit time (the engine's clock).
     """
 
     def __init__(self, scope: Scope, table_name: str, expires_at: int, checkpoints: Mapping[str, Any] | None = None,
-                 checkpoint_writer: CheckpointWriter | None = None, instance: str = ""):
+                 checkpoint_writer: CheckpointWriter | None = None, instance: str = "",
+                 clock: Callable[[], float] = time.time):
         self.scope = scope
         self.instance = instance
+        self._clock = clock
         self._table = table_name
         self._expires_at = expires_at
         self._actions: list[dict[str, Any]] = []
@@ -96,8 +100,16 @@ class Transaction:
 
     def append_event(self, event_type: str, payload: Any, *, aggregate_type: str, aggregate_id: str,
                      sequence: int | None = None, occurred_at: datetime | None = None,
-                     once_per_key: bool = False) -> str:
-        """Append an outbox event; returns its id, the same for a retry or takeover of this intent.
+                     once_per_key: bool = False, claim_check: Mapping[str, Any] | None = None) -> str:
+        """Append an outbox event; returns its id.
+
+        Which ids are stable: the committed event's id never changes (consumers
+        dedupe on it, and a replay answers with what was committed). In
+        claim-first mode a retry or takeover of the same intent runs with the
+        claim's instance and gets the same ids again. In atomic mode every
+        attempt that runs the handler gets new ids: only the attempt whose
+        transaction commits makes its ids real, so never send an id outside
+        the transaction before it commits (return it, or append it).
 
         Pass the aggregate's new version as ``sequence`` so consumers can order
         and guard per aggregate. An event that cannot fit one message of the
@@ -110,8 +122,15 @@ class Transaction:
         receipt): a late replay after expiry then fails with
         ``BusinessConditionFailedError`` (409 ``state-conflict``) while the
         earlier event is still in the outbox, and a consumer drops it as a
-        duplicate after that.
+        duplicate after that. ``occurred_at`` (default: now) is data carried in
+        the envelope; the sweeper goes by the moment the event is committed.
+        ``claim_check``: the pointer :meth:`retrysafe._claimcheck.ClaimCheck.put` returned for content
+        stored in S3 (write it before the transaction commits); ``payload`` must then be an object,
+        and ``@idempotent_sqs`` consumers receive the object's bytes as its ``body`` (with
+        ``body_encoding``), verified (see :mod:`retrysafe._claimcheck`).
         """
+        if claim_check is not None and not isinstance(payload, Mapping):
+            raise ConfigurationError("an event with a claim check needs an object payload (its body is added to it)")
         if occurred_at is None:
             from datetime import UTC, datetime
 
@@ -119,7 +138,7 @@ class Transaction:
         eid = event_id(self.scope.record_id, self._appended, "" if once_per_key else self.instance)
         event = OutboxEvent(
             event_id=eid, event_type=event_type, aggregate_type=aggregate_type, aggregate_id=str(aggregate_id),
-            payload=payload, occurred_at=occurred_at, sequence=sequence,
+            payload=payload, occurred_at=occurred_at, sequence=sequence, claim_check=claim_check,
         )
         from ._limits import check_fits
 
@@ -181,9 +200,14 @@ class Transaction:
         return len(self._actions)
 
     def actions(self) -> list[dict[str, Any]]:
-        """The handler's actions followed by one ``Put`` per outbox event, in TransactItems form."""
+        """The handler's actions followed by one ``Put`` per outbox event, in TransactItems form.
+
+        Called by the engine as it commits: the events are stamped with that moment (the clock the
+        transaction was given, the engine's), which the outbox sweeper goes by.
+        """
+        committed_at = self._clock()
         events = [
-            {"Put": {"TableName": self._table, "Item": e.to_item(self._expires_at),
+            {"Put": {"TableName": self._table, "Item": e.to_item(self._expires_at, committed_at=committed_at),
                      "ConditionExpression": "attribute_not_exists(pk)"}}
             for e in self._events
         ]

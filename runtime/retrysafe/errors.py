@@ -10,6 +10,7 @@ The hierarchy::
 
     RetrysafeError
     ├── ConfigurationError            misconfigured deployment (cold start where possible)
+    │   └── IdempotencyDisabledError  the unit-test switch set inside Lambda's execution environment
     ├── InvalidKeyError               Idempotency-Key missing or malformed (400)
     │   └── KeyNotFoundError          a key= selector found no key in the event or argument
     ├── TenantRequiredError           no authenticated tenant (401)
@@ -51,6 +52,7 @@ __all__ = [
     "ConfigurationError",
     "EventTooLargeError",
     "FencingError",
+    "IdempotencyDisabledError",
     "InvalidInputError",
     "InvalidKeyError",
     "KeyNotFoundError",
@@ -86,6 +88,14 @@ class ConfigurationError(RetrysafeError):
 
     Raised at cold start where possible, so a bad deployment fails loudly
     instead of answering requests without idempotency.
+    """
+
+
+class IdempotencyDisabledError(ConfigurationError):
+    """``RETRYSAFE_IDEMPOTENCY_DISABLED`` is set inside Lambda's execution environment.
+
+    The switch is for unit tests that do not test idempotency; a deployed function must never run
+    without it, so the function fails at cold start instead.
     """
 
 

@@ -26,6 +26,9 @@ HORIZON_ENV = "RETRYSAFE_RETRY_HORIZON_SECONDS"
 LEASE_ENV = "RETRYSAFE_LEASE_SECONDS"
 #: ``true`` to check the table with one ``DescribeTable`` at cold start.
 VERIFY_ENV = "RETRYSAFE_VERIFY_TABLE"
+#: ``true`` to run handlers without deduplication, in unit tests that do not test idempotency (refused,
+#: at cold start, inside Lambda's execution environment).
+IDEMPOTENCY_DISABLED_ENV = "RETRYSAFE_IDEMPOTENCY_DISABLED"
 #: CloudWatch namespace of the runtime's metrics.
 METRICS_NAMESPACE_ENV = "RETRYSAFE_METRICS_NAMESPACE"
 #: Service name of the runtime's log lines.
@@ -34,9 +37,10 @@ SERVICE_ENV = "RETRYSAFE_SERVICE"
 LOG_LEVEL_ENV = "RETRYSAFE_LOG_LEVEL"
 #: An SQS consumer's queue visibility timeout, seconds (its claim lease in claim-first mode).
 VISIBILITY_TIMEOUT_ENV = "RETRYSAFE_VISIBILITY_TIMEOUT_SECONDS"
-#: An SQS consumer's default operation, set per deployed consumer by the constructs (a stable name, not the
-#: function's physical name, which changes when the function is replaced); the decorator's ``operation=`` wins.
-SQS_OPERATION_ENV = "RETRYSAFE_SQS_OPERATION"
+#: A consumer's default operation (SQS, EventBridge rule, SNS subscription, Kinesis or DynamoDB stream), set per
+#: deployed function by the constructs (a stable name, not the function's physical name, which changes when the
+#: function is replaced); the decorator's ``operation=`` wins.
+OPERATION_ENV = "RETRYSAFE_OPERATION"
 #: The outbox target: an EventBridge bus name or ARN, an SNS topic ARN or an SQS queue URL (exactly one).
 EVENT_BUS_ENV = "RETRYSAFE_EVENT_BUS_NAME"
 TOPIC_ENV = "RETRYSAFE_TOPIC_ARN"
@@ -58,6 +62,11 @@ WEBHOOK_SECRET_PARAMETER_ENV = "RETRYSAFE_WEBHOOK_SECRET_PARAMETER"
 WEBHOOK_PROVIDER_ENV = "RETRYSAFE_WEBHOOK_PROVIDER"
 #: ``source`` of the events a webhook receiver appends.
 WEBHOOK_SOURCE_ENV = "RETRYSAFE_WEBHOOK_SOURCE"
+#: The default home region of the idempotency records when the table has replicas (global tables): every
+#: claim and commit of a tenant not listed in :data:`TENANT_HOME_REGIONS_ENV` is sent to this region.
+HOME_REGION_ENV = "RETRYSAFE_HOME_REGION"
+#: A JSON object of tenant to home region, for tenants whose records live in another region than the default.
+TENANT_HOME_REGIONS_ENV = "RETRYSAFE_TENANT_HOME_REGIONS"
 
 # -- webhooks --------------------------------------------------------------------------------
 
@@ -67,6 +76,8 @@ WEBHOOK_PROVIDERS = ("github", "stripe", "standard", "hmac")
 WEBHOOK_RECEIPT_EVENT = "WebhookReceived"
 #: Object key prefix of claim-checked webhook bodies in :data:`CLAIM_CHECK_BUCKET_ENV`'s bucket.
 CLAIM_CHECK_PREFIX = "webhooks/"
+#: The outbox envelope's member carrying a claim check's pointer (only the outbox writes it; a payload cannot).
+CLAIM_CHECK_ENVELOPE_FIELD = "claim_check"
 
 # -- HTTP -----------------------------------------------------------------------------------
 
@@ -90,10 +101,23 @@ TTL_ATTRIBUTE = "exp"
 OUTBOX_INDEX = "outbox-unpublished"
 #: Its partition key (S): the unpublished marker, removed once an event is published.
 UNPUBLISHED_ATTRIBUTE = "obq"
-#: Its sort key (S): when the event occurred (ISO-8601 UTC).
-OCCURRED_AT_ATTRIBUTE = "at"
+#: Its sort key (S): when the event was committed (ISO-8601 UTC, the committing runtime's clock; never the
+#: ``occurred_at`` a handler supplies, which is data): the sweeper selects events by their age in the outbox.
+COMMITTED_AT_ATTRIBUTE = "at"
 #: Partition key prefix of idempotency records.
 RECORD_PREFIX = "idem#"
+#: Record namespaces, one per kind of adapter: hashed into every record id (with tenant, operation
+#: and key), so an HTTP tenant and an SQS subscriber of the same name never share records.
+HTTP_NAMESPACE = "http"
+SQS_NAMESPACE = "sqs"
+WEBHOOK_NAMESPACE = "webhook"
+TASK_NAMESPACE = "task"
+EVENT_NAMESPACE = "event"
+FUNCTION_NAMESPACE = "function"
+KINESIS_NAMESPACE = "kinesis"
+DYNAMODB_STREAM_NAMESPACE = "dynamodb-stream"
+RECORD_NAMESPACES = (HTTP_NAMESPACE, SQS_NAMESPACE, WEBHOOK_NAMESPACE, TASK_NAMESPACE, EVENT_NAMESPACE,
+                     FUNCTION_NAMESPACE, KINESIS_NAMESPACE, DYNAMODB_STREAM_NAMESPACE)
 #: Partition key prefix of outbox events.
 OUTBOX_PREFIX = "outbox#"
 #: Attribute naming an item's kind; outbox events have :data:`OUTBOX_KIND` (the stream filter selects them).
@@ -144,61 +168,72 @@ WEBHOOK_HANDLER = "retrysafe.webhook.handler"
 HANDLERS = (OUTBOX_PUBLISHER_HANDLER, OUTBOX_SWEEPER_HANDLER, OUTBOX_PIPE_HANDLER, WEBHOOK_HANDLER)
 
 __all__ = [
-    "AWS_SDK_REQUEST_HEADER",
-    "CLAIM_CHECK_BUCKET_ENV",
-    "CLAIM_CHECK_PREFIX",
-    "DEFAULT_EVENT_SOURCE",
-    "EVENTBRIDGE_TARGET",
-    "EVENT_BUS_ENV",
-    "EVENT_SOURCE_ENV",
-    "EVENT_TYPE_MESSAGE_ATTRIBUTE",
-    "HANDLERS",
-    "HORIZON_ENV",
-    "IDEMPOTENCY_KEY_HEADER",
-    "KEY_MESSAGE_ATTRIBUTE",
-    "KIND_ATTRIBUTE",
-    "LEASE_ENV",
-    "LEASE_MARGIN_SECONDS",
-    "LOG_LEVEL_ENV",
-    "MAX_MESSAGE_BYTES",
-    "METRICS_NAMESPACE_ENV",
-    "MIN_HORIZON_SECONDS",
-    "OCCURRED_AT_ATTRIBUTE",
-    "OUTBOX_INDEX",
-    "OUTBOX_KIND",
-    "OUTBOX_MAX_MESSAGE_ENV",
-    "OUTBOX_PIPE_HANDLER",
-    "OUTBOX_PREFIX",
-    "OUTBOX_PUBLISHER_HANDLER",
-    "OUTBOX_SWEEPER_HANDLER",
-    "OUTBOX_TARGET_ENV",
-    "PARTITION_KEY",
-    "QUEUE_ENV",
-    "RECORD_PREFIX",
-    "REPLAYED_HEADER",
-    "RETRY_ATTEMPT_HEADER",
-    "SERVICE_ENV",
-    "SNS_TARGET",
-    "SQS_TARGET",
-    "SWEEP_AFTER_ENV",
-    "TABLE_ENV",
-    "TARGET_KINDS",
-    "TASK_EXECUTION",
-    "TASK_INPUT",
-    "TASK_ITERATION",
-    "TASK_RETRY_COUNT",
-    "TASK_STATE",
-    "TASK_STATE_MACHINE",
-    "TOPIC_ENV",
-    "TTL_ATTRIBUTE",
-    "UNPUBLISHED_ATTRIBUTE",
-    "VERIFY_ENV",
-    "VISIBILITY_TIMEOUT_ENV",
-    "WEBHOOK_HANDLER",
-    "WEBHOOK_PROVIDERS",
-    "WEBHOOK_PROVIDER_ENV",
-    "WEBHOOK_RECEIPT_EVENT",
-    "WEBHOOK_SECRET_ARN_ENV",
-    "WEBHOOK_SECRET_PARAMETER_ENV",
-    "WEBHOOK_SOURCE_ENV",
+                     "AWS_SDK_REQUEST_HEADER",
+                     "CLAIM_CHECK_BUCKET_ENV",
+                     "CLAIM_CHECK_ENVELOPE_FIELD",
+                     "CLAIM_CHECK_PREFIX",
+                     "COMMITTED_AT_ATTRIBUTE",
+                     "DEFAULT_EVENT_SOURCE",
+                     "DYNAMODB_STREAM_NAMESPACE",
+                     "EVENTBRIDGE_TARGET",
+                     "EVENT_BUS_ENV",
+                     "EVENT_NAMESPACE",
+                     "EVENT_SOURCE_ENV",
+                     "EVENT_TYPE_MESSAGE_ATTRIBUTE",
+                     "FUNCTION_NAMESPACE",
+                     "HANDLERS",
+                     "HORIZON_ENV",
+                     "HTTP_NAMESPACE",
+                     "IDEMPOTENCY_DISABLED_ENV",
+                     "IDEMPOTENCY_KEY_HEADER",
+                     "KEY_MESSAGE_ATTRIBUTE",
+                     "KIND_ATTRIBUTE",
+                     "KINESIS_NAMESPACE",
+                     "LEASE_ENV",
+                     "LEASE_MARGIN_SECONDS",
+                     "LOG_LEVEL_ENV",
+                     "MAX_MESSAGE_BYTES",
+                     "METRICS_NAMESPACE_ENV",
+                     "MIN_HORIZON_SECONDS",
+                     "OUTBOX_INDEX",
+                     "OUTBOX_KIND",
+                     "OUTBOX_MAX_MESSAGE_ENV",
+                     "OUTBOX_PIPE_HANDLER",
+                     "OUTBOX_PREFIX",
+                     "OUTBOX_PUBLISHER_HANDLER",
+                     "OUTBOX_SWEEPER_HANDLER",
+                     "OUTBOX_TARGET_ENV",
+                     "PARTITION_KEY",
+                     "QUEUE_ENV",
+                     "RECORD_NAMESPACES",
+                     "RECORD_PREFIX",
+                     "REPLAYED_HEADER",
+                     "RETRY_ATTEMPT_HEADER",
+                     "SERVICE_ENV",
+                     "SNS_TARGET",
+                     "SQS_NAMESPACE",
+                     "SQS_TARGET",
+                     "SWEEP_AFTER_ENV",
+                     "TABLE_ENV",
+                     "TARGET_KINDS",
+                     "TASK_EXECUTION",
+                     "TASK_INPUT",
+                     "TASK_ITERATION",
+                     "TASK_NAMESPACE",
+                     "TASK_RETRY_COUNT",
+                     "TASK_STATE",
+                     "TASK_STATE_MACHINE",
+                     "TOPIC_ENV",
+                     "TTL_ATTRIBUTE",
+                     "UNPUBLISHED_ATTRIBUTE",
+                     "VERIFY_ENV",
+                     "VISIBILITY_TIMEOUT_ENV",
+                     "WEBHOOK_HANDLER",
+                     "WEBHOOK_NAMESPACE",
+                     "WEBHOOK_PROVIDERS",
+                     "WEBHOOK_PROVIDER_ENV",
+                     "WEBHOOK_RECEIPT_EVENT",
+                     "WEBHOOK_SECRET_ARN_ENV",
+                     "WEBHOOK_SECRET_PARAMETER_ENV",
+                     "WEBHOOK_SOURCE_ENV",
 ]

@@ -1,8 +1,8 @@
 """``@idempotent_sqs``: idempotent consumers for SQS-triggered Lambda functions (the inbox).
 
 Each record runs through the engine with ``Scope(tenant=subscriber,
-operation=operation, key=message key)``. In atomic mode the processed-message
-record, the handler's writes and its outbox events commit in ONE
+operation=operation, key=message key)`` in the SQS record namespace. In
+atomic mode the processed-message record, the handler's writes and its outbox events commit in ONE
 ``TransactWriteItems``; a redelivered message meets its record in that same
 call and is acknowledged without a second effect (one round trip either way).
 
@@ -13,9 +13,15 @@ message attribute, a top-level ``event_id``); else the SQS message id. The
 envelope ids that EventBridge and SNS assign (``id``, ``MessageId``) are not
 used by default: they change when the same event is published twice.
 
-A webhook receipt whose body the receiver stored in S3 (a claim check) is
-handed to the handler with the body fetched back inline, after its size and
-SHA-256 were verified; a missing or altered object fails the record.
+An outbox event whose body retrysafe stored in S3 (a claim check: a webhook
+receipt's large body, or ``append_event(..., claim_check=...)``) is handed to the
+handler with the body fetched back inline, after its size and SHA-256 were
+verified, from the consumer's own claim-check bucket and prefix only
+(``claim_check=``, default ``RETRYSAFE_CLAIM_CHECK_BUCKET``); a missing or altered
+object, or a pointer elsewhere, fails the record. Only the envelope the outbox
+wrote carries such a pointer (:mod:`retrysafe._claimcheck`); every other message,
+one whose payload says ``"body_encoding": "s3"`` included, reaches the handler
+untouched.
 
 The fingerprint hashes the message content without its transport envelope (the
 EventBridge ``detail``, the SNS ``Message``, else the body), so a republished
@@ -42,7 +48,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol, cast
 
 from ._adapter import flushes_telemetry, lambda_entry_point, takes_options, wiring
-from ._claimcheck import resolve_receipt
+from ._claimcheck import ClaimCheck, resolve
 from ._config import Mode, env_float
 from ._engine import Completion, Engine, Intent
 from ._fingerprint import canonical_document, fingerprint, is_unicode, parse_json
@@ -52,7 +58,7 @@ from ._store import DynamoStore
 from ._transaction import Transaction
 from ._value import Value, set_field
 from .errors import ConfigurationError, InvalidInputError
-from .names import KEY_MESSAGE_ATTRIBUTE, SQS_OPERATION_ENV, VISIBILITY_TIMEOUT_ENV
+from .names import KEY_MESSAGE_ATTRIBUTE, OPERATION_ENV, SQS_NAMESPACE, VISIBILITY_TIMEOUT_ENV
 
 #: Dotted paths into the (unwrapped) JSON content that may carry a propagated event id.
 DEFAULT_KEY_PATHS: tuple[str, ...] = ("event_id",)
@@ -188,21 +194,23 @@ class SqsConsumer:
                  mode: Mode | str = Mode.ATOMIC, key: KeyExtractor | str | None = None,
                  fingerprint: Selector | None = None, fifo: bool | None = None,
                  visibility_timeout_seconds: float | None = None, horizon_seconds: int | None = None,
-                 retry_hints: bool = True, store: DynamoStore | None = None, engine: Engine | None = None) -> None:
+                 retry_hints: bool = True, claim_check: ClaimCheck | None = None, store: DynamoStore | None = None,
+                 engine: Engine | None = None) -> None:
         if not subscriber:
             raise ConfigurationError("idempotent_sqs needs a subscriber id: it scopes the processed-message records")
         self.mode = Mode.parse(mode)
         self.handler = handler
         self.subscriber = subscriber
-        # The constructs name each deployed consumer (SQS_OPERATION_ENV), so a copied consumer with the same
+        # The constructs name each deployed consumer (OPERATION_ENV), so a copied consumer with the same
         # subscriber and handler name does not share (and acknowledge) the other's processed-message records.
-        self.operation: str = operation or os.environ.get(SQS_OPERATION_ENV) or str(getattr(handler, "__name__",
+        self.operation: str = operation or os.environ.get(OPERATION_ENV) or str(getattr(handler, "__name__",
                                                                                               "consume"))
         self.key = _content_key(KeySelector(key)) if isinstance(key, str) else key or default_key()
         self.fingerprint = FingerprintSelector(fingerprint) if fingerprint is not None else None
         self.fifo = fifo
         self.lease_seconds = _visibility_timeout(visibility_timeout_seconds)
         self.retry_hints = retry_hints
+        self.claim_check = claim_check if claim_check is not None else ClaimCheck.from_env()
         self.retention, self.engine = wiring(horizon_seconds, store, engine)
 
     def process(self, record: Any, context: Any = None) -> Any:
@@ -213,14 +221,14 @@ class SqsConsumer:
         if not isinstance(key, str) or not is_unicode(key):
             raise InvalidInputError("the message key is not Unicode text")
         part = message_fingerprint(record.body) if self.fingerprint is None else self.fingerprint(content)
-        intent = Intent(Scope(self.subscriber, self.operation, key), part,
+        intent = Intent(Scope(self.subscriber, self.operation, key, namespace=SQS_NAMESPACE), part,
                         self.mode, self.retention, lease_seconds=self.lease_seconds,
                         hinted=self.retry_hints and _redelivered(record))
 
         def work(txn: Transaction) -> Completion:
-            # A webhook receipt whose body was claim-checked to S3 reaches the handler inline (verified),
+            # An outbox event whose body was claim-checked to S3 reaches the handler inline (verified),
             # fetched only when the handler runs (a replay found before it, in claim-first mode, skips it).
-            resolved = resolve_receipt(content)
+            resolved = resolve(content, self.claim_check)
             return Completion(self.handler(message if resolved is content else
                                            Message(record=record, key=key, content=resolved), txn))
 
@@ -265,6 +273,7 @@ def idempotent_sqs(
     visibility_timeout_seconds: float | None = None,
     horizon_seconds: int | None = None,
     retry_hints: bool = True,
+    claim_check: ClaimCheck | None = None,
     store: DynamoStore | None = None,
     engine: Engine | None = None,
 ) -> SqsLambdaHandler:
@@ -294,6 +303,8 @@ def idempotent_sqs(
     - ``retry_hints`` (default ``True``): in atomic mode, a message received before
       (``ApproximateReceiveCount`` above 1) claims first when the record cache misses, so an
       already processed one is acknowledged after one ``PutItem`` without running the handler.
+    - ``claim_check`` (default ``RETRYSAFE_CLAIM_CHECK_BUCKET``): the bucket claim-checked bodies are
+      fetched from.
     - ``store`` / ``engine`` (default ``DynamoStore.from_env()``): where records live.
 
     Example::
@@ -306,7 +317,7 @@ def idempotent_sqs(
     """
     consumer = SqsConsumer(func, subscriber=subscriber, operation=operation, mode=mode, key=key, fingerprint=fingerprint, fifo=fifo,
                            visibility_timeout_seconds=visibility_timeout_seconds, horizon_seconds=horizon_seconds,
-                           retry_hints=retry_hints, store=store, engine=engine)
+                           retry_hints=retry_hints, claim_check=claim_check, store=store, engine=engine)
 
     def wrapper(event: dict[str, Any], context: Any) -> dict[str, Any]:
         return consumer(event, context)

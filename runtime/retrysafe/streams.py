@@ -24,10 +24,12 @@ import base64
 import binascii
 import functools
 import json
+import os
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any, ClassVar, Generic, Protocol, TypeVar, cast
 
+from . import names
 from ._adapter import flushes_telemetry, lambda_entry_point, wiring
 from ._config import Mode
 from ._engine import Completion, Engine, Intent
@@ -148,6 +150,8 @@ class _Source(ABC, Generic[M]):
 
     name: ClassVar[str]
     default_key: ClassVar[str]
+    #: The record namespace of the stream's adapter (:data:`retrysafe.names.RECORD_NAMESPACES`).
+    record_namespace: ClassVar[str]
     #: Where the record's sequence number is (what ``batchItemFailures`` reports).
     sequence_path: ClassVar[tuple[str, str]]
 
@@ -182,6 +186,7 @@ class _Source(ABC, Generic[M]):
 
 class _Kinesis(_Source[KinesisMessage]):
     name = "idempotent_kinesis"
+    record_namespace = names.KINESIS_NAMESPACE
     default_key = KINESIS_DEFAULT_KEY
     sequence_path = ("kinesis", "sequenceNumber")
 
@@ -218,6 +223,7 @@ class _Kinesis(_Source[KinesisMessage]):
 
 class _DynamoDB(_Source[DynamoDBChange]):
     name = "idempotent_dynamodb_stream"
+    record_namespace = names.DYNAMODB_STREAM_NAMESPACE
     default_key = DYNAMODB_DEFAULT_KEY
     sequence_path = ("dynamodb", "SequenceNumber")
 
@@ -282,7 +288,9 @@ class StreamConsumer(Generic[M]):
         self.source: _Source[M] = source
         self.handler: Callable[[M, Transaction], Any] = handler
         self.subscriber = subscriber
-        self.operation: str = operation or str(getattr(handler, "__name__", "consume"))
+        # The constructs name each deployed consumer (OPERATION_ENV), as for SQS consumers.
+        self.operation: str = operation or os.environ.get(names.OPERATION_ENV) or str(getattr(handler, "__name__",
+                                                                                              "consume"))
         self.mode = Mode.parse(mode)
         self.key = KeySelector(key if key is not None else source.default_key)
         self.fingerprint = FingerprintSelector(fingerprint) if fingerprint is not None else None
@@ -302,7 +310,7 @@ class StreamConsumer(Generic[M]):
         message = source.message(record, lambda probe: self.key(probe, source.document))
         part = self.fingerprint(message, source.document) if self.fingerprint is not None else \
             source.fingerprint(message)
-        intent = Intent(Scope(self.subscriber, self.operation, message.key), part, self.mode, self.retention)
+        intent = Intent(Scope(self.subscriber, self.operation, message.key, namespace=source.record_namespace), part, self.mode, self.retention)
 
         def work(txn: Transaction) -> Completion:
             return Completion(self.handler(message, txn))

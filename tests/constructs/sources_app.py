@@ -7,6 +7,7 @@ import aws_cdk as cdk
 from aws_cdk import Duration
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_events as events
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kinesis as kinesis
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
@@ -42,7 +43,9 @@ def build(outdir: str) -> cdk.App:
     IdempotentEventRule(stack, "OrderPlaced", function=function("Fulfil", "events.fulfil"),
                         rule_props=events.RuleProps(event_bus=bus, event_pattern=events.EventPattern(
                             source=["shop.orders"], detail_type=["OrderPlaced"])))
-    IdempotentTopicSubscription(stack, "Receipts", function=function("Receipt", "sns.receipt"))
+    receipts = IdempotentTopicSubscription(stack, "Receipts", function=function("Receipt", "sns.receipt"))
+    # a producer of the topic: its grant (the topic's KMS key included) must pass cdk-nag without acknowledgements
+    receipts.grant_publish(iam.Role(stack, "ReceiptProducer", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com")))
     own_topic = sns.Topic(stack, "OwnTopic", enforce_ssl=True,
                           master_key=kms.Key(stack, "OwnTopicKey", enable_key_rotation=True))
     own_dlq = sqs.Queue(stack, "OwnDlq", retention_period=Duration.days(7), enforce_ssl=True,

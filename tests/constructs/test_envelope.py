@@ -105,7 +105,7 @@ def test_publisher_and_pipe_deliver_one_envelope_to_the_same_rule_and_consumer(
     receipt = {"source": "stripe", "hook": "default", "delivery_id": "evt_1", "event": "charge.succeeded",
                "body": "{\"id\": \"evt_1\"}", "body_encoding": "utf-8"}
     item = OutboxEvent("0b5d7c7e-3f1a-5b2c-9d4e-1a2b3c4d5e6f", names.WEBHOOK_RECEIPT_EVENT, "webhook:stripe", "evt_1",
-                       receipt, occurred).to_item(1_900_000_000)
+                       receipt, occurred).to_item(1_900_000_000, committed_at=occurred.timestamp())
     record = {"eventID": "1", "eventName": "INSERT", "eventVersion": "1.1", "eventSource": "aws:dynamodb",
               "awsRegion": REGION, "eventSourceARN": "arn:aws:dynamodb:eu-west-1:123456789012:table/t/stream/x",
               "dynamodb": {"Keys": {"pk": item["pk"]}, "NewImage": item, "SequenceNumber": "100",

@@ -36,6 +36,7 @@ from retrysafe_cdk import (
 )
 from retrysafe_cdk.horizon import SNS_LAMBDA_DELIVERY_SECONDS
 
+from constructs import Construct
 from tests.helpers import Synthesized
 
 from .builders import DAY, inline_function, new_stack
@@ -119,25 +120,15 @@ def test_a_rule_on_a_custom_bus_alarms_on_that_bus_s_metrics(stack: cdk.Stack, t
 
 
 @pytest.mark.parametrize(("options", "message"), [
-    ({"existing_rule": "own", "rule_props": ORDER_PLACED},
-     r"existing_rule is given, so rule_props \(event_pattern\) would not apply"),
     ({"rule_props": events.RuleProps(description="no pattern")}, r"a new rule needs an event pattern or a schedule"),
-    ({"rule_props": ORDER_PLACED, "existing_dead_letter_queue": "own_dlq",
-      "dead_letter_queue_props": sqs.QueueProps(retention_period=Duration.days(1))},
-     r"existing_dead_letter_queue is given, so dead_letter_queue_props \(retention_period\) would not apply"),
     ({"rule_props": ORDER_PLACED, "max_event_age": Duration.hours(25)}, r"max_event_age must be 60 s..24 h.*90000s"),
     ({"rule_props": ORDER_PLACED, "retry_attempts": 186}, r"retry_attempts must be 0..185"),
     ({"rule_props": ORDER_PLACED, "async_max_event_age": Duration.hours(7)}, r"async_max_event_age must be 60 s..6 h"),
     ({"rule_props": ORDER_PLACED, "async_retry_attempts": 3}, r"async_retry_attempts must be 0..2"),
 ])
 def test_event_rule_refusals(stack: cdk.Stack, table: IdempotencyTable, options: dict[str, Any], message: str) -> None:
-    given = dict(options)
-    if given.get("existing_rule") == "own":
-        given["existing_rule"] = events.Rule(stack, "Own", schedule=events.Schedule.rate(Duration.hours(1)))
-    if given.get("existing_dead_letter_queue") == "own_dlq":
-        given["existing_dead_letter_queue"] = sqs.Queue(stack, "OwnDlq")
     with pytest.raises(ValueError, match=message):
-        IdempotentEventRule(stack, "Rule", function=inline_function(stack, table), **given)
+        IdempotentEventRule(stack, "Rule", function=inline_function(stack, table), **options)
 
 
 def test_record_ttl_shorter_than_an_event_rule_can_redeliver_fails_with_the_numbers(stack: cdk.Stack) -> None:
@@ -176,7 +167,7 @@ def test_asynchronous_sources_of_one_function_share_its_settings_or_are_refused(
 
 def test_async_settings_from_function_props_are_not_overwritten(stack: cdk.Stack, table: IdempotencyTable) -> None:
     fn = IdempotentFunction(stack, "Own", table=table, code=lambda_.Code.from_inline("x = 1"), handler="index.handler",
-                            function_props={"retry_attempts": 0})
+                            function_props=lambda_.FunctionOptions(retry_attempts=0))
     with pytest.raises(ValueError, match=r"Sources/Own already has Lambda's asynchronous invocation settings "
                                          r"\(from another event rule or subscription, or its function_props\)"):
         IdempotentEventRule(stack, "Rule", function=fn, rule_props=ORDER_PLACED)
@@ -207,7 +198,7 @@ def test_topic_subscription_has_a_dlq_and_covers_sns_delivery_retries(stack: cdk
     assert sub.redelivery_seconds == SNS_LAMBDA_DELIVERY_SECONDS + 6 * 3600 + 14 * DAY
     actions = {a for s in _statements(stack, publisher) for a in ([s["Action"]] if isinstance(s["Action"], str)
                                                                    else s["Action"])}
-    assert actions == {"sns:Publish", "kms:Decrypt", "kms:GenerateDataKey*"}
+    assert actions == {"sns:Publish", "kms:Decrypt", "kms:GenerateDataKey"}  # exact: no GenerateDataKey* wildcard
 
 
 def test_topic_subscription_refusals(stack: cdk.Stack, table: IdempotencyTable) -> None:
@@ -223,10 +214,6 @@ def test_topic_subscription_refusals(stack: cdk.Stack, table: IdempotencyTable) 
     with pytest.raises(ValueError, match=r"must be a standard queue .* omit fifo from its props"):
         IdempotentStreamConsumer(stack, "FifoFailures", function=inline_function(stack, table, 60),
                                  failure_queue_props=sqs.QueueProps(fifo=True))
-    with pytest.raises(ValueError, match=r"existing_topic is given, so topic_props \(display_name\) would not apply"):
-        IdempotentTopicSubscription(stack, "Both", function=inline_function(stack, table, 20),
-                                    existing_topic=sns.Topic(stack, "Own"),
-                                    topic_props=sns.TopicProps(display_name="x"))
     short = IdempotencyTable(stack, "Short", record_ttl=Duration.days(30))
     with pytest.raises(ValueError, match=r"SNS's delivery retries to Lambda \(2000202s, fixed\).*"
                                          r"record_ttl of Sources/Short \(2592000s\)"):
@@ -316,24 +303,16 @@ def test_a_stream_of_this_app_brings_its_retention_and_an_imported_one_must_say_
 
 
 @pytest.mark.parametrize(("options", "message"), [
-    ({"existing_stream": "own", "stream_props": kinesis.StreamProps(shard_count=2)},
-     r"existing_stream is given, so stream_props \(shard_count\) would not apply"),
     ({"existing_stream": "own", "retention_period": Duration.days(2)},
      r"existing_stream=Sources/Own brings its own retention, so retention_period would not apply"),
     ({"retention_period": Duration.days(2)}, r"retention_period describes an imported stream"),
-    ({"existing_table": "orders", "stream_props": kinesis.StreamProps(shard_count=2)},
-     r"existing_table consumes that table's DynamoDB stream, so stream_props would not apply"),
     ({"existing_table": "no_stream"}, r"the table Sources/Plain has no stream"),
-    ({"existing_failure_queue": "queue", "failure_queue_props": sqs.QueueProps(fifo=True)},
-     r"existing_failure_queue is given, so failure_queue_props \(fifo\) would not apply"),
     ({"retry_attempts": 10_001}, r"retry_attempts must be 0..10000"),
     ({"ordered": False, "parallelization_factor": 11}, r"parallelization_factor must be 1..10"),
 ])
 def test_stream_consumer_refusals(stack: cdk.Stack, table: IdempotencyTable, options: dict[str, Any],
                                   message: str) -> None:
-    made = {"own": lambda: kinesis.Stream(stack, "Own"), "queue": lambda: sqs.Queue(stack, "Queue"),
-            "orders": lambda: dynamodb.Table(stack, "Orders", partition_key=dynamodb.Attribute(
-                name="id", type=dynamodb.AttributeType.STRING), stream=dynamodb.StreamViewType.NEW_IMAGE),
+    made = {"own": lambda: kinesis.Stream(stack, "Own"),
             "no_stream": lambda: dynamodb.Table(stack, "Plain", partition_key=dynamodb.Attribute(
                 name="id", type=dynamodb.AttributeType.STRING))}
     given = {name: made[value]() if isinstance(value, str) else value for name, value in options.items()}
@@ -435,3 +414,113 @@ def test_grant_put_events_names_the_rules_bus_only(stack: cdk.Stack, table: Idem
     bus_arn = {"Fn::GetAtt": [stack.get_logical_id(bus.node.default_child), "Arn"]}  # type: ignore[arg-type]
     assert statements[0]["Resource"] == bus_arn
     assert "event-bus/default" in json.dumps(statements[1]["Resource"])
+
+
+# -- one operation per function, one function per operation and table --------------------------------------
+
+
+def _variables(stack: cdk.Stack, fn: IdempotentFunction) -> dict[str, Any]:
+    variables: dict[str, Any] = _resource(stack, fn.function)["Environment"]["Variables"]
+    return variables
+
+
+def test_each_source_gives_its_function_an_operation_named_by_its_path(stack: cdk.Stack,
+                                                                       table: IdempotencyTable) -> None:
+    rule_fn, topic_fn, stream_fn = (inline_function(stack, table, t) for t in (10, 20, 30))
+    rule = IdempotentEventRule(stack, "OrderPlaced", function=rule_fn, rule_props=ORDER_PLACED)
+    topic = IdempotentTopicSubscription(stack, "Receipts", function=topic_fn, operation="send-receipt")
+    consumer = IdempotentStreamConsumer(stack, "Clicks", function=stream_fn)
+    assert (rule.operation, topic.operation, consumer.operation) == ("OrderPlaced", "send-receipt", "Clicks")
+    for fn, source in ((rule_fn, rule), (topic_fn, topic), (stream_fn, consumer)):
+        assert _variables(stack, fn)[names.OPERATION_ENV] == source.operation
+    assert table.operations == {"OrderPlaced": rule.node.path, "send-receipt": topic.node.path,
+                                "Clicks": consumer.node.path}
+
+
+def test_two_functions_with_one_operation_on_one_table_are_refused(stack: cdk.Stack, table: IdempotencyTable) -> None:
+    # Copied with the same handler and namespace, the second would acknowledge the first one's events as duplicates.
+    IdempotentEventRule(stack, "Fulfil", function=inline_function(stack, table), rule_props=ORDER_PLACED,
+                        operation="fulfil")
+    with pytest.raises(ValueError, match=r"Sources/FulfilEu: the operation 'fulfil' is already used by Sources/Fulfil "
+                                         r"on the idempotency table Sources/Table.*Fix: pass a distinct operation="):
+        IdempotentTopicSubscription(stack, "FulfilEu", function=inline_function(stack, table, 20), operation="fulfil")
+    with pytest.raises(ValueError, match=r"the operation 'fulfil' is already used by Sources/Fulfil"):
+        IdempotentStreamConsumer(stack, "FulfilStream", function=inline_function(stack, table, 30),
+                                 operation="fulfil")
+
+
+def test_a_second_source_of_one_function_shares_its_operation_or_is_refused(stack: cdk.Stack,
+                                                                           table: IdempotencyTable) -> None:
+    fn = inline_function(stack, table)
+    first = IdempotentEventRule(stack, "Placed", function=fn, rule_props=ORDER_PLACED)
+    second = IdempotentEventRule(stack, "Cancelled", function=fn, existing_dead_letter_queue=first.dead_letter_queue,
+                                 rule_props=events.RuleProps(event_pattern=events.EventPattern(
+                                     source=["shop.orders"], detail_type=["OrderCancelled"])), alarms=False)
+    assert second.operation == first.operation == "Placed" == _variables(stack, fn)[names.OPERATION_ENV]
+    with pytest.raises(ValueError, match=r"Sources/Other: Sources/Fn10 already has the operation 'Placed' \(from "
+                                         r"Sources/Placed\), and a function has one \(RETRYSAFE_OPERATION\).*Fix: omit "
+                                         r"operation= here \(or pass 'Placed'\), or give this source its own"):
+        IdempotentEventRule(stack, "Other", function=fn, existing_dead_letter_queue=first.dead_letter_queue,
+                            rule_props=ORDER_PLACED, operation="other")
+
+
+# -- moving the stateful resources -------------------------------------------------------------------------
+
+
+def _stateful_ids(parent: Construct, table: IdempotencyTable, pins: bool) -> dict[str, str]:
+    stack = cdk.Stack.of(parent)
+    pinned: dict[str, Any] = {"rule": {"dead_letter_queue_logical_id": "RuleDlq"},
+                              "stream": {"stream_logical_id": "Clicks", "failure_queue_logical_id": "ClickFailures"},
+                              "topic": {"topic_logical_id": "Receipts", "dead_letter_queue_logical_id": "ReceiptDlq"}}
+    given = pinned if pins else {"rule": {}, "stream": {}, "topic": {}}
+    rule = IdempotentEventRule(parent, "Rule", function=inline_function(stack, table), rule_props=ORDER_PLACED,
+                               operation="rule", **given["rule"])
+    consumer = IdempotentStreamConsumer(parent, "Stream", function=inline_function(stack, table, 20),
+                                        operation="stream", **given["stream"])
+    topic = IdempotentTopicSubscription(parent, "Topic", function=inline_function(stack, table, 30),
+                                        operation="topic", **given["topic"])
+    assert consumer.stream is not None
+    resources = {"rule dlq": rule.dead_letter_queue, "stream": consumer.stream,
+                 "failure queue": consumer.failure_queue, "topic": topic.topic, "topic dlq": topic.dead_letter_queue}
+    # the rendered logical id (get_logical_id allocates from the path and does not see an override)
+    return {name: stack.resolve(r.node.default_child.logical_id)  # type: ignore[union-attr]
+            for name, r in resources.items()}
+
+
+@pytest.mark.parametrize("pins", [False, True], ids=["derived", "pinned"])
+def test_pinned_logical_ids_survive_moving_the_constructs(pins: bool) -> None:
+    before_stack = new_stack("Sources")
+    before = _stateful_ids(before_stack, IdempotencyTable(before_stack, "Table"), pins)
+    after_stack = new_stack("Sources")
+    after = _stateful_ids(Construct(after_stack, "Ingest"), IdempotencyTable(after_stack, "Table"), pins)
+    if pins:
+        assert before == after == {"rule dlq": "RuleDlq", "stream": "Clicks", "failure queue": "ClickFailures",
+                                   "topic": "Receipts", "topic dlq": "ReceiptDlq"}
+    else:  # what the pins are for: every one of them would be replaced, empty
+        assert all(before[name] != after[name] for name in before)
+
+
+# -- a table's stream in another region --------------------------------------------------------------------
+
+
+def test_a_table_stream_of_another_region_is_refused_with_the_fix() -> None:
+    app = cdk.App()
+    data = cdk.Stack(app, "Data", env=cdk.Environment(account="123456789012", region="us-east-1"))
+    service = cdk.Stack(app, "Service", env=cdk.Environment(account="123456789012", region="eu-west-1"))
+    orders = dynamodb.Table(data, "Orders", table_name="orders", stream=dynamodb.StreamViewType.NEW_IMAGE,
+                            partition_key=dynamodb.Attribute(name="id", type=dynamodb.AttributeType.STRING))
+    fn = inline_function(service, IdempotencyTable(service, "Table"))
+    with pytest.raises(ValueError, match=r"Service/Changes: the table whose stream is consumed Data/Orders is in "
+                                         r"us-east-1, the function in eu-west-1\. Lambda maps a stream only to a "
+                                         r"function of its region.*Fix: put the function in a stack of us-east-1"):
+        IdempotentStreamConsumer(service, "Changes", function=fn, existing_table=orders)
+
+
+def test_existing_table_with_kinesis_props_says_what_omitting_it_does(stack: cdk.Stack,
+                                                                      table: IdempotencyTable) -> None:
+    orders = dynamodb.Table(stack, "Orders", partition_key=dynamodb.Attribute(
+        name="id", type=dynamodb.AttributeType.STRING), stream=dynamodb.StreamViewType.NEW_IMAGE)
+    with pytest.raises(ValueError, match=r"existing_table=Sources/Orders is given, so retention_period would not "
+                                         r"apply.*or omit existing_table to consume a Kinesis stream with them\.$"):
+        IdempotentStreamConsumer(stack, "Changes", function=inline_function(stack, table), existing_table=orders,
+                                 retention_period=Duration.days(2))

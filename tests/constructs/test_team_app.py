@@ -143,7 +143,7 @@ def test_each_consumer_gets_its_own_operation_and_a_shared_one_is_refused(stack:
     for consumer, fn in ((billing, "Fn10"), (copied, "Fn20")):
         function = stack.node.find_child(fn)
         assert isinstance(function, IdempotentFunction)
-        assert _variables(stack, function)[names.SQS_OPERATION_ENV] == consumer.operation
+        assert _variables(stack, function)[names.OPERATION_ENV] == consumer.operation
     with pytest.raises(ValueError, match="the operation 'invoices' is already used by Team/First") as raised:
         IdempotentQueueConsumer(stack, "First", function=inline_function(stack, table, 30), operation="invoices")
         IdempotentQueueConsumer(stack, "Second", function=inline_function(stack, table, 40), operation="invoices")

@@ -71,6 +71,10 @@ def test_the_receiver_may_put_bodies_and_the_worker_may_read_them(raw: dict[str,
     for statement in statements(raw, role) + statements(raw, readers[0]):
         if name in str(statement["Resource"]):
             assert statement["Resource"] == {"Fn::Join": ["", [{"Fn::GetAtt": [name, "Arn"]}, "/webhooks/*"]]}
+    # The worker's @idempotent_sqs fetches claim-checked bodies from its configured bucket only: it is given it.
+    (worker,) = [f for f in of_type(raw, "AWS::Lambda::Function").values()
+                 if f["Properties"]["Role"] == {"Fn::GetAtt": [readers[0], "Arn"]}]
+    assert worker["Properties"]["Environment"]["Variables"][names.CLAIM_CHECK_BUCKET_ENV] == {"Ref": name}
 
 
 def test_parked_outbox_events_raise_an_alarm(raw: dict[str, Any]) -> None:

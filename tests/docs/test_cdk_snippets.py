@@ -61,7 +61,7 @@ def test_moved_constructs_keep_the_example_apps_logical_ids(stacks: dict[str, An
     for logical_id in ("IdempotencyTable48612DF4", "InventoryQueue9CB6A1E3", "InventoryQueueDeadLetterQueue0100568D"):
         assert moved[logical_id]["Type"] == example[logical_id]
     (function,) = [r for r in moved.values() if r["Type"] == "AWS::Lambda::Function"]
-    assert function["Properties"]["Environment"]["Variables"][names.SQS_OPERATION_ENV] == "InventoryQueue"
+    assert function["Properties"]["Environment"]["Variables"][names.OPERATION_ENV] == "InventoryQueue"
 
 
 def test_saga_has_its_compensations_and_the_documented_task_payload(stacks: dict[str, Any]) -> None:
@@ -105,3 +105,30 @@ def test_event_sources_get_their_dlqs_mappings_and_horizon(stacks: dict[str, Any
     # what the constructs page says: the subscription's window is the longest, about 37 days on top of 7
     assert stack.receipts.redelivery_seconds == 2_000_202 + 6 * 3600 + 14 * 86_400
     assert stack.table.horizon.queue_redelivery == stack.receipts.redelivery_seconds
+
+
+def test_multi_region_stacks_route_both_regions_to_the_home_and_relay_once() -> None:
+    """multi-region.md: both stacks' functions get the same mapping and may write the home replicas;
+    the relay is in the home stack only (a relay in the other stack is refused: test_regions.py)."""
+    import aws_cdk as cdk
+    from aws_cdk.assertions import Template
+    from retrysafe import HomeRegions
+
+    from examples.snippets.cdk_multi_region import HOMES, FarStack, HomeStack
+
+    app = cdk.App()
+    home, far = HomeStack(app, "DocsHome"), FarStack(app, "DocsFar")
+    assert home.node.validate() == [] and far.node.validate() == []
+    templates = {"home": Template.from_stack(home).to_json(), "far": Template.from_stack(far).to_json()}
+    for template in templates.values():
+        functions = [r for r in template["Resources"].values() if r["Type"] == "AWS::Lambda::Function"
+                     and r["Properties"]["Handler"] == "http_atomic.handler"]
+        (variables,) = [f["Properties"]["Environment"]["Variables"] for f in functions]
+        assert variables[names.HOME_REGION_ENV] == "eu-west-1"
+        assert HomeRegions("eu-west-1", tenants=json.loads(variables[names.TENANT_HOME_REGIONS_ENV])) == HOMES
+    far_policies = json.dumps([r for r in templates["far"]["Resources"].values() if r["Type"] == "AWS::IAM::Policy"])
+    assert ":dynamodb:eu-west-1:" in far_policies and ":dynamodb:us-east-1:" in far_policies
+    replicas = [r for r in templates["home"]["Resources"].values() if r["Type"] == "Custom::DynamoDBReplica"]
+    assert [r["Properties"]["Region"] for r in replicas] == ["us-east-1"]
+    assert not [r for r in templates["far"]["Resources"].values() if r["Type"] == "AWS::Lambda::EventSourceMapping"]
+    assert [r for r in templates["home"]["Resources"].values() if r["Type"] == "AWS::Lambda::EventSourceMapping"]

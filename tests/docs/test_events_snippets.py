@@ -18,7 +18,7 @@ from tests.runtime.generic.events import EVENTBRIDGE, S3, event
 
 
 @pytest.fixture
-def tables(retrysafe_table: DynamoStore) -> DynamoStore:
+def tables(lambda_container: None, retrysafe_table: DynamoStore) -> DynamoStore:
     for name in ("orders", "invoices"):
         create_business_table(retrysafe_table.client, name)
     return retrysafe_table

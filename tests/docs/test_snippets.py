@@ -45,7 +45,7 @@ def outbox(store: DynamoStore) -> list[str]:
 
 
 @pytest.fixture
-def tables(retrysafe_table: DynamoStore) -> DynamoStore:
+def tables(lambda_container: None, retrysafe_table: DynamoStore) -> DynamoStore:
     """moto with the idempotency table (the pytest plugin's fixture) and the snippets' business tables."""
     for name in ("orders", "invoices", "pull-requests"):
         create_business_table(retrysafe_table.client, name)
@@ -233,3 +233,30 @@ def test_task_refuses_the_same_state_with_another_input(tables: DynamoStore) -> 
     snippet.charge_payment(task_payload({"orderId": "o-11", "amount": 1}, execution="exec-3"), DrillContext())
     with pytest.raises(TaskKeyMismatch):
         snippet.charge_payment(task_payload({"orderId": "o-11", "amount": 2}, execution="exec-3"), DrillContext())
+
+
+def test_multi_region_store_sends_each_tenants_writes_to_its_home_region(tables: DynamoStore) -> None:
+    """multi-region.md: the function runs in eu-west-1; acme's home is us-east-1. Each request is one
+    TransactWriteItems to its tenant's home replica and none to the other; acme's retry replays there."""
+    from retrysafe._keys import Scope
+
+    east = boto3.client("dynamodb", region_name="us-east-1")
+    create_business_table(east, "orders")
+    from retrysafe.testing._plugin import create_table
+
+    create_table(east, tables.table_name)
+    module = fresh("multi_region")
+    assert module.store.region == "eu-west-1"
+    home = {region: module.store.for_scope(Scope(tenant, "CreateOrder", "k")).client
+            for tenant, region in (("tenant-a", "eu-west-1"), ("acme", "us-east-1"))}
+    counters = {region: CallCounter(client) for region, client in home.items()}
+    for tenant in ("tenant-a", "acme", "acme"):
+        event = api_event(json.dumps({"amount": 42}), headers={names.IDEMPOTENCY_KEY_HEADER: "k-1"}, tenant=tenant)
+        response = module.handler(event, DrillContext())
+        assert response["statusCode"] == 201
+    assert response["headers"][names.REPLAYED_HEADER] == "true"  # acme's retry, from acme's home
+    assert dict(counters["eu-west-1"].calls) == {"TransactWriteItems": 1}
+    assert dict(counters["us-east-1"].calls) == {"TransactWriteItems": 2}
+    for region, client in home.items():
+        orders = client.scan(TableName="orders")["Items"]
+        assert len(orders) == 1, region  # one order per tenant, each in its tenant's home region

@@ -28,7 +28,7 @@ def fresh(name: str) -> ModuleType:
 
 
 @pytest.fixture
-def tables(retrysafe_table: DynamoStore) -> DynamoStore:
+def tables(lambda_container: None, retrysafe_table: DynamoStore) -> DynamoStore:
     for name in ("orders", "accounts", "search"):
         create_business_table(retrysafe_table.client, name)
     return retrysafe_table

@@ -4,7 +4,17 @@ A *scope* names a path (:mod:`tests.drills.paths`), the intents of its
 invocations (``A,A``: two invocations of one intent; ``A,B``: another intent
 reusing the key), the fault budget per invocation, the fault kinds, and the
 clock events allowed (``lapse``: past every lease; ``expire``: past the
-records' expiry, TTL not run; ``ttl``: TTL deletes what expired).
+records' expiry, TTL not run; ``ttl``: TTL deletes what expired; ``replicate``: a table with
+replicas in two regions replicates every change made so far, see below).
+
+*Two regions* (``regions``): the idempotency and business tables are a global table with
+replicas in two regions (multi-Region eventual consistency, :class:`~retrysafe.testing.GlobalTables`):
+each invocation runs in the region its position names, on that region's replica, and what one
+region writes reaches the other only when ``replicate`` happens (at any moment the explorer
+picks; replication catches up before the final retries). With ``home`` (the strategy), every
+engine sends its claims and commits to that home region (:class:`retrysafe.HomeRegions`);
+without it, each region's engine writes its own replica. Effects are counted per region's own
+commits, so a double effect stays visible after last-writer-wins replication.
 
 Every schedule is a sequence of choices: at each step, which parked
 invocation makes its next DynamoDB call (or starts), with which fault, or
@@ -17,6 +27,8 @@ every step and at the end:
 * at most one business effect per intent (segment), exactly one once it answered 2xx;
 * every 2xx answer of an intent equals its first (status, body, replayed headers);
 * an invocation never answers "in flight" because of its own claim;
+* intents of two adapters sharing tenant, operation and key (path ``http-sqs``) are independent: neither is
+  refused as the other's reused key;
 * a committed checkpoint is never lost; no invocation receives another intent's checkpoint;
 * a completed record is never overwritten (or deleted) before its ``exp``; nor is a parked one
   (a result that could not be stored), and a parked intent never commits its effect;
@@ -43,10 +55,10 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from typing import Any
 
-from retrysafe import Engine, RecordCache
+from retrysafe import DynamoStore, Engine, HomeRegions, RecordCache
 from retrysafe._config import DEFAULT_HORIZON_SECONDS
 from retrysafe.names import RECORD_PREFIX, UNPUBLISHED_ATTRIBUTE
-from retrysafe.testing import Clock, DynamoSemantics, ttl_sweep
+from retrysafe.testing import Clock, DynamoSemantics, GlobalTables, ttl_sweep
 from retrysafe.testing._boundary import CRASH_AFTER, CRASH_BEFORE
 
 from tests.drills.paths import BUSINESS, PATHS, TABLE, create_tables, store_for
@@ -75,6 +87,8 @@ DEEP_FAULTS = BASIC_FAULTS + (CANCEL_THROTTLED, CANCEL_CONFLICT)
 _FAULT_CODES = {CRASH_BEFORE: "cb", CRASH_AFTER: "ca", LOST_ONCE: "l1", LOST_ALL: "la",
                 CANCEL_THROTTLED: "ct", CANCEL_CONFLICT: "cc"}
 _CODE_FAULTS = {v: k for k, v in _FAULT_CODES.items()}
+#: The regions of the two-region scopes: the first is the exploration's own region (its observer's).
+REGIONS = ("eu-west-1", "us-east-1")
 
 
 @dataclass(frozen=True)
@@ -93,6 +107,17 @@ class Scope:
     total: int | None = None
     #: Invocations run one after the other (clock events between them): intents days apart.
     sequential: bool = False
+    #: The region of each invocation, by position, on a table with replicas in :data:`REGIONS` (empty: one
+    #: region). Faults are not placed in these scopes (``faults=0``): what they explore is replication lag.
+    regions: tuple[str, ...] = ()
+    #: The home region every claim and commit is sent to (the multi-region strategy); ``None``: none.
+    home: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.regions and (self.faults or self.total):
+            raise ValueError("two-region scopes place no faults (faults=0): faults are armed on one region's client")
+        if self.home is not None and self.home not in self.regions:
+            raise ValueError(f"the home region {self.home!r} is not one of the scope's regions {self.regions}")
 
     def command(self, choices: list[int]) -> str:
         """The one-line command replaying a schedule of this scope."""
@@ -106,6 +131,10 @@ class Scope:
             parts.append(f"--total {self.total}")
         if self.sequential:
             parts.append("--sequential")
+        if self.regions:
+            parts.append(f"--regions {','.join(self.regions)}")
+        if self.home is not None:
+            parts.append(f"--home {self.home}")
         return f".venv/bin/python -m tests.drills.explore {' '.join(parts)} --replay {','.join(map(str, choices))}"
 
 
@@ -153,17 +182,29 @@ class World:
 
         self.semantics = DynamoSemantics(lambda: self.clock())
         self.clock = Clock(T0)
-        self.observer = boto3.client("dynamodb", region_name="eu-west-1")
+        self.observer = boto3.client("dynamodb", region_name=REGIONS[0])
         self.semantics.install(self.observer)
-        self.slots = [Slot(self.semantics) for _ in range(3)]
+        self.slots = [Slot(self.semantics, REGIONS[1:]) for _ in range(3)]
         self.states: set[str] = set()
+        self.replicas = GlobalTables(REGIONS, (TABLE, BUSINESS), lambda: self.clock())
         create_tables(self.observer)
+        for region in REGIONS[1:]:
+            create_tables(boto3.client("dynamodb", region_name=region))
 
-    def _table(self, name: str) -> Any:
+    def use_replicas(self, replicas: bool) -> None:
+        """Serve the slots' requests by the two-region global tables, or by the one region's semantics."""
+        for slot in self.slots:
+            if replicas:
+                for client in slot.clients.values():
+                    self.replicas.install(client)
+            else:
+                self.semantics.install(slot.client)
+
+    def _table(self, name: str, region: str = REGIONS[0]) -> Any:
         from moto.core.models import DEFAULT_ACCOUNT_ID
         from moto.dynamodb.models import dynamodb_backends
 
-        return dynamodb_backends[DEFAULT_ACCOUNT_ID]["eu-west-1"].get_table(name)
+        return dynamodb_backends[DEFAULT_ACCOUNT_ID][region].get_table(name)
 
     def items(self, table: str) -> list[dict[str, Any]]:
         """Every item of ``table`` as DynamoDB returns it, read from moto's backend (the observer's view:
@@ -172,13 +213,15 @@ class World:
             return [item.to_json()["Attributes"] for item in list(self._table(table).items.values())]
 
     def reset(self) -> None:
-        """Empty both tables for the next schedule."""
+        """Empty both tables (in every region) for the next schedule."""
         with DynamoSemantics.exclusive():
-            for name in (TABLE, BUSINESS):
-                table = self._table(name)
-                table.items.clear()
-                if table.stream_shard is not None:
-                    table.stream_shard.items.clear()
+            for region in REGIONS:
+                for name in (TABLE, BUSINESS):
+                    table = self._table(name, region)
+                    table.items.clear()
+                    if table.stream_shard is not None:
+                        table.stream_shard.items.clear()
+            self.replicas.forget()
 
 
 
@@ -215,6 +258,7 @@ class Schedule:
         world.clock.now = T0
         world.semantics.forget_tokens()
         world.reset()
+        world.use_replicas(bool(self.scope.regions))
         for slot in world.slots:
             slot.gate.clear()
             slot.cache = RecordCache()  # each schedule starts with cold containers
@@ -225,10 +269,11 @@ class Schedule:
         try:
             for index, intent in enumerate(self.scope.intents):
                 skew = self.scope.skew[index] if index < len(self.scope.skew) else 0.0
-                engine = Engine(store_for(world.slots[index].client), cache=world.slots[index].cache,
+                engine = Engine(self._store(world.slots[index], index), cache=world.slots[index].cache,
                                 clock=lambda skew=skew: world.clock.now + skew)  # type: ignore[misc]
                 call = self.path.make(intent, engine, self.notes)
-                run.add(Invocation(f"{intent}{index + 1}", intent, world.slots[index], call))
+                region = f"@{self.scope.regions[index]}" if index < len(self.scope.regions) else ""
+                run.add(Invocation(f"{intent}{index + 1}{region}", intent, world.slots[index], call))
             while self.violation is None and self._step(run):
                 pass
             if self.violation is None:
@@ -237,6 +282,15 @@ class Schedule:
             pass
         finally:
             run.close()
+
+    def _store(self, slot: Slot, index: int) -> DynamoStore:
+        """The store of the process in ``slot`` running as invocation ``index`` (its region's, when two)."""
+        if not self.scope.regions:
+            return store_for(slot.client)
+        client = slot.clients[self.scope.regions[min(index, len(self.scope.regions) - 1)]]
+        if self.scope.home is None:
+            return store_for(client)
+        return DynamoStore(TABLE, client=client, home_regions=HomeRegions(self.scope.home), home_clients=slot.clients)
 
     def _fault_options(self, invocation: Invocation) -> list[str]:
         assert invocation.parked_at is not None
@@ -249,7 +303,7 @@ class Schedule:
 
     def _options(self, run: Run) -> list[tuple[str, Any, str | None]]:
         options: list[tuple[str, Any, str | None]] = []
-        waiting: set[tuple[str, float]] = set()
+        waiting: set[tuple[str, float, str]] = set()
         running = [i for i in run.invocations if i.state != "done" and (i.parked_at or ("",))[0] != "start"]
         for index, invocation in enumerate(run.invocations):
             if invocation.state != "parked":
@@ -258,7 +312,8 @@ class Schedule:
             if invocation.parked_at[0] == "start":
                 if self.scope.sequential and running:
                     continue  # one invocation at a time
-                identity = (invocation.intent, self.scope.skew[index] if index < len(self.scope.skew) else 0.0)
+                identity = (invocation.intent, self.scope.skew[index] if index < len(self.scope.skew) else 0.0,
+                            self.scope.regions[index] if index < len(self.scope.regions) else "")
                 if identity in waiting:
                     continue  # symmetry: of identical invocations not yet started, only the first may start
                 waiting.add(identity)
@@ -269,6 +324,8 @@ class Schedule:
         if self.env_used < self.scope.env_budget:
             quiet = all(i.state == "done" or (i.parked_at or ("",))[0] == "start" for i in run.invocations)
             for event in self.scope.env:
+                if event == "replicate" and not self.world.replicas.pending:
+                    continue  # nothing written since the last replication
                 if event == "expire" and (self.expired or not quiet) or event == "ttl" and not self.expired:
                     continue  # days pass only between invocations (a Lambda runs 15 minutes at most)
                 options.append(("env", event, None))
@@ -330,6 +387,9 @@ class Schedule:
             world.clock.advance(DEFAULT_HORIZON_SECONDS + 1)
             self.expired = True
             self.trace.append("the clock passes the records' expiry (TTL has not deleted them)")
+        elif event == "replicate":
+            delivered = world.replicas.replicate()
+            self.trace.append(f"replication delivers {delivered} item changes to the other region")
         elif event == "ttl":
             deleted = ttl_sweep(world.observer, TABLE, world.clock.now)
             self.trace.append(f"TTL deletes {len(deleted)} expired items ({', '.join(sorted(deleted)) or 'none'})")
@@ -364,14 +424,16 @@ class Schedule:
                 and isinstance(answer.value, dict) and answer.value.get("type") == self.path.refused_after_expiry:
             self.seen.terminal.setdefault(intent, "refused")  # the path's documented answer after expiry
         elif answer.kind == "failed" and self._final_error(answer):
-            self.seen.terminal.setdefault(intent, "final")  # the path's documented final error (parked)
             state = (self._record() or {}).get("st", {}).get("S")
-            if state not in ("parked", "pending"):  # pending: the parking write failed, the lease holds the key
+            if state == "parked":  # the path's documented final answer
+                self.seen.terminal.setdefault(intent, "final")
+                self.seen.parked_calls.setdefault(intent, self._foreign_calls(intent))
+            elif state != "pending":  # pending: the parking write failed or was fenced; a lease holds the key
                 self._fail("final-released", f"{who} answered {answer.value} but the record is "
                                              f"{state or 'gone'}: a retry would repeat its foreign calls")
-            if state == "parked":
-                self.seen.parked_calls.setdefault(intent, self._foreign_calls(intent))
         elif answer.kind == "mismatch":
+            if self.path.independent:
+                self._fail("namespace-shared", f"{who} was refused as a reused key of another adapter's intent")
             if len(set(self.scope.intents)) == 1:
                 self._fail("mismatch-own", f"{who} was refused as another payload (422) for its own request")
             self.seen.terminal.setdefault(intent, "mismatch")
@@ -402,9 +464,9 @@ class Schedule:
             terminal = self.seen.terminal.get(intent)
             if terminal not in ("executed", "replayed", "final"):
                 continue
-            for slot in world.slots:
+            for index, slot in enumerate(world.slots):
                 slot.boundary.revive()
-                call = self.path.make(intent, Engine(store_for(slot.client), cache=slot.cache, clock=world.clock),
+                call = self.path.make(intent, Engine(self._store(slot, index), cache=slot.cache, clock=world.clock),
                                       self.notes)
                 answer = call()
                 self.trace.append(f"a replay of intent {intent} in another process answered {answer.describe()}")
@@ -423,6 +485,10 @@ class Schedule:
         world = self.world
         slot = world.slots[-1]
         slot.boundary.revive()
+        if self.scope.regions:
+            delivered = world.replicas.replicate()  # eventually consistent: the replicas converge
+            self.trace.append(f"replication catches up ({delivered} item changes)")
+            self._check()
         if self.path.outbox is not None:
             self._settle_outbox()
             return
@@ -433,8 +499,8 @@ class Schedule:
                 continue  # a retry after the horizon is outside the contract
             answers = []
             for _ in range(COMPLETION_TRIES):
-                call = self.path.make(intent, Engine(store_for(slot.client), cache=slot.cache, clock=world.clock),
-                                      self.notes)
+                call = self.path.make(intent, Engine(self._store(slot, len(world.slots) - 1), cache=slot.cache,
+                                                     clock=world.clock), self.notes)
                 answer = call()
                 answers.append(answer.describe())
                 self.trace.append(f"retry of intent {intent} answered {answer.describe()}")
@@ -467,11 +533,20 @@ class Schedule:
         return records[0] if records else None
 
     def _effects(self, intent: str) -> dict[str, int]:
-        counts: dict[str, int] = {}
-        for item in self._items(BUSINESS):
-            parts = item["pk"]["S"].split("#")
-            if parts[0] == "effect" and parts[1] == intent:
-                counts[parts[2]] = int(item.get("n", {}).get("N", "0"))
+        return {segment: n for (who, segment), n in self._effect_counts().items() if who == intent}
+
+    def _effect_counts(self) -> dict[tuple[str, str], int]:
+        """``(intent, segment) -> commits`` of every effect item: its counter, or with two regions the
+        commits each region's own requests made (replication's last writer wins would hide one)."""
+        counts: dict[tuple[str, str], int] = {}
+        if self.scope.regions:
+            pairs = [(pk, n) for (table, pk), n in self.world.replicas.local_writes.items() if table == BUSINESS]
+        else:
+            pairs = [(item["pk"]["S"], int(item.get("n", {}).get("N", "0"))) for item in self._items(BUSINESS)]
+        for pk, n in pairs:
+            parts = pk.split("#")
+            if parts[0] == "effect":
+                counts[(parts[1], parts[2])] = n
         return counts
 
     def _check(self) -> None:
@@ -484,9 +559,10 @@ class Schedule:
             elif note.startswith("VIOLATION "):  # "VIOLATION <kind>: detail"
                 kind, _, detail = note[len("VIOLATION "):].partition(": ")
                 self._fail(kind, detail)
-        for item in business:
-            if int(item.get("n", {}).get("N", "0")) > 1:
-                self._fail("double-effect", f"{item['pk']['S']} was committed {item['n']['N']} times")
+        for (intent, segment), n in self._effect_counts().items():
+            if n > 1:
+                where = " (in both regions)" if self.scope.regions else ""
+                self._fail("double-effect", f"effect#{intent}#{segment} was committed {n} times{where}")
         current = {i["pk"]["S"]: i for i in records if i["pk"]["S"].startswith(RECORD_PREFIX)}
         for pk, (fp, exp) in self.seen.parked.items():
             found = current.get(pk)
@@ -536,7 +612,7 @@ class Schedule:
     def _fingerprint(self, records: list[dict[str, Any]], business: list[dict[str, Any]]) -> str:
         """The state, with random tokens (owners, writers, instance-derived event ids) named by first appearance."""
         entries = [json.dumps({k: ("set" if k == UNPUBLISHED_ATTRIBUTE else v) for k, v in item.items()
-                               if k not in ("at", "published_at", "payload", "ca")},
+                               if k not in ("at", "occ", "published_at", "payload", "ca")},
                               sort_keys=True, default=str) for item in records + business]
         text = json.dumps([sorted(entries, key=lambda e: _TOKEN.sub("#", e)), self.world.clock.now - T0])
         aliases: dict[str, str] = {}
@@ -630,8 +706,10 @@ def world() -> Iterator[World]:
         os.environ.update(saved)
 
 
-#: The request paths (the outbox path has publishers, not intents).
-REQUESTS = tuple(p for p in PATHS if PATHS[p].outbox is None)
+#: The paths of one adapter each (``http-sqs`` crosses two: it has scopes of its own).
+SINGLE = tuple(p for p in PATHS if not PATHS[p].independent)
+#: The request paths of one adapter (the outbox path has publishers, not intents).
+REQUESTS = tuple(p for p in SINGLE if PATHS[p].outbox is None)
 
 #: The bounded exhaustive set ``make test`` runs (tests/drills/test_exploration.py).
 BOUNDED: tuple[Scope, ...] = (
@@ -662,16 +740,22 @@ BOUNDED: tuple[Scope, ...] = (
     Scope("kinesis-claim-first", ("A", "A"), faults=1, total=1, sequential=True),
     Scope("dynamodb-stream", ("A",), faults=2),
     Scope("dynamodb-stream", ("A", "A"), faults=1, total=1),
+    # an HTTP caller and an SQS subscriber sharing tenant, operation and key: two intents, interleaved
+    Scope("http-sqs", ("A", "B"), faults=1, total=1),
     # the outbox: one publisher with two faults, two publishers of the same batch racing
     Scope("outbox", ("E",), faults=2),
     Scope("outbox", ("E", "E"), faults=0),
+    # a table with replicas in two regions, one invocation in each, replication at any moment: with a home
+    # region (the strategy) one effect; tests/drills/test_exploration.py shows two without it
+    *(Scope(path, ("A", "A"), faults=0, env=("replicate",), env_budget=2, regions=REGIONS, home=REGIONS[0])
+      for path in ("http-atomic", "http-claim-first", "sqs")),
 )
 
 #: The deep set ``make soak`` runs: up to two faults per invocation (cancellation reasons included) and
 #: two in a schedule of two invocations, lease lapses and skewed clocks, expiry and TTL.
 DEEP: tuple[Scope, ...] = (
-    *(Scope(path, ("A",), faults=2, kinds=DEEP_FAULTS) for path in PATHS),
-    *(Scope(path, ("A", "A"), faults=2, total=2, kinds=DEEP_FAULTS) for path in PATHS
+    *(Scope(path, ("A",), faults=2, kinds=DEEP_FAULTS) for path in SINGLE),
+    *(Scope(path, ("A", "A"), faults=2, total=2, kinds=DEEP_FAULTS) for path in SINGLE
       if path not in ("task", "kinesis-claim-first")),
     # the paths with the most calls per intent: one fault between two invocations (778 schedules here for
     # the stream batch, about two minutes on one CPU; two faults would be tens of thousands)
@@ -681,6 +765,12 @@ DEEP: tuple[Scope, ...] = (
     Scope("http-claim-first", ("A", "A"), faults=1, total=1, env=("lapse",), skew=(0.0, 90.0)),
     *(Scope(path, ("A", "B"), faults=1, env=("expire", "ttl"), env_budget=2, sequential=True) for path in REQUESTS),
     *(Scope(path, ("A", "B"), faults=1, total=1) for path in REQUESTS),
+    Scope("http-sqs", ("A", "B"), faults=2, total=2, kinds=DEEP_FAULTS),
+    # two regions with a home region: every request path, and a lease lapsing with replication at any moment
+    *(Scope(path, ("A", "A"), faults=0, env=("replicate",), env_budget=2, regions=REGIONS, home=REGIONS[0])
+      for path in REQUESTS),
+    Scope("http-claim-first", ("A", "A"), faults=0, env=("replicate", "lapse"), env_budget=3, regions=REGIONS,
+          home=REGIONS[0]),
 )
 
 
@@ -709,6 +799,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skew", default="")
     parser.add_argument("--total", type=int, default=None)
     parser.add_argument("--sequential", action="store_true")
+    parser.add_argument("--regions", default="", help="the region of each invocation (two-region scopes)")
+    parser.add_argument("--home", default=None, help="the home region of every claim and commit")
     parser.add_argument("--replay", help="comma-separated choices of one schedule")
     parser.add_argument("--set", choices=["bounded", "deep"], help="explore a predefined set of scopes")
     parser.add_argument("--limit", type=int, default=None, help="at most this many schedules per scope")
@@ -720,7 +812,8 @@ def main(argv: list[str] | None = None) -> int:
         scopes = [Scope(args.path, tuple(args.intents.split(",")), args.faults,
                         tuple(_CODE_FAULTS[c] for c in args.kinds.split(",") if c),
                         tuple(e for e in args.env.split(",") if e), args.env_budget,
-                        tuple(float(s) for s in args.skew.split(",") if s), args.total, args.sequential)]
+                        tuple(float(s) for s in args.skew.split(",") if s), args.total, args.sequential,
+                        tuple(r for r in args.regions.split(",") if r), args.home)]
     else:
         parser.error("give --path (and --replay) or --set")
     import logging

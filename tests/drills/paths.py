@@ -57,6 +57,9 @@ from tests.helpers import create_business_table
 TABLE = "idempotency"
 BUSINESS = "business"
 KEY = "key-1"
+#: The tenant and operation an HTTP caller and an SQS subscriber share on the ``http-sqs`` path.
+SHARED_TENANT = "billing"
+SHARED_OPERATION = "Settle"
 SECRET = b"exploration-secret"
 
 #: Builds one invocation's call: ``(intent, engine, notes) -> call``; ``notes`` collects what the handler saw.
@@ -272,6 +275,26 @@ def _dynamodb_stream(intent: str, engine: Engine, notes: list[str]) -> Callable[
     return call
 
 
+def _http_and_sqs(intent: str, engine: Engine, notes: list[str]) -> Callable[[], Answer]:
+    """Intent ``A`` is an HTTP request of tenant ``billing``, any other an SQS message of subscriber ``billing``:
+    same operation, same key. They are two intents (two record namespaces), never a reused key."""
+    if intent == "A":
+        def handle(event: dict[str, Any], context: Any, txn: Transaction) -> dict[str, Any]:
+            effect(txn, json.loads(event["body"])["intent"])
+            return {"statusCode": 201, "body": json.dumps({"intent": intent})}
+
+        http = HttpAdapter(idempotent_http(handle, operation=SHARED_OPERATION, engine=engine),
+                           lambda variant: payload(intent), tenant=SHARED_TENANT)
+        return lambda: http.invoke(http.request(KEY))
+
+    def consume(message: Message, txn: Transaction) -> None:
+        effect(txn, message.content["intent"])
+
+    sqs = SqsAdapter(idempotent_sqs(consume, subscriber=SHARED_TENANT, operation=SHARED_OPERATION, engine=engine),
+                     lambda variant: payload(intent))
+    return lambda: sqs.invoke(sqs.request(KEY))
+
+
 class MemoryQueue:
     """The publisher's target: an SQS-like queue in memory (bodies in send order)."""
 
@@ -392,6 +415,8 @@ class Path:
     #: The named error that is a documented final answer of this path (``failed`` with it ends the intent),
     #: with the record parked and no effect committed.
     final_error: str | None = None
+    #: The intents reach different adapters (record namespaces): one never refuses another as a reused key.
+    independent: bool = False
 
 
 OUTBOX = Outbox()
@@ -415,6 +440,7 @@ PATHS: dict[str, Path] = {p.name: p for p in (
     Path("function-unstorable", lambda i, e, n: _function(i, e, n, storable=False),
          final_error="UnstorableResultError"),
     Path("outbox", OUTBOX.make, outbox=OUTBOX),
+    Path("http-sqs", _http_and_sqs, independent=True),
 )}
 
 

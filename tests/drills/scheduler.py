@@ -84,19 +84,36 @@ def faults_for(operation: str, kinds: tuple[str, ...]) -> list[str]:
 
 
 class Slot:
-    """A reusable DynamoDB client (an invocation's "process"): boundary and gate plugged in."""
+    """A reusable DynamoDB client (an invocation's "process"): boundary and gate plugged in.
 
-    def __init__(self, semantics: DynamoSemantics) -> None:
-        import boto3
+    ``regions``: the process also has a client in each of these regions (a table with replicas), on
+    the same gate, each with its own boundary; ``clients`` maps every region to its client.
+    """
 
-        self.client = boto3.client("dynamodb", region_name="eu-west-1", config=CLIENT_CONFIG)
-        instant_retries(self.client)
-        semantics.install(self.client)
+    def __init__(self, semantics: DynamoSemantics, regions: tuple[str, ...] = ()) -> None:
         self.gate = Gate()
-        Transport.of(self.client).interceptors.append(self.gate)
-        self.boundary = Boundary(self.client)  # after the gate: a fault armed at the gate fires at once
+        self.client, self.boundary = self._plug("eu-west-1")
+        semantics.install(self.client)
+        self.clients = {"eu-west-1": self.client}
+        self.boundaries = [self.boundary]
+        for region in regions:
+            self.clients[region], boundary = self._plug(region)
+            self.boundaries.append(boundary)
         #: The process's warm-container record cache (as the store from the environment keeps one).
         self.cache = RecordCache()
+
+    def _plug(self, region: str) -> tuple[Any, Boundary]:
+        import boto3
+
+        client = boto3.client("dynamodb", region_name=region, config=CLIENT_CONFIG)
+        instant_retries(client)
+        Transport.of(client).interceptors.append(self.gate)
+        return client, Boundary(client)  # after the gate: a fault armed at the gate fires at once
+
+    @property
+    def dead(self) -> bool:
+        """The process crashed (on any of its clients)."""
+        return any(boundary.dead for boundary in self.boundaries)
 
 
 @dataclass
@@ -150,7 +167,7 @@ class Gate:
             self.claims[str(item["ow"]["S"])] = (str(item["fp"]["S"]), int(item["exp"]["N"]))
         invocation: Invocation | None = getattr(_local, "invocation", None)
         run: Run | None = getattr(_local, "run", None)
-        if invocation is None or run is None or invocation.slot.boundary.dead:
+        if invocation is None or run is None or invocation.slot.dead:
             return None  # the scheduler's own calls, and a dead invocation's last gasp, are not scheduled
         run.park(invocation, (operation, params))
         return None
@@ -174,8 +191,9 @@ class Run:
 
     def add(self, invocation: Invocation) -> None:
         """Register an invocation; it starts when first scheduled."""
-        invocation.slot.boundary.revive()
-        invocation.slot.boundary.reset()
+        for boundary in invocation.slot.boundaries:
+            boundary.revive()
+            boundary.reset()
         invocation.state = "parked"
         invocation.parked_at = ("start", {})
         self.invocations.append(invocation)
@@ -259,8 +277,8 @@ class Run:
         """Let every still-parked invocation die (a run cut short) and wait for the threads."""
         for invocation in self.invocations:
             if invocation.state == "parked" and invocation.thread is not None:
-                invocation.slot.boundary.arm(Fault(invocation.parked_at[0] if invocation.parked_at else "",
-                                                   CRASH_BEFORE))
+                for boundary in invocation.slot.boundaries:  # whichever region's client it is parked on
+                    boundary.arm(Fault(invocation.parked_at[0] if invocation.parked_at else "", CRASH_BEFORE))
                 invocation.go.release()
                 self._yielded.acquire(timeout=STUCK_SECONDS)
         for invocation in self.invocations:

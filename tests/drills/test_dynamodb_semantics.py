@@ -19,6 +19,7 @@ from retrysafe.testing import (
     Boundary,
     Clock,
     DynamoSemantics,
+    GlobalTables,
     SimulatedCrash,
     instant_retries,
     ttl_sweep,
@@ -310,3 +311,83 @@ def test_a_retry_meeting_its_transaction_in_progress_is_retried_by_botocore(clie
     boundary.close()
     assert response["ResponseMetadata"]["RetryAttempts"] == 2
     assert counter(client) == 1
+
+
+# -- global tables (multi-Region eventual consistency) ---------------------------------------------
+
+EAST = "us-east-1"
+
+
+@pytest.fixture
+def replicas(aws: None, clock: Clock) -> Iterator[tuple[GlobalTables, Any, Any]]:
+    """The same table in two regions, replicated by hand (:meth:`GlobalTables.replicate`)."""
+    west = make_client()
+    east = boto3.client("dynamodb", region_name=EAST, config=STANDARD)
+    instant_retries(east)
+    for made in (west, east):
+        create(made)
+    tables = GlobalTables(("eu-west-1", EAST), (TABLE,), clock)
+    tables.install(west).install(east)
+    yield tables, west, east
+    for made in (west, east):
+        DynamoSemantics.of(made).uninstall(made)  # type: ignore[union-attr]
+
+
+def claim(client: Any, owner: str) -> bool:
+    try:
+        client.put_item(TableName=TABLE, Item={"pk": {"S": "k"}, "ow": {"S": owner}},
+                        ConditionExpression="attribute_not_exists(pk)")
+        return True
+    except client.exceptions.ConditionalCheckFailedException:
+        return False
+
+
+def owner(client: Any) -> str | None:
+    item = client.get_item(TableName=TABLE, Key={"pk": {"S": "k"}}, ConsistentRead=True).get("Item")
+    return str(item["ow"]["S"]) if item else None
+
+
+def test_a_write_reaches_the_other_region_only_when_replication_runs(replicas: tuple[GlobalTables, Any, Any]) -> None:
+    tables, west, east = replicas
+    assert claim(west, "w")
+    assert owner(east) is None and tables.pending == 1  # the lag: a strongly consistent read there is stale
+    assert tables.replicate() == 1
+    assert owner(east) == "w" and tables.pending == 0
+    assert not claim(east, "e")  # now the condition sees the replicated item
+
+
+def test_conditions_are_evaluated_against_the_local_replica_and_the_last_writer_wins(
+        replicas: tuple[GlobalTables, Any, Any]) -> None:
+    """Both regions win the same conditional claim within the lag; replication keeps the later write everywhere."""
+    tables, west, east = replicas
+    assert claim(west, "w") and claim(east, "e")
+    tables.replicate()
+    assert owner(west) == owner(east) == "e"
+    assert tables.local_writes[(TABLE, "k")] == 2  # both writes happened, whatever replication kept
+
+
+def test_a_transaction_is_atomic_in_its_region_only(replicas: tuple[GlobalTables, Any, Any]) -> None:
+    tables, west, east = replicas
+    west.transact_write_items(TransactItems=[
+        {"Put": {"TableName": TABLE, "Item": {"pk": {"S": "a"}}, "ConditionExpression": "attribute_not_exists(pk)"}},
+        {"Update": {"TableName": TABLE, "Key": {"pk": {"S": "c"}}, "UpdateExpression": "ADD n :one",
+                    "ExpressionAttributeValues": {":one": {"N": "1"}}}}])
+    east.transact_write_items(TransactItems=[
+        {"Put": {"TableName": TABLE, "Item": {"pk": {"S": "a"}}, "ConditionExpression": "attribute_not_exists(pk)"}},
+        {"Update": {"TableName": TABLE, "Key": {"pk": {"S": "c"}}, "UpdateExpression": "ADD n :one",
+                    "ExpressionAttributeValues": {":one": {"N": "1"}}}}])
+    tables.replicate()
+    assert counter(west) == counter(east) == 1  # last writer wins on the counter item...
+    assert tables.local_writes[(TABLE, "c")] == 2  # ...but both regions' transactions committed
+
+
+def test_a_delete_replicates_and_a_later_local_write_is_kept(replicas: tuple[GlobalTables, Any, Any]) -> None:
+    tables, west, east = replicas
+    assert claim(west, "w")
+    tables.replicate()
+    west.delete_item(TableName=TABLE, Key={"pk": {"S": "k"}})
+    east.put_item(TableName=TABLE, Item={"pk": {"S": "k"}, "ow": {"S": "e"}})  # later than the delete
+    tables.replicate()
+    assert owner(west) == owner(east) == "e"
+    tables.forget()
+    assert tables.pending == 0 and not tables.local_writes

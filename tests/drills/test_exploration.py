@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.drills.explore import BOUNDED, Scope, World, explore, run_one, world
+from tests.drills.explore import BOUNDED, REGIONS, Scope, World, explore, run_one, world
 
 
 @pytest.fixture(scope="module")
@@ -27,6 +27,8 @@ def scope_id(scope: Scope) -> str:
         parts.append("+".join(scope.env))
     if scope.sequential:
         parts.append("sequential")
+    if scope.regions:
+        parts.append(f"home={scope.home}" if scope.home else "no-home")
     return "-".join(parts)
 
 
@@ -152,6 +154,8 @@ def test_the_exploration_catches_a_release_that_deletes_a_committed_checkpoint(
                                                                                            keep=False))
     result = explore(explorer, Scope("task", ("A",), faults=1), stop_at_first=True)
     assert "checkpoint-lost" in result.violations
+
+
 def test_the_exploration_catches_an_engine_that_releases_an_unstorable_claim(explorer: World,
                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
     """Mutation check: releasing the claim of a run whose result could not be stored lets a retry run it again."""
@@ -163,3 +167,20 @@ def test_the_exploration_catches_an_engine_that_releases_an_unstorable_claim(exp
     monkeypatch.setattr(Engine, "_park", release)
     result = explore(explorer, Scope("function-unstorable", ("A",), faults=0), stop_at_first=True)
     assert "final-released" in result.violations, result.violations
+
+
+@pytest.mark.parametrize("path", ["http-atomic", "http-claim-first", "sqs"])
+def test_two_regions_without_a_home_region_commit_one_intent_twice(explorer: World, path: str) -> None:
+    """The failure the home region prevents (its scopes are in BOUNDED, with no violation): on a global
+    table in multi-Region eventual consistency, an invocation in each region wins its claim on its own
+    replica before replication, and both commit their effect."""
+    scope = Scope(path, ("A", "A"), faults=0, env=("replicate",), env_budget=2, regions=REGIONS)
+    result = explore(explorer, scope)
+    violation = result.violations["double-effect"]
+    assert violation.detail == "effect#A#main was committed 2 times (in both regions)"
+    assert any(step.startswith("A2@us-east-1 starts") for step in violation.trace)
+    assert not any(step.startswith("replication") for step in violation.trace)  # within the replication lag
+    assert run_one(explorer, scope, violation.choices).violation is not None
+    home = next(s for s in BOUNDED if s.path == path and s.regions)
+    assert home == Scope(path, ("A", "A"), faults=0, env=("replicate",), env_budget=2, regions=REGIONS,
+                         home=REGIONS[0])

@@ -289,7 +289,7 @@ class Recorder:
 def outbox_image(event_id: str, payload: str, event_type: str) -> dict[str, Any]:
     return {"pk": {"S": names.OUTBOX_PREFIX + event_id}, "kind": {"S": "outbox"}, "eid": {"S": event_id},
             "etype": {"S": event_type}, "aggt": {"S": "Order"}, "aggid": {"S": "1"}, "payload": {"S": payload},
-            "at": {"S": "2026-11-30T12:00:00.000+00:00"}}
+            "occ": {"S": "2026-11-30T12:00:00.000+00:00"}, "at": {"S": "2026-11-30T12:00:00.000+00:00"}}
 
 
 @FUZZ

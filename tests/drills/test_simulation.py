@@ -42,6 +42,7 @@ def test_randomized_schedules_keep_every_intent_at_most_once_and_replays_equal(w
 
 def test_the_simulation_catches_a_consumer_without_processed_message_tracking(world: Any) -> None:
     """Mutation check: the same flow with a consumer that applies every delivery must be caught."""
+    from retrysafe import names
     from retrysafe._keys import Scope
 
     from tests.drills import simulation as sim
@@ -61,7 +62,7 @@ def test_the_simulation_catches_a_consumer_without_processed_message_tracking(wo
 
                 record = SQSRecord(event["Records"][0])
                 message = Message(record, record.message_id, unwrap(record.body)[0])
-                engine.execute_unkeyed(Scope("-", "unguarded", ""),
+                engine.execute_unkeyed(Scope("-", "unguarded", "", namespace=names.HTTP_NAMESPACE),
                                        lambda txn: Completion(consume(message, txn)))
                 return {"batchItemFailures": []}
 

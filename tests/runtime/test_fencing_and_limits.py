@@ -23,7 +23,7 @@ from retrysafe.testing._events import DrillContext, rest_event
 
 from tests.helpers import ORDERS, TABLE
 
-SCOPE = Scope("tenant-a", "Charge", "key-1")
+SCOPE = Scope("tenant-a", "Charge", "key-1", namespace=names.HTTP_NAMESPACE)
 
 
 def intent(**overrides: Any) -> Intent:

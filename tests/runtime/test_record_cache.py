@@ -1,4 +1,5 @@
-"""The warm-container RecordCache: on by default for the store from the environment, and never answering
+"""The warm-container RecordCache: on by default for the store from the environment in Lambda's execution
+environment (tests/runtime/test_user_test_suites.py: off in a test suite), and never answering
 what DynamoDB would not (expired records, pending claims, another table's records), within a byte budget."""
 
 from __future__ import annotations
@@ -8,7 +9,7 @@ from typing import Any
 
 import pytest
 from retrysafe import DynamoStore, Engine, Mode, RecordCache, idempotent_http
-from retrysafe._cache import ENTRY_OVERHEAD
+from retrysafe._cache import entry_size
 from retrysafe._config import DEFAULT_HORIZON_SECONDS
 from retrysafe._record import COMPLETED, PENDING, Record
 from retrysafe._store import _SHARED
@@ -33,7 +34,8 @@ def mode(request: pytest.FixtureRequest) -> Mode:
 
 @pytest.fixture
 def env_store(ddb: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
-    """The store the adapters take from the environment (a fresh container's), on moto."""
+    """The store the adapters take from the environment (a fresh Lambda container's), on moto."""
+    monkeypatch.setenv("LAMBDA_TASK_ROOT", "/var/task")  # Lambda's execution environment: the cache is on
     monkeypatch.setitem(_SHARED, TABLE, None)  # restored after the test
     del _SHARED[TABLE]
     store = DynamoStore.from_env()
@@ -113,7 +115,7 @@ def test_a_hit_is_a_copy_a_caller_mutating_its_answer_does_not_change_the_next_r
 
 def test_the_byte_budget_evicts_least_recently_used_and_skips_oversized_results():
     text = json.dumps({"b": "y" * 1000}, separators=(",", ":"))
-    entry = len(text) + len("idem#0") + ENTRY_OVERHEAD
+    entry = entry_size("idem#0", text)
     cache = RecordCache(max_bytes=4 * entry + 10)
     for index in range(3):
         cache.put(_record(f"{RECORD_PREFIX}{index}", result={"b": "y" * 1000}))
@@ -141,10 +143,23 @@ def test_a_constructed_store_has_no_cache_unless_given_one():
         RecordCache(max_bytes=0)
 
 
+#: One Lambda container's store from the environment, shared by the two runs below (as a warm container's is).
+_CONTAINER: dict[str, DynamoStore] = {}
+
+
+@pytest.fixture
+def lambda_container(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Lambda's execution environment, whose store from the environment (with its cache) outlives a test."""
+    monkeypatch.setenv("LAMBDA_TASK_ROOT", "/var/task")
+    monkeypatch.setitem(_SHARED, TABLE, _CONTAINER.setdefault(TABLE, DynamoStore(TABLE, cache=RecordCache())))
+
+
 @pytest.mark.parametrize("run", [1, 2])
-def test_the_pytest_plugins_table_starts_with_an_empty_cache(retrysafe_table: DynamoStore, run: int) -> None:
+def test_the_pytest_plugins_table_starts_with_an_empty_cache(lambda_container: None, retrysafe_table: DynamoStore,
+                                                             run: int) -> None:
     """The store from the environment outlives a test; a record cached by one test must not answer in the next
     (its table is new and empty): whichever of these runs second fails without the plugin's clearing."""
+    assert retrysafe_table is _CONTAINER[TABLE]
     assert retrysafe_table.cache is not None and len(retrysafe_table.cache) == 0
     retrysafe_table.cache.put(_record())
 
@@ -162,3 +177,26 @@ def test_a_new_write_for_a_key_replaces_the_cached_one_and_the_same_write_is_kep
     hit = cache.get("idem#a", 500.0)
     assert hit is not None and (hit.fingerprint, hit.result) == ("fp-2", {"v": 22}) and len(cache) == 1
     assert cache.size_bytes == size + 1
+
+
+@pytest.mark.parametrize("character", ["y", "\u00e9", "\u20ac", "\U0001f600"], ids=["ascii", "latin-1", "bmp", "emoji"])
+def test_the_byte_budget_bounds_the_memory_the_cache_holds_whatever_the_characters(character):
+    """Measured with tracemalloc: CPython stores a text with one emoji at 4 bytes per character, so a budget
+    counted in characters held ~3.5 MB for max_bytes=1_000_000. The cache must hold what it counts."""
+    import tracemalloc
+
+    budget = 1_000_000
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        cache = RecordCache(max_items=100_000, max_bytes=budget)
+        for index in range(2_000):
+            record = _record(f"{RECORD_PREFIX}{index:06d}", result={"s": 201, "b": character + "x" * 2_000})
+            cache.put(record)
+            del record
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert cache.size_bytes <= budget and len(cache) > 0
+    assert held <= budget * 1.1, f"the cache holds {held} bytes for a budget of {budget}"
+    assert cache.get(f"{RECORD_PREFIX}001999", 0.0) is not None  # the most recent entries stay

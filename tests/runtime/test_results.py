@@ -35,7 +35,7 @@ from tests.helpers import TABLE, payload
 
 RICH = {"charged": Decimal("12.50"), "at": datetime(2026, 12, 1, 18, 30, tzinfo=UTC), "day": date(2026, 12, 1),
         "slot": time(9, 30), "id": uuid.UUID("12345678-1234-5678-1234-567812345678"), "raw": b"\x00\xff",
-        "tags": {"b", "a"}, "frozen": frozenset({3, 1}), "pair": (1, "x"), "plain": [1.5, None, True],
+        "tags": {"b", "a"}, "frozen": frozenset({3, 1}), "plain": [1.5, None, True],
         "$": "a member named like the tag", "nested": {"$": {"v": 1}}}
 
 
@@ -281,3 +281,21 @@ def test_a_return_annotation_that_does_not_resolve_fails_at_decoration_time() ->
 
     with pytest.raises(ConfigurationError, match="does not resolve"):
         serializer_for(charge)
+
+
+def test_container_annotations_rebuild_tuples_and_the_dataclasses_inside() -> None:
+    from retrysafe._results import AnnotationSerializer
+
+    def pair() -> tuple[int, Charge]: ...
+    def lines() -> list[Line2]: ...
+    def names() -> list[str]: ...
+
+    serializer = serializer_for(pair)
+    assert isinstance(serializer, AnnotationSerializer)
+    charge = Charge(Decimal("1.10"), datetime(2026, 12, 1, tzinfo=UTC))
+    assert serializer.load(decode_text(encode_text(serializer.dump((7, charge))))) == (7, charge)
+    assert serializer_for(lines).load(decode_text(encode_text([Line2("a")]))) == [Line2("a")]
+    assert isinstance(serializer_for(names), StoredAsIs)
+    assert decode_text(encode_text((1, Decimal(2)))) == [1, Decimal(2)]  # a tuple is stored as a list
+    with pytest.raises(UnstorableResultError, match="not the declared tuple"):
+        serializer.dump([7, charge])

@@ -181,3 +181,20 @@ def test_without_the_reseed_restored_environments_share_the_random_sequence(hook
         hooks.restore(state, hooks=False)
         draws.append((random.random(), new_token()))
     assert draws[0][0] == draws[1][0] and draws[0][1] != draws[1][1]
+
+
+def test_the_home_regions_clients_are_created_in_init_and_closed_around_the_snapshot(
+        hooks: FakeHooks, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A table with replicas: the store of each other home region gets its client in init too (no client is
+    created on a first request after a restore), and its connections are closed like the local one's."""
+    monkeypatch.setenv(names.HOME_REGION_ENV, "us-east-1")
+    monkeypatch.setenv(names.TENANT_HOME_REGIONS_ENV, '{"acme": "eu-west-1", "globex": "ap-southeast-2"}')
+    store = DynamoStore.from_env()
+    homes = store.home_stores()
+    assert [home.region for home in homes] == ["ap-southeast-2", "us-east-1"]  # eu-west-1 is the store's own
+    assert all(home._client is not None for home in homes) and snapstart._stores == [store, *homes]
+    closed: list[str] = []
+    for each in (store, *homes):
+        monkeypatch.setattr(each.client, "close", lambda region=each.region: closed.append(region))
+    hooks.snapshot()
+    assert sorted(closed) == ["ap-southeast-2", "eu-west-1", "us-east-1"]

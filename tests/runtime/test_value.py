@@ -13,10 +13,12 @@ import retrysafe
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from hypothesis import given
 from hypothesis import strategies as st
+from retrysafe import names
 from retrysafe._config import Mode, Retention
 from retrysafe._engine import Completion, Intent, Outcome
 from retrysafe._keys import Scope
 from retrysafe._record import Record
+from retrysafe._regions import HomeRegions
 from retrysafe._store import ClaimResult
 from retrysafe._value import Value
 from retrysafe.http._core import HttpAnswer, StoredResponse
@@ -26,6 +28,7 @@ from retrysafe.outbox import OutboxEvent, OutboxMessage
 from retrysafe.outbox._targets import Refusal
 from retrysafe.sqs import Message
 from retrysafe.stepfunctions import TaskRequest
+from retrysafe.streams import DynamoDBChange, KinesisMessage
 
 text = st.text(max_size=8)
 json_values = st.recursive(
@@ -34,7 +37,7 @@ json_values = st.recursive(
     max_leaves=8,
 )
 headers = st.dictionaries(text, text, max_size=3)
-scopes = st.builds(Scope, text, text, text)
+scopes = st.builds(Scope, text, text, text, namespace=st.sampled_from(names.RECORD_NAMESPACES))
 retentions = st.builds(Retention, st.integers(86_400, 10**8), st.floats(0.1, 900))
 records = st.builds(Record, text, st.sampled_from(["pending", "completed"]), text, st.integers(0, 2**40),
                     st.integers(0, 2**40), text, st.none() | text, st.none() | st.integers(0, 2**40), json_values,
@@ -65,7 +68,11 @@ SAMPLES: dict[type[Value], st.SearchStrategy[Value]] = {
     OutboxMessage: st.builds(OutboxMessage, text, text, text, text, json_values, text, st.none() | st.integers()),
     Refusal: st.builds(Refusal, text, st.booleans()),
     Message: st.builds(Message, sqs_records, text, json_values),
+    KinesisMessage: st.builds(KinesisMessage, st.none(), text, st.binary(max_size=8), json_values),
+    DynamoDBChange: st.builds(DynamoDBChange, st.none(), text),
     TaskRequest: st.builds(TaskRequest, text, text, json_values, st.none() | text, st.none() | text),
+    HomeRegions: st.builds(HomeRegions, st.text(min_size=1, max_size=8),
+                           tenants=st.dictionaries(text, st.text(min_size=1, max_size=8), max_size=2)),
 }
 
 
@@ -136,17 +143,17 @@ def test_attributes_cannot_be_set_or_deleted(cls: type[Value]) -> None:
 
 
 def test_a_scope_cannot_be_changed_under_its_record_id() -> None:
-    scope = Scope("tenant", "CreateOrder", "key-1")
+    scope = Scope("tenant", "CreateOrder", "key-1", namespace=names.HTTP_NAMESPACE)
     record_id = scope.record_id
     with pytest.raises(AttributeError):
         scope.key = "key-2"  # type: ignore[misc]
-    assert scope.record_id == record_id == Scope("tenant", "CreateOrder", "key-1").record_id
-    assert Scope("tenant", "CreateOrder", "key-2").record_id != record_id
+    assert scope.record_id == record_id == Scope("tenant", "CreateOrder", "key-1", namespace=names.HTTP_NAMESPACE).record_id
+    assert Scope("tenant", "CreateOrder", "key-2", namespace=names.HTTP_NAMESPACE).record_id != record_id
 
 
 def test_values_of_different_classes_or_fields_differ() -> None:
     assert Outcome(1, True, True) != Completion(1, True)
-    assert Scope("a", "b", "c") != Scope("a", "b", "d")
+    assert Scope("a", "b", "c", namespace=names.HTTP_NAMESPACE) != Scope("a", "b", "d", namespace=names.HTTP_NAMESPACE)
     assert StoredResponse(200, {"a": "1"}) != StoredResponse(200, {"a": "2"})
 
 

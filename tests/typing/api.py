@@ -15,13 +15,19 @@ from __future__ import annotations
 from typing import Any
 
 from retrysafe import (
+    DynamoDBChange,
     DynamoStore,
     Engine,
     IdempotencyMiddleware,
+    KinesisMessage,
     Message,
     Mode,
     Transaction,
+    idempotent,
+    idempotent_dynamodb_stream,
+    idempotent_function,
     idempotent_http,
+    idempotent_kinesis,
     idempotent_sqs,
     idempotent_task,
     names,
@@ -145,3 +151,54 @@ WebhookReceiver(GitHub(), source="github", secrets=lambda: [b"secret"], on_recei
 WebhookReceiver(GitHub(), sorce="github")  # type: ignore[call-arg]
 WebhookReceiver(GitHub(), max_body_bytes="1MB")  # type: ignore[arg-type]
 WebhookReceiver()  # type: ignore[call-arg]
+
+# -- @idempotent (any event) ----------------------------------------------------------------------
+
+
+@idempotent(namespace="shipping", key="detail.order_id", fingerprint="detail", operation="Ship",
+            mode=Mode.CLAIM_FIRST, key_required=False, lease_seconds=30.0, horizon_seconds=86_400,
+            store=store, engine=engine)
+def every_event_option(event: Any, context: Any, txn: Transaction) -> dict[str, Any]:
+    return {}
+
+
+idempotent(namespace="shipping")(http_handler)
+idempotent(namspace="shipping")  # type: ignore[call-arg]
+idempotent(namespace="shipping", kye="detail.order_id")  # type: ignore[call-arg]
+idempotent(namespace="shipping", key_required="no")  # type: ignore[arg-type]
+idempotent()  # type: ignore[call-arg]  # namespace is required
+idempotent("shipping")  # type: ignore[call-arg]  # options are keyword-only
+
+# -- @idempotent_function (a plain function) ------------------------------------------------------
+
+
+@idempotent_function(data_keyword_argument="order", namespace="payments", key="id", fingerprint="amount",
+                     operation="Charge", mode="claim_first", lease_seconds=30.0, horizon_seconds=86_400,
+                     store=store, engine=engine)
+def charge(order: dict[str, Any]) -> dict[str, Any]:
+    return order
+
+
+idempotent_function(data_keyword_argument="order", namespac="payments")  # type: ignore[call-arg]
+idempotent_function(namespace="payments")  # type: ignore[call-arg]  # data_keyword_argument is required
+idempotent_function(data_keyword_argument="order", namespace="payments", mode=2)  # type: ignore[arg-type]
+
+# -- @idempotent_kinesis, @idempotent_dynamodb_stream ---------------------------------------------
+
+
+@idempotent_kinesis(subscriber="ledger", operation="Book", mode=Mode.ATOMIC, key="kinesis.partitionKey",
+                    fingerprint="content", horizon_seconds=86_400, store=store, engine=engine)
+def on_record(message: KinesisMessage, txn: Transaction) -> None:
+    pass
+
+
+@idempotent_dynamodb_stream(subscriber="index", skip_ttl_removals=True)
+def on_change(change: DynamoDBChange, txn: Transaction) -> None:
+    pass
+
+
+idempotent_kinesis(subscribr="ledger")  # type: ignore[call-arg]
+idempotent_kinesis(subscriber="ledger", horizon_seconds="1d")  # type: ignore[arg-type]
+idempotent_kinesis(subscriber="ledger")(record_handler)  # type: ignore[arg-type]  # an SQS handler
+idempotent_dynamodb_stream(subscriber="index", skip_ttl_removal=True)  # type: ignore[call-arg]
+idempotent_dynamodb_stream(subscriber="index")(on_record)  # type: ignore[arg-type]  # a Kinesis handler

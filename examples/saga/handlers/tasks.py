@@ -18,7 +18,7 @@ import functools
 import os
 from typing import Any
 
-from retrysafe import Scope, Transaction
+from retrysafe import Scope, Transaction, names
 from retrysafe.stepfunctions import idempotent_task
 
 from .provider import FakePaymentProvider
@@ -94,7 +94,7 @@ def confirm_order(state: dict[str, Any], context: Any, txn: Transaction) -> dict
 
 def refund_key(tenant: str, charge_id: str) -> str:
     """The provider key of a charge's refund: derived from the charge, whichever state or execution refunds it."""
-    return Scope(tenant, "RefundPayment", charge_id).derive_key("refund")
+    return Scope(tenant, "RefundPayment", charge_id, namespace=names.TASK_NAMESPACE).derive_key("refund")
 
 
 @idempotent_task

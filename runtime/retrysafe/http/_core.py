@@ -168,9 +168,11 @@ class HttpIdempotency:
             return Completion(response.to_result(), store=response.status < 500)
 
         if key is None:
-            outcome = self.engine.execute_unkeyed(Scope(tenant, op, ""), work, self.retention)
+            outcome = self.engine.execute_unkeyed(Scope(tenant, op, "", namespace=names.HTTP_NAMESPACE), work,
+                                                  self.retention)
         else:
-            intent = Intent(Scope(tenant, op, key), request.fingerprint(self.fingerprint_query, self.fingerprint),
+            intent = Intent(Scope(tenant, op, key, namespace=names.HTTP_NAMESPACE),
+                            request.fingerprint(self.fingerprint_query, self.fingerprint),
                             self.mode, self.retention, wait_seconds=self.wait_for_in_flight,
                             hinted=self.retry_hints and is_retry(request))
             outcome = self.engine.execute(intent, work, remaining_ms)

@@ -2,7 +2,7 @@
 
 Its partition key is the ``obq`` attribute (``u0``..``u7`` while an event is
 unpublished, ``parked`` once its target refused it permanently; removed when
-published) and its sort key the event's ``at``. The sweeper reads the shards,
+published) and its sort key the event's ``at``: when it was committed. The sweeper reads the shards,
 the operator command :mod:`retrysafe.outbox.parked` the ``parked`` partition.
 """
 
@@ -13,14 +13,14 @@ from typing import Any
 
 from .._codec import deserialize_item
 from .._store import DynamoStore
-from ..names import OCCURRED_AT_ATTRIBUTE, OUTBOX_INDEX, UNPUBLISHED_ATTRIBUTE
+from ..names import COMMITTED_AT_ATTRIBUTE, OUTBOX_INDEX, UNPUBLISHED_ATTRIBUTE
 
 
 def pages(store: DynamoStore, partition: str, *, before: str | None = None, limit: int | None = None,
           keep_going: Callable[[], bool] | None = None) -> Iterator[list[dict[str, Any]]]:
     """The items of one ``partition`` (deserialized), a non-empty page at a time, oldest first.
 
-    ``before`` keeps the items whose ``at`` (ISO-8601 text) is earlier; ``limit``
+    ``before`` keeps the items committed earlier (their ``at``, ISO-8601 text); ``limit``
     caps a page; ``keep_going`` is asked before each page and stops the query
     when it answers ``False``.
     """
@@ -29,7 +29,7 @@ def pages(store: DynamoStore, partition: str, *, before: str | None = None, limi
     values: dict[str, Any] = {":q": {"S": partition}}
     if before is not None:
         condition += " AND #at < :before"
-        names["#at"] = OCCURRED_AT_ATTRIBUTE
+        names["#at"] = COMMITTED_AT_ATTRIBUTE
         values[":before"] = {"S": before}
     request: dict[str, Any] = {"TableName": store.table_name, "IndexName": OUTBOX_INDEX,
                                "KeyConditionExpression": condition, "ExpressionAttributeNames": names,

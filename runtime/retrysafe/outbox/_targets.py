@@ -10,7 +10,10 @@ error: retried), or refused permanently (malformed, too large: parked, see
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import os
+import string
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, Protocol
@@ -73,13 +76,40 @@ class Target(Protocol):
         """One batch call."""
 
 
+#: What SNS and SQS FIFO accept in a ``MessageGroupId``: alphanumeric characters and punctuation, at most 128.
+GROUP_ID_CHARACTERS = frozenset(string.ascii_letters + string.digits + string.punctuation)
+MAX_GROUP_ID = 128
+#: First character of a hashed group id (never the first character of a readable one).
+HASHED_GROUP = "~"
+
+
+def group_id(aggregate_type: str, aggregate_id: str) -> str:
+    """The FIFO ``MessageGroupId`` of an aggregate: valid for every aggregate, deterministic, collision-resistant.
+
+    ``<aggregate type>#<aggregate id>`` when that is a valid group id, readable, and unambiguous (the type
+    holds no ``#`` and it does not start with ``~``); otherwise ``~`` and the URL-safe base64 SHA-256 of the
+    length-prefixed type and id (44 characters). So ``"jane doe"``, ``"zoë"`` or a 130-character id map to a
+    group SQS and SNS accept, the same one every time, and two aggregates share a group only by a SHA-256
+    collision. Either way every event of an aggregate lands in one group, in order.
+    """
+    readable = f"{aggregate_type}#{aggregate_id}"
+    if (len(readable) <= MAX_GROUP_ID and "#" not in aggregate_type and not readable.startswith(HASHED_GROUP)
+            and GROUP_ID_CHARACTERS.issuperset(readable)):
+        return readable
+    digest = hashlib.sha256()
+    for part in (aggregate_type, aggregate_id):
+        data = part.encode("utf-8", "surrogatepass")
+        digest.update(len(data).to_bytes(4, "big") + data)
+    return HASHED_GROUP + base64.urlsafe_b64encode(digest.digest()).rstrip(b"=").decode("ascii")
+
+
 def _batch_entries(messages: Sequence[OutboxMessage], body_field: str, *, fifo: bool) -> list[dict[str, Any]]:
     """``PublishBatch`` / ``SendMessageBatch`` entries: ids are positions, FIFO targets get group and dedup ids."""
     entries: list[dict[str, Any]] = []
     for index, message in enumerate(messages):
         entry: dict[str, Any] = {"Id": str(index), body_field: message.body(), "MessageAttributes": attributes(message)}
         if fifo:
-            entry["MessageGroupId"] = f"{message.aggregate_type}#{message.aggregate_id}"
+            entry["MessageGroupId"] = group_id(message.aggregate_type, message.aggregate_id)
             entry["MessageDeduplicationId"] = message.event_id
         entries.append(entry)
     return entries

@@ -20,7 +20,8 @@ refusals (throttling, internal errors) are retried by the stream and the sweeper
 The envelope is ``{"event_id", "event_type", "aggregate_type", "aggregate_id",
 "sequence", "occurred_at", "payload"}``; SNS and SQS messages also carry the
 event id as the ``idempotency-key`` message attribute, and FIFO targets get
-``MessageGroupId`` = aggregate type + id and ``MessageDeduplicationId`` = event id.
+``MessageGroupId`` = ``<aggregate type>#<aggregate id>`` (hashed when that is not a valid group id:
+:func:`~retrysafe.outbox._targets.group_id`) and ``MessageDeduplicationId`` = event id.
 Consumers dedupe on the event id (:mod:`retrysafe.sqs` finds it by default).
 
 A published item is marked with a conditional update (``REMOVE obq SET

@@ -4,7 +4,8 @@ Stream records live 24 hours; a publisher that kept failing, a stream that was
 disabled, or a record sent to the on-failure destination would otherwise lose
 the event. Run ``handler`` on a schedule (every few minutes). It queries the
 sparse GSI ``outbox-unpublished`` for each shard ``u0``..``u7`` with
-``at`` older than now minus ``RETRYSAFE_SWEEP_AFTER_SECONDS`` (default 900),
+``at`` (the event's commit time, never the ``occurred_at`` its handler supplied)
+older than now minus ``RETRYSAFE_SWEEP_AFTER_SECONDS`` (default 900),
 and publishes what it finds through the same :class:`~retrysafe.outbox.publisher.Publisher`
 as the stream publisher, which marks each accepted item published and parks
 what the target refuses permanently (parked items leave the shards, so they are
@@ -35,7 +36,7 @@ TIME_RESERVE_MS = 10_000
 
 def sweep(publisher: Publisher, older_than_seconds: float, *, now: datetime | None = None,
           remaining_ms: Callable[[], int] | None = None) -> dict[str, int]:
-    """Republish every unpublished item older than ``older_than_seconds``; returns counts.
+    """Republish every unpublished item committed more than ``older_than_seconds`` ago; returns counts.
 
     Raises :class:`SweepIncompleteError` (after trying everything) when some events failed.
     """

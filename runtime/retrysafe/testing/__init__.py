@@ -9,7 +9,8 @@ the fixtures that need it, so Lambda packages never load them.
 - :class:`Boundary`, :class:`SimulatedCrash` -- faults on a botocore client (crashes, lost responses,
   throttling, cancellation reasons) and the ledger of applied transactions
 - :class:`DynamoSemantics` -- DynamoDB's documented semantics in front of moto (atomic calls,
-  transactions, ``ClientRequestToken``); :func:`ttl_sweep`, :func:`instant_retries`
+  transactions, ``ClientRequestToken``); :class:`GlobalTables` -- replicas in several regions with
+  replication lag (multi-Region eventual consistency); :func:`ttl_sweep`, :func:`instant_retries`
 - :class:`Clock`, :class:`DrillFailed`, :class:`DrillReport`
 - Lambda events and contexts for your own tests: :class:`DrillContext` (fixed remaining time),
   :func:`api_event`, :func:`http_event`, :func:`rest_event` (API Gateway v2 / v1),
@@ -33,7 +34,7 @@ from ._adapters import (
 )
 from ._boundary import ALWAYS, Boundary, Commit, SimulatedCrash
 from ._drills import Clock, DrillFailed, DrillReport, Drills
-from ._dynamodb_semantics import DynamoSemantics, instant_retries, ttl_sweep
+from ._dynamodb_semantics import DynamoSemantics, GlobalTables, instant_retries, ttl_sweep
 from ._events import (
     DrillContext,
     api_event,
@@ -59,6 +60,7 @@ __all__ = [
     "DynamoSemantics",
     "EventAdapter",
     "FunctionAdapter",
+    "GlobalTables",
     "HttpAdapter",
     "SimulatedCrash",
     "SqsAdapter",

@@ -40,7 +40,8 @@ import hashlib
 import json
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Self
@@ -130,6 +131,148 @@ class DynamoSemantics:
         self._tokens.clear()
 
 
+#: The requests that write items: what replication carries to the other regions.
+_WRITES = frozenset({"PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems", "BatchWriteItem"})
+
+
+@dataclass(frozen=True)
+class _Change:
+    sequence: int
+    region: str
+    table: str
+    key: str
+    item: dict[str, Any] | None  # None: deleted
+
+
+class _Replica(DynamoSemantics):
+    """One region's :class:`DynamoSemantics`, noting every item its own requests change."""
+
+    def __init__(self, tables: GlobalTables, region: str, clock: Callable[[], float]) -> None:
+        super().__init__(clock)
+        self.region = region
+        self._tables = tables
+
+    def serve(self, operation: str, params: Mapping[str, Any], send: Callable[[], Any]) -> tuple[Any, bool]:
+        if operation not in _WRITES:
+            return super().serve(operation, params, send)
+        with _BACKEND_LOCK:
+            before = self._tables.snapshot(self.region)
+            response, applied = super().serve(operation, params, send)
+            if applied:
+                self._tables.changed(self.region, before)
+            return response, applied
+
+
+class GlobalTables:
+    """Replicas of ``tables`` in ``regions`` with multi-Region eventual consistency (MREC), on moto's backends.
+
+    Install it on clients of several regions (:meth:`install`): each request is served by its
+    client's region only, through that region's :class:`DynamoSemantics` (atomic requests,
+    transactions, request tokens), so conditions are evaluated against the local replica and a
+    transaction is atomic in its own region only, as DynamoDB documents for MREC global tables.
+    Every item a region's own request changes is queued for the other regions and reaches them
+    when :meth:`replicate` runs: the time between is the replication lag, any moment of which a
+    test (or the exploration) may choose. Items replicate one by one, and a write of one item in
+    two regions within the lag resolves last-writer-wins in every region, by the order the writes
+    were applied (DynamoDB's per-item timestamps). Tables keyed by a partition key alone.
+    """
+
+    def __init__(self, regions: Sequence[str], tables: Sequence[str], clock: Callable[[], float] = time.time) -> None:
+        self.regions = tuple(regions)
+        self.tables = tuple(tables)
+        self._replicas = {region: _Replica(self, region, clock) for region in self.regions}
+        self._queue: list[_Change] = []
+        self._stamps: dict[tuple[str, str, str], int] = {}
+        self._sequence = 0
+        #: ``(table, key) -> how many of the regions' own requests changed that item`` (replicated writes
+        #: not counted): a business effect committed in two regions counts 2 even after last writer wins.
+        self.local_writes: Counter[tuple[str, str]] = Counter()
+
+    def install(self, client: Any) -> Self:
+        """Serve ``client``'s requests by the replica of its region."""
+        self._replicas[str(client.meta.region_name)].install(client)
+        return self
+
+    @property
+    def pending(self) -> int:
+        """Item changes not yet replicated."""
+        return len(self._queue)
+
+    def replicate(self) -> int:
+        """Deliver every queued change to the other regions (last writer wins); returns how many items changed."""
+        delivered = 0
+        with _BACKEND_LOCK:
+            queue, self._queue = self._queue, []
+            for change in queue:
+                for region in self.regions:
+                    if region == change.region or self._stamps.get((region, change.table, change.key), 0) > \
+                            change.sequence:
+                        continue  # the region wrote this item later: its write wins, and replicates in turn
+                    backend = _backend(region)
+                    if change.item is None:
+                        backend.delete_item(change.table, json.loads(change.key))
+                    else:
+                        backend.put_item(change.table, change.item)
+                    self._stamps[(region, change.table, change.key)] = change.sequence
+                    delivered += 1
+        return delivered
+
+    def forget(self) -> None:
+        """Drop queued changes, write counts and remembered tokens (empty tables, a new run)."""
+        self._queue.clear()
+        self._stamps.clear()
+        self.local_writes.clear()
+        for replica in self._replicas.values():
+            replica.forget_tokens()
+
+    def items(self, region: str, table: str) -> dict[str, dict[str, Any]]:
+        """``key -> item`` of ``table`` in ``region``, as DynamoDB returns items (read from moto's backend)."""
+        found = {}
+        for item in list(_backend(region).get_table(table).items.values()):
+            attributes = item.to_json()["Attributes"]
+            found[_key(_backend(region).get_table(table), attributes)] = attributes
+        return found
+
+    # -- the replicas' side --------------------------------------------------------------
+    def snapshot(self, region: str) -> dict[str, dict[str, str]]:
+        """Every table of ``region``, each item as canonical JSON, by key."""
+        return {table: {key: json.dumps(item, sort_keys=True) for key, item in self.items(region, table).items()}
+                for table in self.tables}
+
+    def changed(self, region: str, before: Mapping[str, Mapping[str, str]]) -> None:
+        """Queue what ``region``'s last request changed (compared with ``before``)."""
+        after = self.snapshot(region)
+        for table in self.tables:
+            old, new = before.get(table, {}), after[table]
+            for key in sorted(set(old) | set(new)):
+                if old.get(key) == new.get(key):
+                    continue
+                self._sequence += 1
+                self._stamps[(region, table, key)] = self._sequence
+                self.local_writes[(table, _key_value(key))] += 1
+                item = json.loads(new[key]) if key in new else None
+                self._queue.append(_Change(self._sequence, region, table, key, item))
+
+
+def _backend(region: str) -> Any:
+    from moto.core.models import DEFAULT_ACCOUNT_ID
+    from moto.dynamodb.models import dynamodb_backends
+
+    return dynamodb_backends[DEFAULT_ACCOUNT_ID][region]
+
+
+def _key(table: Any, attributes: Mapping[str, Any]) -> str:
+    if table.range_key_attr:
+        raise TypeError(f"GlobalTables models tables keyed by a partition key alone; {table.name} has a sort key")
+    return json.dumps({table.hash_key_attr: attributes[table.hash_key_attr]}, sort_keys=True)
+
+
+def _key_value(key: str) -> str:
+    """The partition key's value of a key made by :func:`_key` (``{"pk": {"S": "x"}}`` -> ``x``)."""
+    attribute = next(iter(json.loads(key).values()))
+    return str(next(iter(attribute.values())))
+
+
 def ttl_sweep(client: Any, table: str, now: float, *, attribute: str = TTL_ATTRIBUTE) -> list[str]:
     """Delete what DynamoDB's TTL may delete at ``now``: items whose ``attribute`` is an epoch before it.
 
@@ -204,4 +347,4 @@ def _digest(params: Mapping[str, Any]) -> str:
     return hashlib.sha256(json.dumps(params, sort_keys=True, default=repr).encode()).hexdigest()
 
 
-__all__ = ["TOKEN_WINDOW_SECONDS", "DynamoSemantics", "instant_retries", "ttl_sweep"]
+__all__ = ["TOKEN_WINDOW_SECONDS", "DynamoSemantics", "GlobalTables", "instant_retries", "ttl_sweep"]

@@ -41,11 +41,11 @@ def create_table(client: Any, name: str) -> None:
         TableName=name,
         AttributeDefinitions=[{"AttributeName": names.PARTITION_KEY, "AttributeType": "S"},
                               {"AttributeName": names.UNPUBLISHED_ATTRIBUTE, "AttributeType": "S"},
-                              {"AttributeName": names.OCCURRED_AT_ATTRIBUTE, "AttributeType": "S"}],
+                              {"AttributeName": names.COMMITTED_AT_ATTRIBUTE, "AttributeType": "S"}],
         KeySchema=[{"AttributeName": names.PARTITION_KEY, "KeyType": "HASH"}],
         GlobalSecondaryIndexes=[{"IndexName": names.OUTBOX_INDEX,
                                  "KeySchema": [{"AttributeName": names.UNPUBLISHED_ATTRIBUTE, "KeyType": "HASH"},
-                                               {"AttributeName": names.OCCURRED_AT_ATTRIBUTE, "KeyType": "RANGE"}],
+                                               {"AttributeName": names.COMMITTED_AT_ATTRIBUTE, "KeyType": "RANGE"}],
                                  "Projection": {"ProjectionType": "ALL"}}],
         BillingMode="PAY_PER_REQUEST",
         StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_IMAGE"},
@@ -78,7 +78,9 @@ def adapter_for(handler: Any, payload: Callable[[int], Any], **options: Any) -> 
 def retrysafe_table(monkeypatch: pytest.MonkeyPatch, retrysafe_clock: Clock) -> Iterator[DynamoStore]:
     """In-process moto with the idempotency table; ``RETRYSAFE_TABLE`` names it; DynamoDB's semantics on its client.
 
-    The store is the one the adapters take from the environment; its record cache starts empty.
+    The store is the one the adapters take from the environment. In Lambda's execution environment it
+    has a record cache, emptied here (the store outlives a test, the table does not); elsewhere it has
+    none (:meth:`~retrysafe.DynamoStore.from_env`).
     """
     import boto3
     from moto import mock_aws

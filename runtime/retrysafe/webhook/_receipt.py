@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import json
 from typing import Any
 from urllib.parse import quote
 
 from .. import names
-from .._claimcheck import S3_ENCODING
+from .._claimcheck import S3_ENCODING, encode_body
 from .._events import OutboxMessage
 from .._limits import fits
 
@@ -18,14 +17,6 @@ MAX_METADATA = 256
 #: Largest payload (JSON, UTF-8) kept inline in the outbox item, whatever the target accepts: DynamoDB
 #: items hold 400 KB, and the item's other attributes need a little of it.
 MAX_INLINE_PAYLOAD = 350 * 1024
-
-
-def encode_body(body: bytes) -> tuple[str, str]:
-    """The body as text: UTF-8 when it decodes, else base64; with the encoding's name."""
-    try:
-        return body.decode("utf-8"), "utf-8"
-    except UnicodeDecodeError:
-        return base64.b64encode(body).decode("ascii"), "base64"
 
 
 def metadata(value: object, default: str) -> str:
@@ -67,9 +58,10 @@ class Receipt:
         text, encoding = encode_body(self.body)
         return {**self.metadata(), "body": text, "body_encoding": encoding}
 
-    def claim_check_payload(self, pointer: dict[str, Any]) -> dict[str, Any]:
-        """The outbox payload when the body is in S3: metadata and the pointer (bucket, key, size, SHA-256)."""
-        return {**self.metadata(), "body_ref": pointer, "body_encoding": S3_ENCODING}
+    def claim_check_payload(self) -> dict[str, Any]:
+        """The outbox payload when the body is in S3: the metadata, ``body_encoding: "s3"`` and no body (the
+        event's envelope carries the pointer: :mod:`retrysafe._claimcheck`)."""
+        return {**self.metadata(), "body_encoding": S3_ENCODING}
 
     def object_key(self) -> str:
         """The S3 key: source, scope hook and delivery identity, plus the body digest (never overwritten)."""

@@ -11,13 +11,18 @@ Order of work for each request:
    configuration rather than an unsigned header, by hook. A captured body resent
    with fresh unsigned ids is therefore a replay;
 3. the receipt (body, event name, ids) goes to the outbox inline when its
-   envelope fits the configured target, else the body is stored in S3 first
-   (a claim check, ``RETRYSAFE_CLAIM_CHECK_BUCKET``) and the envelope carries
-   the pointer; a body no configured path can carry is refused with 413 before
+   envelope fits the configured target, else the body goes to S3 (a claim
+   check, ``RETRYSAFE_CLAIM_CHECK_BUCKET``) and the envelope carries the
+   pointer; a body no configured path can carry is refused with 413 before
    anything is written;
 4. the receipt is appended to the outbox in the engine's atomic transaction
    together with the processed-delivery record and any writes of
-   ``on_receipt``: one ``TransactWriteItems``, before the 2xx;
+   ``on_receipt``: one ``TransactWriteItems``, before the 2xx. A claim-checked
+   delivery runs claim-first instead: the claim (one conditional ``PutItem``)
+   finds an accepted delivery before S3 is touched, so a resend is answered
+   from its record (whether or not S3 is up) and only a new delivery writes
+   the object, then commits (two round trips for a new large delivery, one for
+   its resend);
 5. the answer is 202; a redelivery replays it without a new effect. Heavy work
    runs downstream, from the outbox event (publisher -> queue -> consumer).
 """
@@ -131,44 +136,49 @@ class WebhookReceiver:
     def __call__(self, event: Any, context: Any = None) -> dict[str, Any]:
         """Answer one delivery with a proxy response."""
         try:
-            answer = self._receive(parse_event(event))
+            answer = self._receive(parse_event(event), getattr(context, "get_remaining_time_in_millis", None))
         except RetrysafeError as error:
             answer = refusal(error, _problem)
         return to_proxy(answer)
 
-    def _receive(self, request: HttpRequest) -> HttpAnswer:
+    def _receive(self, request: HttpRequest, remaining_ms: Callable[[], int] | None) -> HttpAnswer:
         self._verify(request)
         if len(request.body) > self.max_body_bytes:
             raise PayloadTooLargeError(f"the delivery is {len(request.body)} bytes; the limit is {self.max_body_bytes}")
         receipt = self._receipt(request)
         payload = receipt.payload()
+        pointer: dict[str, Any] | None = None
         inline, why = receipt.fits_inline(payload)
         if not inline:
             if self.claim_check is None:
                 raise PayloadTooLargeError(f"{why}, and no claim-check bucket is configured for larger bodies")
-            payload = receipt.claim_check_payload(self._store_body(receipt))
+            pointer = self.claim_check.pointer(receipt.object_key(), receipt.body)  # computed: nothing written yet
+            payload = receipt.claim_check_payload()
 
         def work(txn: Transaction) -> Completion:
+            if pointer is not None:  # claim-first: only a new delivery gets here, holding its claim
+                self._store_body(receipt)
             txn.append_event(names.WEBHOOK_RECEIPT_EVENT, payload, aggregate_type=f"webhook:{receipt.source}",
-                             aggregate_id=receipt.key, once_per_key=True)
+                             aggregate_id=receipt.key, once_per_key=True, claim_check=pointer)
             if self.on_receipt is not None:
                 self.on_receipt(receipt, txn)
             body = json.dumps({"status": "accepted", "delivery": receipt.delivery_id})
             return Completion(StoredResponse(202, {"Content-Type": "application/json"}, body).to_result())
 
         scope_hook = receipt.hook if "hook" not in receipt.unsigned else NO_HOOK
-        intent = Intent(Scope(self.source, f"webhook/{scope_hook}", receipt.key),
-                        fingerprint(["webhook/v1", request.body]), Mode.ATOMIC, self.retention)
-        outcome = self.engine.execute(intent, work)
+        intent = Intent(Scope(self.source, f"webhook/{scope_hook}", receipt.key, namespace=names.WEBHOOK_NAMESPACE),
+                        fingerprint(["webhook/v1", request.body]),
+                        Mode.ATOMIC if pointer is None else Mode.CLAIM_FIRST, self.retention)
+        outcome = self.engine.execute(intent, work, remaining_ms)
         return HttpAnswer(StoredResponse.from_result(outcome.result), replayed=outcome.replayed)
 
-    def _store_body(self, receipt: Receipt) -> dict[str, Any]:
+    def _store_body(self, receipt: Receipt) -> None:
         from botocore.exceptions import BotoCoreError, ClientError
 
         assert self.claim_check is not None
         try:
-            return self.claim_check.put(receipt.object_key(), receipt.body)
-        except (BotoCoreError, ClientError) as error:  # nothing is recorded yet: the sender retries on 503
+            self.claim_check.put(receipt.object_key(), receipt.body)
+        except (BotoCoreError, ClientError) as error:  # the claim is released: the sender's retry starts afresh
             telemetry.logger.warning("webhook body not stored", extra={"error": type(error).__name__})
             raise StoreUnavailableError("the webhook body could not be stored; retry the delivery", 5) from None
 

@@ -14,14 +14,15 @@ from retrysafe import names
 from retrysafe._engine import Completion, Engine, Intent
 from retrysafe._keys import Scope
 from retrysafe._transaction import Transaction
-from retrysafe.errors import ConfigurationError, SweepIncompleteError
+from retrysafe.errors import ConfigurationError
 from retrysafe.outbox import OutboxMessage
 from retrysafe.outbox import publisher as outbox_publisher
 from retrysafe.outbox import sweeper as outbox_sweeper
 from retrysafe.outbox._stream import outbox_inserts
-from retrysafe.outbox._targets import EventBridgeTarget, SnsTarget, SqsTarget
+from retrysafe.outbox._targets import EventBridgeTarget, SnsTarget, SqsTarget, group_id
+from retrysafe.outbox.parked import list_parked
 from retrysafe.outbox.publisher import Publisher, handler
-from retrysafe.outbox.sweeper import sweep
+from retrysafe.outbox.sweeper import SweepIncompleteError, sweep
 from retrysafe.sqs import Message, idempotent_sqs
 from retrysafe.testing._events import DrillContext, sqs_event
 
@@ -38,7 +39,7 @@ def commit_events(store: Any, count: int, key: str = "k") -> list[str]:
                                         sequence=i + 1))
         return Completion(None)
 
-    Engine(store).execute(Intent(Scope("t", "AddItems", key), "fp"), work)
+    Engine(store).execute(Intent(Scope("t", "AddItems", key, namespace=names.HTTP_NAMESPACE), "fp"), work)
     return ids
 
 
@@ -174,6 +175,31 @@ def test_sweeper_republishes_what_the_stream_never_delivered(store: Any) -> None
     assert sweep(publisher, 900, now=later) == {"republished": 0, "failed": 0}
 
 
+def test_the_sweeper_goes_by_commit_time_never_by_the_handlers_occurred_at(store: Any) -> None:
+    """A client clock ten days ahead, or a date in the past: occurred_at is data in the envelope. The sweeper
+    sweeps both once they have been unpublished for its age, by when they were committed."""
+    sqs = boto3.client("sqs", region_name="eu-west-1")
+    url = sqs.create_queue(QueueName="events")["QueueUrl"]
+    committed = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
+    ahead, past = committed + timedelta(days=10), committed - timedelta(days=3)
+
+    def work(txn: Transaction) -> Completion:
+        txn.append_event("Ahead", {"n": 1}, aggregate_type="Cart", aggregate_id="c1", occurred_at=ahead)
+        txn.append_event("Past", {"n": 2}, aggregate_type="Cart", aggregate_id="c1", occurred_at=past)
+        return Completion(None)
+
+    engine = Engine(store, clock=committed.timestamp)
+    engine.execute(Intent(Scope("t", "Clocks", "k", namespace=names.HTTP_NAMESPACE), "fp"), work)
+    publisher = Publisher(SqsTarget(url, client=sqs), store)
+    # One second after the commit, the event dated three days back is not re-sent at once...
+    assert sweep(publisher, 900, now=committed + timedelta(seconds=1)) == {"republished": 0, "failed": 0}
+    # ...and 15 minutes after it, the event dated ten days ahead is swept (long before TTL would delete it).
+    assert sweep(publisher, 900, now=committed + timedelta(seconds=901)) == {"republished": 2, "failed": 0}
+    envelopes = {json.loads(m["Body"])["event_type"]: json.loads(m["Body"]) for m in receive_all(sqs, url, 2)}
+    assert envelopes["Ahead"]["occurred_at"] == ahead.isoformat(timespec="milliseconds")
+    assert envelopes["Past"]["occurred_at"] == past.isoformat(timespec="milliseconds")
+
+
 def test_sweeper_reports_what_it_could_not_publish(store: Any) -> None:
     ids = commit_events(store, 2)
     target = FakeTarget(reject={ids[0]})
@@ -216,3 +242,45 @@ def test_an_unreadable_outbox_insert_is_reported_failed_not_dropped(store: Any) 
               "dynamodb": {"SequenceNumber": "42", "NewImage": {"kind": {"S": "outbox"}, "pk": {"S": "outbox#x"}}}}
     assert handler({"Records": [broken]}, publisher=Publisher(Nowhere(), store)) == {
         "batchItemFailures": [{"itemIdentifier": "42"}]}
+
+
+#: What SQS and SNS FIFO accept as a MessageGroupId (alphanumeric characters and punctuation, 1 to 128).
+VALID_GROUP = r"^[A-Za-z0-9!\"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~]{1,128}$"
+
+
+@pytest.mark.parametrize("aggregate_id", ["jane doe", "zo\u00eb", "a" * 130, "tab\there", "c1"],
+                         ids=["space", "non-ascii", "130-chars", "control", "readable"])
+def test_every_aggregate_id_reaches_a_fifo_queue_in_one_deterministic_group(store: Any, aggregate_id: str) -> None:
+    """An aggregate id SQS would refuse as a group id is mapped to a valid one: the event is delivered, never parked
+    forever (republish could not fix it), and each aggregate keeps one group of its own."""
+    import re
+
+    sqs = boto3.client("sqs", region_name="eu-west-1")
+    url = sqs.create_queue(QueueName="events.fifo", Attributes={"FifoQueue": "true"})["QueueUrl"]
+    sent: list[dict[str, Any]] = []
+    sqs.meta.events.register("provide-client-params.sqs.SendMessageBatch",
+                             lambda params, **_: sent.extend(params["Entries"]))
+
+    def work(txn: Transaction) -> Completion:
+        for n in range(2):
+            txn.append_event("Renamed", {"n": n}, aggregate_type="Customer", aggregate_id=aggregate_id, sequence=n)
+        txn.append_event("Renamed", {"n": 9}, aggregate_type="Customer", aggregate_id=aggregate_id + "2")
+        return Completion(None)
+
+    Engine(store).execute(Intent(Scope("t", "Rename", "k", namespace=names.HTTP_NAMESPACE), "fp"), work)
+    later = datetime.now(UTC) + timedelta(hours=1)
+    assert sweep(Publisher(SqsTarget(url, client=sqs), store), 900, now=later) == {"republished": 3, "failed": 0}
+    assert len(receive_all(sqs, url, expected=3)) == 3
+    groups = {json.loads(e["MessageBody"])["payload"]["n"]: e["MessageGroupId"] for e in sent}
+    assert all(re.match(VALID_GROUP, group) for group in groups.values()), groups
+    assert groups[0] == groups[1] != groups[9]  # one group per aggregate, the same for all its events
+    if aggregate_id == "c1":
+        assert groups[0] == "Customer#c1"  # readable when it is valid as it is
+    assert list(list_parked(store)) == []
+
+
+def test_group_ids_never_collide_across_the_readable_and_the_hashed_forms() -> None:
+    pairs = [("a#b", "c"), ("a", "b#c"), ("~x", "y"), ("Order", "jane doe"), ("Order", "jane_doe"), ("Order", "")]
+    groups = [group_id(t, i) for t, i in pairs]
+    assert len(set(groups)) == len(pairs)
+    assert groups[1] == "a#b#c" and groups[0].startswith("~") and groups[2].startswith("~")

@@ -86,7 +86,7 @@ def place_order(store: DynamoStore) -> str:
                          sequence=1)
         return Completion({"order": "1"})
 
-    Engine(store).execute(Intent(Scope("tenant-a", "PlaceOrder", "key-1"), "fp"), work)
+    Engine(store).execute(Intent(Scope("tenant-a", "PlaceOrder", "key-1", namespace=names.HTTP_NAMESPACE), "fp"), work)
     (event_id,) = [i["eid"]["S"] for i in store.client.scan(TableName=TABLE)["Items"] if "eid" in i]
     return str(event_id)
 
@@ -173,8 +173,10 @@ def test_a_1mb_github_delivery_through_the_real_stream_is_consumed_once(clients:
         pushes.append(len(json.loads(receipt["body"])["commits"]))
         txn.update({"pk": "builds"}, "ADD n :one", values={":one": 1}, table=ORDERS)
 
-    # The consumer's own S3 client (boto3 defaults) reaches the server through the standard endpoint variable.
+    # The consumer's own S3 client (boto3 defaults) reaches the server through the standard endpoint variable;
+    # its bucket is the one the constructs give the worker.
     monkeypatch.setenv("AWS_ENDPOINT_URL_S3", server)
+    monkeypatch.setenv(names.CLAIM_CHECK_BUCKET_ENV, "bodies")
     consumer = idempotent_sqs(build, subscriber="ci", store=store)
     delivered = sqs_event(messages, "shipping")
     assert consumer(delivered, DrillContext()) == {"batchItemFailures": []}

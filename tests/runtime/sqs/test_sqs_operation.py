@@ -35,9 +35,9 @@ def _deliver(consumer: Any) -> None:
 
 def test_two_deployed_consumers_with_one_subscriber_each_run(store: Any, ddb: Any,
                                                              monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(names.SQS_OPERATION_ENV, "Billing")
+    monkeypatch.setenv(names.OPERATION_ENV, "Billing")
     billing = idempotent_sqs(deployed("billing"), subscriber="billing", store=store)
-    monkeypatch.setenv(names.SQS_OPERATION_ENV, "BillingEu")
+    monkeypatch.setenv(names.OPERATION_ENV, "BillingEu")
     copied = idempotent_sqs(deployed("billing-eu"), subscriber="billing", store=store)
     _deliver(billing)
     _deliver(copied)
@@ -47,7 +47,7 @@ def test_two_deployed_consumers_with_one_subscriber_each_run(store: Any, ddb: An
 def test_without_the_variable_the_handler_name_is_the_operation_and_copies_collide(
         store: Any, ddb: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """What the constructs' variable prevents: outside them, the second copy acknowledges without running."""
-    monkeypatch.delenv(names.SQS_OPERATION_ENV, raising=False)
+    monkeypatch.delenv(names.OPERATION_ENV, raising=False)
     first = idempotent_sqs(deployed("first"), subscriber="billing", store=store)
     second = idempotent_sqs(deployed("second"), subscriber="billing", store=store)
     _deliver(first)
@@ -56,7 +56,7 @@ def test_without_the_variable_the_handler_name_is_the_operation_and_copies_colli
 
 
 def test_an_explicit_operation_wins_over_the_variable(store: Any, ddb: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(names.SQS_OPERATION_ENV, "FromTheConstruct")
+    monkeypatch.setenv(names.OPERATION_ENV, "FromTheConstruct")
     pinned = idempotent_sqs(deployed("pinned"), subscriber="billing", operation="invoices", store=store)
     other = idempotent_sqs(deployed("other"), subscriber="billing", operation="invoices", store=store)
     _deliver(pinned)
