@@ -8,11 +8,12 @@ from aws_cdk import aws_dynamodb as dynamodb
 from constructs import Construct
 
 
-def business_table(scope: Construct, construct_id: str) -> dynamodb.Table:
-    """A table keyed by ``pk`` (string) with the secure defaults cdk-nag asks for."""
+def business_table(scope: Construct, construct_id: str, *,
+                   stream: dynamodb.StreamViewType | None = None) -> dynamodb.Table:
+    """A table keyed by ``pk`` (string) with the secure defaults cdk-nag asks for; ``stream``: its stream's view."""
     return dynamodb.Table(
         scope, construct_id, partition_key=dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING),
         billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST, encryption=dynamodb.TableEncryption.AWS_MANAGED,
         point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
             point_in_time_recovery_enabled=True),
-        removal_policy=RemovalPolicy.RETAIN)
+        stream=stream, removal_policy=RemovalPolicy.RETAIN)

@@ -8,10 +8,14 @@ Lambda TOKEN authorizer, which the sandbox invokes from the template (once per t
 result is cached); then, with a token signed by the secret that authorizer reads, a first
 order; a retry after a lost response; the same key with another payload (422); concurrent
 duplicates; a payment captured twice; a webhook delivered twice (signed with the secret the
-sandbox provisioned); and, throughout, every queue consumer crashing once right after its first
+sandbox provisioned); and, throughout, these faults: every queue consumer crashing once right after its first
 DynamoDB transaction committed, before it could acknowledge (the message comes back after its
-visibility timeout). Then the effects in the tables are compared with the
-intents: each must have happened exactly once.
+visibility timeout); the shipping function (an EventBridge rule target) crashing the same way (Lambda
+retries the asynchronous invocation); the shipping notices consumer crashing after its commit (its
+DynamoDB stream batch is read again); and the outbox publisher crashing right after ``PutEvents``
+succeeded, so that its stream batch is read again and every event in it is put on the bus a second time,
+with new EventBridge ids (the inventory consumer dedupes on the outbox's event id, shipping on the order
+id). Then the effects in the tables are compared with the intents: each must have happened exactly once.
 
 It knows this example's routes (``/orders``, ``/orders/{id}/payments``, ``/webhooks/github``);
 the tables and the secret it reads are found through the environment the template gives those
@@ -31,9 +35,13 @@ from typing import Any
 
 from retrysafe import names
 from retrysafe_sandbox import Sandbox
+from retrysafe_sandbox.functions import FunctionPool
 from retrysafe_sandbox.scenarios import Reply, Report, post, post_and_drop
+from retrysafe_sandbox.streams import StreamPoller
 
 CRASH_POINT = "dynamodb:TransactWriteItems"
+#: The outbox publisher dies right after the bus accepted its events, before marking them published.
+PUBLISH_CRASH_POINT = "events:PutEvents"
 SKU = "widget"
 
 
@@ -76,9 +84,7 @@ def run(sandbox: Sandbox, report: Report, settle_seconds: float = 90.0) -> None:
     inventory_table = _environment(sandbox, "/orders", "INVENTORY_TABLE")
     ddb = sandbox.client("dynamodb")
     ddb.put_item(TableName=inventory_table, Item={"pk": {"S": f"sku#{SKU}"}, "available": {"N": "1000"}})
-    consumers = {p.pool.spec.logical_id for p in sandbox.pollers if hasattr(p, "queue_url")}
-    for logical_id in consumers:
-        sandbox.pools[logical_id].crash_once_after(CRASH_POINT)
+    armed = _arm_crashes(sandbox, _environment(sandbox, "/orders", names.TABLE_ENV))
     run_id = uuid.uuid4().hex[:8]
     tenant = sandbox.options.tenant
     token = authorization(sandbox, tenant)
@@ -141,11 +147,30 @@ def run(sandbox: Sandbox, report: Report, settle_seconds: float = 90.0) -> None:
     settled = sandbox.settle(settle_seconds)
     report.check(settled, "queues drained and pollers idle")
     _effects(sandbox, report, orders_table, inventory_table, order_id, f"acme/{run_id}", f"{run_id}-head")
+    _shipping(sandbox, report, _environment(sandbox, "/orders", "SHIPMENTS_TABLE"), report.effects["orders"])
     stored = ddb.get_item(TableName=orders_table, Key={"pk": {"S": f"order#{order_id}"}}).get("Item", {})
     report.check(stored.get("tenant", {}).get("S") == tenant,
                  f"tenant from the authorizer's context: {stored.get('tenant', {}).get('S')!r}")
     crashes = sum(n for k, n in sandbox.ledger.errors.items() if "InjectedCrash" in k)
-    report.check(crashes == len(consumers), f"consumers crashed after committing, before acking: {crashes}")
+    report.check(crashes == len(armed), f"consumers crashed after their effect, before acking: {crashes} "
+                                        f"(armed: {', '.join(sorted(armed))})")
+
+
+def _arm_crashes(sandbox: Sandbox, idempotency_table: str) -> set[str]:
+    """Arm each fault of the scenario (see the module docstring) on this stack's pollers; the functions armed."""
+    armed: dict[str, FunctionPool] = {}
+    for poller in sandbox.pollers:
+        spec = poller.pool.spec
+        if spec.environment.get(names.TABLE_ENV) != idempotency_table:
+            continue  # another stack's (the saga's outbox publisher has the same logical id)
+        if spec.handler == names.OUTBOX_PUBLISHER_HANDLER:
+            poller.pool.crash_once_after(PUBLISH_CRASH_POINT)
+        elif hasattr(poller, "queue_url") or isinstance(poller, StreamPoller):
+            poller.pool.crash_once_after(CRASH_POINT)
+        else:
+            continue
+        armed[spec.logical_id] = poller.pool
+    return set(armed)
 
 
 def _effects(sandbox: Sandbox, report: Report, orders_table: str, inventory_table: str, order_id: str,
@@ -169,3 +194,20 @@ def _effects(sandbox: Sandbox, report: Report, orders_table: str, inventory_tabl
                 "dead-lettered": 0}
     for name, value in expected.items():
         report.check(report.effects[name] == value, f"effect {name}: {report.effects[name]} (intents: {value})")
+
+
+def _shipping(sandbox: Sandbox, report: Report, shipments_table: str, orders: int) -> None:
+    """One shipment per order (the EventBridge rule target) and one notice per shipment (the stream consumer)."""
+    items = sandbox.client("dynamodb").scan(TableName=shipments_table, ConsistentRead=True)["Items"]
+    shipped = [int(i["shipped"]["N"]) for i in items if i["pk"]["S"].startswith("shipment#")]
+    notices = [int(i["notices"]["N"]) for i in items if i["pk"]["S"].startswith("notice#")]
+    report.effects |= {"shipments": sum(shipped), "shipping notices": sum(notices)}
+    report.check(sum(shipped) == orders and set(shipped) <= {1},
+                 f"effect shipments: {sum(shipped)} for {len(shipped)} orders (intents: {orders}, one each)")
+    report.check(sum(notices) == orders and set(notices) <= {1},
+                 f"effect shipping notices: {sum(notices)} for {len(notices)} shipments (intents: {orders}, one each)")
+    delivered = sum(n for k, n in sandbox.ledger.events.items() if k.endswith(": delivered"))
+    retried = sum(n for k, n in sandbox.ledger.events.items() if k.endswith(": failed, retried"))
+    report.check(delivered >= orders and retried >= 1,
+                 f"rule events: {delivered} delivered to shipping (the outbox republished some), {retried} retried "
+                 "after a crash")

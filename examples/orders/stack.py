@@ -4,6 +4,8 @@
   behind a Lambda TOKEN authorizer that supplies the tenant
 - ``OrderPlaced`` / ``PaymentCaptured`` through the outbox to an EventBridge bus
 - an inventory consumer on SQS, fed ``OrderPlaced`` by an EventBridge rule
+- shipping, an EventBridge rule target (``OrderPlaced``, invoked asynchronously), writing shipments to a
+  table whose DynamoDB stream feeds the shipping notices consumer
 - a GitHub webhook receiver whose receipts reach a worker through the outbox and a queue
 """
 
@@ -21,9 +23,11 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_secretsmanager as secretsmanager
 from retrysafe_cdk import (
     IdempotencyTable,
+    IdempotentEventRule,
     IdempotentFunction,
     IdempotentQueueConsumer,
     IdempotentRestApi,
+    IdempotentStreamConsumer,
     Outbox,
     OutboxTarget,
     WebhookReceiver,
@@ -44,10 +48,12 @@ class OrdersStack(Stack):
         super().__init__(scope, construct_id, **kwargs)
         code = lambda_.Code.from_asset(str(HANDLERS), exclude=["__pycache__", "*.pyc"])
         orders, inventory = business_table(self, "Orders"), business_table(self, "Inventory")
+        shipments = business_table(self, "Shipments", stream=dynamodb.StreamViewType.NEW_IMAGE)
         table = IdempotencyTable(self, "Idempotency")
         bus = events.EventBus(self, "Bus")
         target = OutboxTarget.event_bus(bus, source="orders")
-        env = {"ORDERS_TABLE": orders.table_name, "INVENTORY_TABLE": inventory.table_name}
+        env = {"ORDERS_TABLE": orders.table_name, "INVENTORY_TABLE": inventory.table_name,
+               "SHIPMENTS_TABLE": shipments.table_name}
 
         def function(construct_id: str, handler: str, business: list[dynamodb.ITable]) -> IdempotentFunction:
             return IdempotentFunction(self, construct_id, table=table, code=code, handler=handler,
@@ -61,9 +67,18 @@ class OrdersStack(Stack):
         Outbox(self, "Outbox", table=table, target=target)
         reserve = function("ReserveStock", "inventory.handler", [inventory])
         stock = IdempotentQueueConsumer(self, "InventoryQueue", function=reserve)
-        events.Rule(self, "OrderPlacedToInventory", event_bus=bus,
-                    event_pattern=events.EventPattern(source=["orders"], detail_type=["OrderPlaced"]),
+        placed = events.EventPattern(source=["orders"], detail_type=["OrderPlaced"])
+        events.Rule(self, "OrderPlacedToInventory", event_bus=bus, event_pattern=placed,
                     targets=[events_targets.SqsQueue(stock.queue)])
+
+        IdempotentEventRule(self, "ShipOrders", function=function("ShipOrder", "shipping.handler", [shipments]),
+                            rule_props=events.RuleProps(event_bus=bus, event_pattern=placed))
+        # Only the shipments' own INSERTs: the notices the consumer writes to the same table stay out.
+        IdempotentStreamConsumer(
+            self, "ShippingNotices", function=function("NotifyShipped", "notifications.handler", [shipments]),
+            existing_table=shipments, batch_size=10, filters=[lambda_.FilterCriteria.filter({
+                "eventName": lambda_.FilterRule.is_equal("INSERT"),
+                "dynamodb": {"Keys": {"pk": {"S": lambda_.FilterRule.begins_with("shipment#")}}}})])
 
         WebhookReceiver(self, "GitHub", table=table, api=api, outbox_target=target,
                         worker=function("ApplyPush", "github.handler", [orders]))

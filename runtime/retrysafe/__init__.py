@@ -17,13 +17,14 @@ decorated handler stays cheap:
   :func:`update_if_newer`, and :class:`Scope` (keys derived outside a handler);
 - configuration: :class:`Mode`, :class:`DynamoStore`, :class:`Engine`,
   :class:`RecordCache` (``engine=Engine(store, cache=RecordCache(1024))``) and
-  :func:`register_snapstart` (a store built by hand under Lambda SnapStart);
+  :func:`register_snapstart` (a store built by hand under Lambda SnapStart) and :class:`HomeRegions`
+  (a table with replicas: the region each tenant's records live in);
 - errors a handler catches: :class:`RetrysafeError` (the base of every error,
   all in :mod:`retrysafe.errors`) and :class:`BusinessConditionFailedError`.
 
 The other public modules: :mod:`retrysafe.errors`, :mod:`retrysafe.names` (every
 wire name: environment variables, headers, attributes), :mod:`retrysafe.metrics`,
-:mod:`retrysafe.http`, :mod:`retrysafe.sqs`, :mod:`retrysafe.stepfunctions`,
+:mod:`retrysafe.http`, :mod:`retrysafe.sqs`, :mod:`retrysafe.streams`, :mod:`retrysafe.stepfunctions`,
 :mod:`retrysafe.webhook`, :mod:`retrysafe.outbox` (with the deployed handlers
 :mod:`retrysafe.outbox.publisher`, :mod:`retrysafe.outbox.sweeper`,
 :mod:`retrysafe.outbox.pipe` and the command :mod:`retrysafe.outbox.parked`) and

@@ -217,7 +217,7 @@ class Engine:
         if home is not self.store:
             return Engine(home, cache=self.cache, clock=self.clock).execute_unkeyed(scope, work, retention)
         writer = new_token()
-        own = Scope(scope.tenant, scope.operation, f"unkeyed/{writer}", namespace=scope.namespace)
+        own = Scope(scope.tenant, scope.operation, f"unkeyed/{writer}", adapter=scope.adapter)
 
         def commit_step(name: str, checkpoints: dict[str, Any], actions: list[dict[str, Any]]) -> None:
             self.store.transact(actions, token=request_token(writer, "step", name))

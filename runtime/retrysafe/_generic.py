@@ -1,7 +1,8 @@
 """``@idempotent`` (a Lambda handler of any event) and ``@idempotent_function`` (a plain function).
 
 Both run on the one engine: each call is an :class:`~retrysafe._engine.Intent` scoped
-``Scope(namespace, operation, key)``. ``namespace`` plays the part of the HTTP tenant
+``Scope(namespace, operation, key, adapter="event")`` (``"function"`` for plain functions).
+``namespace`` plays the part of the HTTP tenant
 and of ``idempotent_sqs``'s ``subscriber``: the records of two consumers of one event
 never meet unless they share a namespace and an operation.
 
@@ -144,8 +145,8 @@ def _without(record: Any, names: frozenset[str]) -> Any:
 class _Idempotency:
     """What both decorators share: scope, selectors, serializer, mode and the engine."""
 
-    #: The record namespace of the decorator's adapter (:data:`retrysafe.names.RECORD_NAMESPACES`).
-    record_namespace: str
+    #: The record namespace of the decorator's adapter (:data:`retrysafe.names.ADAPTERS`).
+    adapter: str
 
     def __init__(self, *, namespace: str, operation: str, key: Selector | None, fingerprint: Selector | None,
                  mode: Mode | str, key_required: bool, serializer: ResultSerializer[Any], lease_seconds: float | None,
@@ -168,7 +169,7 @@ class _Idempotency:
 
     def scope(self, key: str) -> Scope:
         """The scope of one call (built here only)."""
-        return Scope(self.namespace, self.operation, key, namespace=self.record_namespace)
+        return Scope(self.namespace, self.operation, key, adapter=self.adapter)
 
     def run(self, key: str | None, fingerprint: Callable[[], str], call: Callable[[Transaction], Any],
             remaining_ms: Callable[[], int] | None) -> Any:
@@ -211,7 +212,7 @@ class _Idempotency:
 class EventIdempotency(_Idempotency):
     """Configuration and engine of one ``@idempotent`` Lambda handler (see :func:`idempotent`)."""
 
-    record_namespace = names.EVENT_NAMESPACE
+    adapter = names.EVENT_ADAPTER
 
     def __init__(self, handler: EventHandler[Any], **options: Any) -> None:
         super().__init__(**options)
@@ -319,7 +320,7 @@ def _argument_fingerprint(value: Any) -> str:
 class FunctionIdempotency(_Idempotency):
     """Configuration and engine of one ``@idempotent_function`` (see :func:`idempotent_function`)."""
 
-    record_namespace = names.FUNCTION_NAMESPACE
+    adapter = names.FUNCTION_ADAPTER
 
     def __init__(self, func: Callable[..., Any], *, data_keyword_argument: str, **options: Any) -> None:
         super().__init__(**options, to_json=to_document)  # the selected part is hashed as tagged JSON

@@ -1,8 +1,8 @@
 """Idempotency keys: parsing, validation, scoping and derived downstream keys.
 
-A key stands for a business intent. It is always scoped by the adapter's
-namespace (HTTP, SQS, webhook, Step Functions task: :data:`retrysafe.names.RECORD_NAMESPACES`),
-tenant and operation, so the same key from two tenants, for two operations, or
+A key stands for a business intent. It is always scoped by the adapter
+(HTTP, SQS, webhook, Step Functions task, any event, plain function, Kinesis, DynamoDB
+Streams: :data:`retrysafe.names.ADAPTERS`), tenant and operation, so the same key from two tenants, for two operations, or
 reaching two kinds of adapter (an HTTP tenant ``billing`` and an SQS subscriber
 ``billing``), names independent intents. The DynamoDB partition key is a
 hash of the length-prefixed scope, which keeps it short, fixed-size, free of
@@ -16,7 +16,7 @@ import hashlib
 
 from ._value import Value, set_field
 from .errors import ConfigurationError, InvalidKeyError
-from .names import RECORD_NAMESPACES, RECORD_PREFIX
+from .names import ADAPTERS, RECORD_PREFIX
 
 MAX_KEY_LENGTH = 255
 _ALLOWED = frozenset(chr(c) for c in range(0x21, 0x7F))  # visible ASCII, no spaces or controls
@@ -74,24 +74,24 @@ def _digest(*parts: str) -> str:
 
 
 class Scope(Value):
-    """Through which kind of adapter (namespace), who asked (tenant), for what (operation) and which intent (key).
+    """Through which kind of adapter, who asked (tenant), for what (operation) and which intent (key).
 
-    ``namespace`` is one of :data:`retrysafe.names.RECORD_NAMESPACES`; each adapter builds its scopes
+    ``adapter`` is one of :data:`retrysafe.names.ADAPTERS`; each adapter builds its scopes
     in one place with its own, so two adapters sharing a tenant and an operation name never share records.
     """
 
-    __slots__ = ("_record_id", "key", "namespace", "operation", "tenant")
+    __slots__ = ("_record_id", "adapter", "key", "operation", "tenant")
 
+    adapter: str
     key: str
-    namespace: str
     operation: str
     tenant: str
     _record_id: str | None
 
-    def __init__(self, tenant: str, operation: str, key: str, *, namespace: str) -> None:
-        if namespace not in RECORD_NAMESPACES:
-            raise ConfigurationError(f"unknown record namespace {namespace!r}; one of {', '.join(RECORD_NAMESPACES)}")
-        set_field(self, "namespace", namespace)
+    def __init__(self, tenant: str, operation: str, key: str, *, adapter: str) -> None:
+        if adapter not in ADAPTERS:
+            raise ConfigurationError(f"unknown adapter {adapter!r}; one of {', '.join(ADAPTERS)}")
+        set_field(self, "adapter", adapter)
         set_field(self, "tenant", tenant)
         set_field(self, "operation", operation)
         set_field(self, "key", key)
@@ -99,10 +99,10 @@ class Scope(Value):
 
     @property
     def record_id(self) -> str:
-        """The record's partition key: ``idem#`` + a hash of the scope (namespace included) (the raw key never reaches DynamoDB)."""
+        """The record's partition key: ``idem#`` + a hash of the scope (adapter included) (the raw key never reaches DynamoDB)."""
         record_id = self._record_id
         if record_id is None:
-            record_id = RECORD_PREFIX + _digest("scope/v1", self.namespace, self.tenant, self.operation, self.key)
+            record_id = RECORD_PREFIX + _digest("scope/v1", self.adapter, self.tenant, self.operation, self.key)
             set_field(self, "_record_id", record_id)
         return record_id
 
@@ -110,7 +110,7 @@ class Scope(Value):
         """A stable downstream idempotency key for ``purpose`` (e.g. ``"charge"``).
 
         The same for every retry and every takeover of this intent, different
-        for every namespace, tenant, operation, key and purpose; 43 URL-safe characters,
+        for every adapter, tenant, operation, key and purpose; 43 URL-safe characters,
         accepted by payment providers' Idempotency-Key headers.
         """
-        return _digest("derived/v1", self.namespace, self.tenant, self.operation, self.key, purpose)
+        return _digest("derived/v1", self.adapter, self.tenant, self.operation, self.key, purpose)

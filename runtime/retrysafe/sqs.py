@@ -58,7 +58,7 @@ from ._store import DynamoStore
 from ._transaction import Transaction
 from ._value import Value, set_field
 from .errors import ConfigurationError, InvalidInputError
-from .names import KEY_MESSAGE_ATTRIBUTE, OPERATION_ENV, SQS_NAMESPACE, VISIBILITY_TIMEOUT_ENV
+from .names import KEY_MESSAGE_ATTRIBUTE, OPERATION_ENV, SQS_ADAPTER, VISIBILITY_TIMEOUT_ENV
 
 #: Dotted paths into the (unwrapped) JSON content that may carry a propagated event id.
 DEFAULT_KEY_PATHS: tuple[str, ...] = ("event_id",)
@@ -221,7 +221,7 @@ class SqsConsumer:
         if not isinstance(key, str) or not is_unicode(key):
             raise InvalidInputError("the message key is not Unicode text")
         part = message_fingerprint(record.body) if self.fingerprint is None else self.fingerprint(content)
-        intent = Intent(Scope(self.subscriber, self.operation, key, namespace=SQS_NAMESPACE), part,
+        intent = Intent(Scope(self.subscriber, self.operation, key, adapter=SQS_ADAPTER), part,
                         self.mode, self.retention, lease_seconds=self.lease_seconds,
                         hinted=self.retry_hints and _redelivered(record))
 

@@ -56,7 +56,7 @@ from .errors import (
     TaskPayloadError,
     TransactionRaced,
 )
-from .names import TASK_EXECUTION, TASK_INPUT, TASK_ITERATION, TASK_NAMESPACE, TASK_STATE, TASK_STATE_MACHINE
+from .names import TASK_ADAPTER, TASK_EXECUTION, TASK_INPUT, TASK_ITERATION, TASK_STATE, TASK_STATE_MACHINE
 
 TaskHandler = Callable[[Any, Any, Transaction], Any]
 
@@ -156,7 +156,7 @@ class TaskIdempotency:
         tenant = self.tenant or request.state_machine
         if not tenant:
             raise TaskPayloadError('configure tenant= or pass "stateMachine.$": "$$.StateMachine.Id" in the payload')
-        scope = Scope(tenant, self.operation or request.state, request.key(), namespace=TASK_NAMESPACE)
+        scope = Scope(tenant, self.operation or request.state, request.key(), adapter=TASK_ADAPTER)
         return Intent(scope, request.fingerprint(), Mode.CLAIM_FIRST, self.retention, self.lease_seconds)
 
     @flushes_telemetry

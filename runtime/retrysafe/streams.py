@@ -150,8 +150,8 @@ class _Source(ABC, Generic[M]):
 
     name: ClassVar[str]
     default_key: ClassVar[str]
-    #: The record namespace of the stream's adapter (:data:`retrysafe.names.RECORD_NAMESPACES`).
-    record_namespace: ClassVar[str]
+    #: The record namespace of the stream's adapter (:data:`retrysafe.names.ADAPTERS`).
+    adapter: ClassVar[str]
     #: Where the record's sequence number is (what ``batchItemFailures`` reports).
     sequence_path: ClassVar[tuple[str, str]]
 
@@ -186,7 +186,7 @@ class _Source(ABC, Generic[M]):
 
 class _Kinesis(_Source[KinesisMessage]):
     name = "idempotent_kinesis"
-    record_namespace = names.KINESIS_NAMESPACE
+    adapter = names.KINESIS_ADAPTER
     default_key = KINESIS_DEFAULT_KEY
     sequence_path = ("kinesis", "sequenceNumber")
 
@@ -223,7 +223,7 @@ class _Kinesis(_Source[KinesisMessage]):
 
 class _DynamoDB(_Source[DynamoDBChange]):
     name = "idempotent_dynamodb_stream"
-    record_namespace = names.DYNAMODB_STREAM_NAMESPACE
+    adapter = names.DYNAMODB_STREAM_ADAPTER
     default_key = DYNAMODB_DEFAULT_KEY
     sequence_path = ("dynamodb", "SequenceNumber")
 
@@ -310,7 +310,7 @@ class StreamConsumer(Generic[M]):
         message = source.message(record, lambda probe: self.key(probe, source.document))
         part = self.fingerprint(message, source.document) if self.fingerprint is not None else \
             source.fingerprint(message)
-        intent = Intent(Scope(self.subscriber, self.operation, message.key, namespace=source.record_namespace), part, self.mode, self.retention)
+        intent = Intent(Scope(self.subscriber, self.operation, message.key, adapter=source.adapter), part, self.mode, self.retention)
 
         def work(txn: Transaction) -> Completion:
             return Completion(self.handler(message, txn))

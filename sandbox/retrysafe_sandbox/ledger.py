@@ -1,7 +1,7 @@
 """The sandbox's ledger: what happened, counted where it happened.
 
-Requests and authorizer decisions are counted by the HTTP front, messages and stream records
-by the pollers, IAM decisions (and every denied action with its resource) by the guard, and
+Requests and authorizer decisions are counted by the HTTP front, messages, stream records and
+rule events (EventBridge deliveries to functions) by the pollers, IAM decisions (and every denied action with its resource) by the guard, and
 everything inside a function (API round trips per service and operation, retrysafe's
 engine outcomes, events published as ``Published``) by its execution environment's botocore hooks.
 """
@@ -27,6 +27,7 @@ class Ledger:
         self.outcomes: Counter[str] = Counter()
         self.messages: Counter[str] = Counter()
         self.records: Counter[str] = Counter()
+        self.events: Counter[str] = Counter()
         self.sandbox_calls: Counter[str] = Counter()
         self.iam: Counter[str] = Counter()
         self.denied: Counter[str] = Counter()
@@ -34,7 +35,7 @@ class Ledger:
         self.executions: Counter[str] = Counter()
 
     def add(self, counter: str, name: str, amount: int = 1) -> None:
-        """Add to one counter (``requests``, ``messages``, ``records``...)."""
+        """Add to one counter (``requests``, ``messages``, ``records``, ``events``...)."""
         with self._lock:
             getattr(self, counter)[name] += amount
 
@@ -68,6 +69,7 @@ class Ledger:
                      row("engine outcomes", self.outcomes),
                      row("messages", self.messages),
                      row("stream records", self.records),
+                     row("rule events", self.events),
                      row("authorizers", self.authorizers),
                      row("executions", self.executions),
                      row("IAM-evaluated calls", self.iam),

@@ -35,12 +35,19 @@ The moto behaviours it relies on, each with its own test in ``tests/sandbox/test
 6. **Every access key is the default account** (``123456789012``, the sandbox's
    :data:`~.assembly.ACCOUNT`): keys moto did not issue map to it, so the functions' per-role keys
    and the sandbox's own key see the same tables.
+7. **An update that creates its item streams two INSERTs** (``UpdateItem``, alone or in a transaction,
+   puts the bare key first and then streams the updated item), where DynamoDB streams one. A stream
+   consumer would get the key-only image first (a ``KeyError`` on any other attribute). So after every
+   DynamoDB write request (still under the lock: no reader saw them) the key-only ``INSERT`` that is
+   followed by another ``INSERT`` of the same key is dropped, and the request's later records are
+   renumbered (moto's shard finds a record by its sequence number's offset).
 """
 
 from __future__ import annotations
 
 import copy
 import io
+import itertools
 import json
 import threading
 from collections.abc import Callable, Iterable, Iterator
@@ -53,6 +60,8 @@ WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 #: ``X-Amz-Target`` prefixes of the requests that share the DynamoDB lock (behaviours 1 and 5).
 DYNAMODB_TARGETS = ("DynamoDB_20120810.", "DynamoDBStreams_20120810.")
 TRANSACT_WRITE = "DynamoDB_20120810.TransactWriteItems"
+#: Requests besides transactions whose updates may create items (behaviour 7).
+CREATING_UPDATES = ("DynamoDB_20120810.UpdateItem",)
 
 
 def moto_app() -> WsgiApp:
@@ -89,6 +98,27 @@ def trial_tables(names: Iterable[str]) -> Iterator[None]:
         tables.update(real)
 
 
+@contextmanager
+def one_insert_per_item() -> Iterator[None]:
+    """Drop the key-only ``INSERT`` moto streams before the item an update creates (behaviour 7)."""
+    shards = [t.stream_shard for t in dynamodb_tables().values() if t.stream_shard is not None]
+    before = [len(shard.items) for shard in shards]
+    try:
+        yield
+    finally:
+        for shard, start in zip(shards, before, strict=True):
+            added = [r.record for r in shard.items[start:]]
+            dropped = {i for i, (record, following) in enumerate(itertools.pairwise(added))
+                       if record["eventName"] == following["eventName"] == "INSERT"
+                       and record["dynamodb"]["Keys"] == following["dynamodb"]["Keys"]
+                       and set(record["dynamodb"].get("NewImage", {})) <= set(record["dynamodb"]["Keys"])}
+            if dropped:
+                kept = [r for i, r in enumerate(shard.items[start:]) if i not in dropped]
+                for offset, record in enumerate(kept):
+                    record.record["dynamodb"]["SequenceNumber"] = str(shard.starting_sequence_number + start + offset)
+                shard.items[start:] = kept
+
+
 def _table_names(body: bytes) -> set[str]:
     try:
         items = json.loads(body or b"{}").get("TransactItems", [])
@@ -122,6 +152,10 @@ def adapted(app: WsgiApp) -> WsgiApp:
                 with trial_tables(_table_names(body)):
                     status, headers, raw = _call(app, environ, body)
                 if status.startswith("200"):
+                    with one_insert_per_item():
+                        status, headers, raw = _call(app, environ, body)
+            elif environ.get("HTTP_X_AMZ_TARGET") in CREATING_UPDATES:
+                with one_insert_per_item():
                     status, headers, raw = _call(app, environ, body)
             else:
                 status, headers, raw = _call(app, environ, body)

@@ -1,7 +1,7 @@
 """Provision a stack's data plane on the embedded AWS: tables, queues, buses, rules, secrets, parameters, buckets.
 
 Everything comes from the template: names, keys, GSIs, TTL, streams, redrive policies,
-event patterns and targets (bucket, queue and topic policies are the IAM guard's). Resources without a local meaning (IAM, log groups, alarms...)
+event patterns and targets (a function target gets a queue of the sandbox's own, :class:`EventTarget`) (bucket, queue and topic policies are the IAM guard's). Resources without a local meaning (IAM, log groups, alarms...)
 are ignored silently; other types the sandbox does not run are listed in ``Provisioned.skipped``.
 """
 
@@ -29,7 +29,7 @@ LOCAL = frozenset({
     "AWS::Lambda::Function", "AWS::Lambda::LayerVersion", "AWS::Lambda::EventSourceMapping",
     "AWS::ApiGateway::RestApi", "AWS::ApiGateway::Resource", "AWS::ApiGateway::Method", "AWS::ApiGateway::Authorizer",
     "AWS::ApiGatewayV2::Api", "AWS::ApiGatewayV2::Route", "AWS::ApiGatewayV2::Integration",
-    "AWS::ApiGatewayV2::Authorizer",
+    "AWS::ApiGatewayV2::Authorizer", "AWS::Lambda::EventInvokeConfig",
 })
 
 
@@ -43,6 +43,23 @@ class Schedule:
     rule_arn: str = ""
 
 
+@dataclass(frozen=True)
+class EventTarget:
+    """A function target of a pattern rule: the embedded EventBridge delivers its events to ``queue_url``.
+
+    That queue is the sandbox's (it stands for Lambda's asynchronous invocation queue):
+    :mod:`.event_targets` invokes ``function_id`` from it. ``dead_letter``: the target's
+    ``DeadLetterConfig`` queue ARN.
+    """
+
+    rule: str
+    rule_arn: str
+    target_id: str
+    function_id: str
+    queue_url: str
+    dead_letter: str | None = None
+
+
 @dataclass
 class Provisioned:
     """What was created for one stack, and the resolver for its intrinsics."""
@@ -51,6 +68,7 @@ class Provisioned:
     intrinsics: Intrinsics
     skipped: dict[str, list[str]] = field(default_factory=dict)
     schedules: list[Schedule] = field(default_factory=list)
+    event_targets: list[EventTarget] = field(default_factory=list)
 
     def skip(self, resource: Resource, reason: str) -> None:
         """Record a resource the sandbox does not run."""
@@ -239,14 +257,17 @@ class Provisioner:
         targets = props.get("Targets", [])
         every = _rate_seconds(props.get("ScheduleExpression", ""))
         rule_arn = str(done.intrinsics.get_att(resource.logical_id, "Arn"))
+        invoked = []
         for target in targets:
             if target["Arn"] in functions and every is not None:
                 done.schedules.append(Schedule(name, functions[target["Arn"]], every, rule_arn))
+            elif target["Arn"] in functions and "EventPattern" in props and not {"Input", "InputPath"} & set(target):
+                invoked.append(self._function_target(done, name, rule_arn, target, functions[target["Arn"]]))
             elif target["Arn"] in functions or "ScheduleExpression" in props:
-                done.skip(resource, "AWS::Events::Rule (function target of an event pattern, or a cron schedule)")
+                done.skip(resource, "AWS::Events::Rule (function target with Input/InputPath, or a cron schedule)")
         queues = [{k: v for k, v in t.items() if k in ("Id", "Arn", "Input", "InputPath", "SqsParameters")}
                   for t in targets if (t["Arn"].startswith("arn:aws:sqs:") or t["Arn"].startswith("arn:aws:sns:"))
-                  and (self.target_allowed is None or self.target_allowed(done, rule_arn, t["Arn"]))]
+                  and (self.target_allowed is None or self.target_allowed(done, rule_arn, t["Arn"]))] + invoked
         if "EventPattern" not in props or not queues:
             return
         events = self.client("events")
@@ -255,6 +276,18 @@ class Provisioner:
         events.put_rule(Name=name, EventBusName=bus, State=props.get("State", "ENABLED"),
                         EventPattern=pattern if isinstance(pattern, str) else json.dumps(pattern))
         events.put_targets(Rule=name, EventBusName=bus, Targets=queues)
+
+    def _function_target(self, done: Provisioned, rule: str, rule_arn: str, target: dict[str, Any],
+                         function_id: str) -> dict[str, Any]:
+        """The sandbox's queue standing for Lambda's asynchronous queue of one function target (its rule target)."""
+        # Deleted only once delivered (retries included): no redelivery while an invocation runs.
+        name = f"sandbox-async-{rule}"[:70] + f"-{target['Id']}"[:10]
+        url = self.client("sqs").create_queue(QueueName=name, Attributes={"VisibilityTimeout": "43200"})["QueueUrl"]
+        dead_letter = target.get("DeadLetterConfig", {}).get("Arn")
+        done.event_targets.append(EventTarget(rule, rule_arn, target["Id"], function_id, url,
+                                              str(dead_letter) if dead_letter else None))
+        return {"Id": target["Id"], "Arn": f"arn:aws:sqs:{REGION}:{ACCOUNT}:{name}",
+                **({"InputTransformer": target["InputTransformer"]} if "InputTransformer" in target else {})}
 
     # -- resources the sandbox runs itself: only their names ------------------------------------
 

@@ -10,6 +10,7 @@ import dataclasses
 import logging
 import threading
 import time
+import urllib.request
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +19,7 @@ from typing import IO, Any
 
 from .assembly import REGION, function_name, load_stacks
 from .authorizers import Gate, authorizers
+from .event_targets import AsyncConfig, EventTargetPoller, async_configs
 from .functions import FunctionPool, Invocation, function_specs, log_file
 from .guard import Guard
 from .http_front import ApiServer
@@ -54,7 +56,7 @@ class Sandbox:
         self.guard = Guard(self.ledger)
         self.pools: dict[str, FunctionPool] = {}
         self.apis: list[ApiServer] = []
-        self.pollers: list[SqsPoller | StreamPoller] = []
+        self.pollers: list[SqsPoller | StreamPoller | EventTargetPoller] = []
         self.provisioned: list[Provisioned] = []
         self.stepfunctions: StepFunctions | None = None
         self._stop = threading.Event()
@@ -80,6 +82,10 @@ class Sandbox:
         self._server.start()
         host, port = self._server.get_host_and_port()
         self.endpoint = f"http://{host}:{port}"
+        # moto's backends live as long as the process: a sandbox started after another one in it (tests)
+        # would find the first one's tables, and its stream pollers assume streams that begin empty.
+        urllib.request.urlopen(urllib.request.Request(f"{self.endpoint}/moto-api/reset", method="POST"),
+                               timeout=30).close()
         stacks = load_stacks(self.options.assembly)
         chosen = [s for s in stacks if not self.options.stacks or s.name in self.options.stacks]
         if not chosen:
@@ -105,6 +111,7 @@ class Sandbox:
                 self.apis.append(server)
                 server.start()
             self._run_mappings(done)
+            self._run_event_targets(done)
             self._run_machines(done)
             for schedule in done.schedules:
                 threading.Thread(target=self._every, args=(schedule,), daemon=True).start()
@@ -196,6 +203,28 @@ class Sandbox:
                 continue
             self.pollers[-1].start()
 
+    def _run_event_targets(self, done: Provisioned) -> None:
+        configs = async_configs(done)
+        queues = {done.intrinsics.get_att(q.logical_id, "Arn"): done.intrinsics.ref(q.logical_id)
+                  for q in done.stack.of_type("AWS::SQS::Queue")}
+        may_invoke = self._may_invoke("events.amazonaws.com")
+        sqs = self.client("sqs")
+        for target in done.event_targets:
+            pool = self.pools[target.function_id]
+
+            def dead_letter(arn: str, body: str, rule_arn: str = target.rule_arn) -> None:
+                # EventBridge sends to a target's dead-letter queue under that queue's policy (aws:SourceArn the rule).
+                allowed = self.guard.decide_service("events.amazonaws.com", "sqs:SendMessage", arn, rule_arn).allowed
+                if allowed and arn in queues:
+                    sqs.send_message(QueueUrl=queues[arn], MessageBody=body)
+                else:
+                    self.ledger.add("events", f"lost: the dead-letter queue {arn} refused EventBridge")
+
+            self.pollers.append(EventTargetPoller(
+                target, sqs, pool, configs.get(target.function_id, AsyncConfig()), may_invoke, dead_letter,
+                self._destination(queues, pool.spec.access_key), self.ledger, self._stop))
+            self.pollers[-1].start()
+
     def _run_machines(self, done: Provisioned) -> None:
         found = machines(done, self.guard)
         if not found:
@@ -230,7 +259,8 @@ class Sandbox:
     # -- observation --------------------------------------------------------------------------------
 
     def dead_letter_queues(self) -> list[str]:
-        """URLs of the queues failures end in: redrive targets and event source on-failure destinations."""
+        """URLs of the queues failures end in: redrive targets, event source and asynchronous invocation
+        on-failure destinations, and rule targets' dead-letter queues."""
         urls = []
         for done in self.provisioned:
             resolve = done.intrinsics.resolve
@@ -240,19 +270,24 @@ class Sandbox:
                        for q in done.stack.of_type("AWS::SQS::Queue") if "RedrivePolicy" in q.properties]
             targets += [resolve(m.properties.get("DestinationConfig", {})).get("OnFailure", {}).get("Destination")
                         for m in done.stack.of_type("AWS::Lambda::EventSourceMapping")]
+            targets += [config.on_failure for config in async_configs(done).values()]
+            targets += [target.dead_letter for target in done.event_targets]
             urls += [by_arn[arn] for arn in dict.fromkeys(targets) if arn in by_arn]
         return urls
 
     def settle(self, timeout: float = 60.0, quiet_for: float = 1.0) -> bool:
-        """Wait until every poller is idle and every mapped queue is empty (visible and in flight)."""
+        """Wait until every poller is idle, every mapped queue is empty (visible and in flight) and every
+        stream poller has delivered what its stream holds; ``False`` when ``timeout`` passed first."""
         sqs = self.client("sqs")
-        urls = [p.queue_url for p in self.pollers if isinstance(p, SqsPoller)]
+        urls = [p.queue_url for p in self.pollers if isinstance(p, (SqsPoller, EventTargetPoller))]
+        streams = [p for p in self.pollers if isinstance(p, StreamPoller)]
+        reader = self.client("dynamodbstreams") if streams else None
         deadline, quiet_since = time.monotonic() + timeout, None
         while time.monotonic() < deadline:
             waiting = sum(int(v) for url in urls for v in sqs.get_queue_attributes(
                 QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"]
             )["Attributes"].values())
-            if waiting or any(p.busy for p in self.pollers):
+            if waiting or any(p.busy for p in self.pollers) or not all(p.caught_up(reader) for p in streams):
                 quiet_since = None
             elif quiet_since is None:
                 quiet_since = time.monotonic()

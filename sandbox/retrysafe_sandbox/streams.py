@@ -65,11 +65,11 @@ class StreamPoller(threading.Thread):
     def _poll(self) -> None:
         while not self._halt.is_set():
             try:
-                records = self._read()
+                records, positions = self._read()
             except ClientError as error:
                 # The stream answered an error (not the app's doing): counted, and read again at the next poll.
                 self.ledger.add("records", f"read failed ({error.response['Error'].get('Code', '?')})")
-                records = []
+                records, positions = [], {}
             if not records:
                 time.sleep(0.2)
                 continue
@@ -81,24 +81,41 @@ class StreamPoller(threading.Thread):
                 for start in range(0, len(kept), self.batch_size):
                     self._deliver(kept[start:start + self.batch_size])
             finally:
+                # Moved on only once delivered: until then caught_up() sees these records as pending.
+                self._last.update(positions)
                 self.busy = False
 
-    def _read(self) -> list[dict[str, Any]]:
-        shards = self.streams.describe_stream(StreamArn=self.stream_arn)["StreamDescription"]["Shards"]
+    def _read(self, limit: int = 1000, client: Any = None) -> tuple[list[dict[str, Any]], dict[str, str]]:
+        """The records after the last ones delivered, and each shard's position after them."""
+        streams = client or self.streams
+        shards = streams.describe_stream(StreamArn=self.stream_arn)["StreamDescription"]["Shards"]
         records: list[dict[str, Any]] = []
+        positions: dict[str, str] = {}
         for shard in shards:
             # A fresh iterator after the last record read on every poll: the stream starts empty with the
             # sandbox, so TRIM_HORIZON and LATEST coincide.
             after = self._last.get(shard["ShardId"])
             position = ({"ShardIteratorType": "AFTER_SEQUENCE_NUMBER", "SequenceNumber": after} if after
                         else {"ShardIteratorType": "TRIM_HORIZON"})
-            iterator = self.streams.get_shard_iterator(StreamArn=self.stream_arn, ShardId=shard["ShardId"],
+            iterator = streams.get_shard_iterator(StreamArn=self.stream_arn, ShardId=shard["ShardId"],
                                                        **position)["ShardIterator"]
-            page = self.streams.get_records(ShardIterator=iterator, Limit=1000).get("Records", [])
+            page = streams.get_records(ShardIterator=iterator, Limit=limit).get("Records", [])
             if page:
-                self._last[shard["ShardId"]] = page[-1]["dynamodb"]["SequenceNumber"]
+                positions[shard["ShardId"]] = page[-1]["dynamodb"]["SequenceNumber"]
             records += [{**r, "eventSourceARN": self.stream_arn} for r in page]
-        return records
+        return records, positions
+
+    def caught_up(self, streams: Any) -> bool:
+        """Whether every record the stream holds has been delivered (or filtered out, or given up on).
+
+        A read of its own with the ``streams`` client (the sandbox's: not a call of the app), which
+        does not move the poller; what :meth:`Sandbox.settle` waits for.
+        """
+        try:
+            records, _ = self._read(limit=1, client=streams)
+        except ClientError:
+            return False
+        return not records and not self.busy
 
     def _deliver(self, records: list[dict[str, Any]]) -> None:
         pending = deque([(records, 0)])

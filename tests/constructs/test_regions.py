@@ -35,7 +35,7 @@ def global_table(stack: cdk.Stack, mode: dynamodb.MultiRegionConsistency | None 
         global_secondary_indexes=[dynamodb.GlobalSecondaryIndexPropsV2(
             index_name=names.OUTBOX_INDEX,
             partition_key=dynamodb.Attribute(name=names.UNPUBLISHED_ATTRIBUTE, type=dynamodb.AttributeType.STRING),
-            sort_key=dynamodb.Attribute(name=names.OCCURRED_AT_ATTRIBUTE, type=dynamodb.AttributeType.STRING))])
+            sort_key=dynamodb.Attribute(name=names.COMMITTED_AT_ATTRIBUTE, type=dynamodb.AttributeType.STRING))])
 
 
 def test_replicas_added_through_table_props_without_a_strategy_are_refused_with_the_fix() -> None:

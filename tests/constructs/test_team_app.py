@@ -68,7 +68,7 @@ def _own_table(stack: cdk.Stack, view: dynamodb.StreamViewType) -> dynamodb.Tabl
     table.add_global_secondary_index(
         index_name=names.OUTBOX_INDEX,
         partition_key=dynamodb.Attribute(name=names.UNPUBLISHED_ATTRIBUTE, type=dynamodb.AttributeType.STRING),
-        sort_key=dynamodb.Attribute(name=names.OCCURRED_AT_ATTRIBUTE, type=dynamodb.AttributeType.STRING))
+        sort_key=dynamodb.Attribute(name=names.COMMITTED_AT_ATTRIBUTE, type=dynamodb.AttributeType.STRING))
     return table
 
 

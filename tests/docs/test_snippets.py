@@ -247,7 +247,7 @@ def test_multi_region_store_sends_each_tenants_writes_to_its_home_region(tables:
     create_table(east, tables.table_name)
     module = fresh("multi_region")
     assert module.store.region == "eu-west-1"
-    home = {region: module.store.for_scope(Scope(tenant, "CreateOrder", "k")).client
+    home = {region: module.store.for_scope(Scope(tenant, "CreateOrder", "k", adapter=names.HTTP_ADAPTER)).client
             for tenant, region in (("tenant-a", "eu-west-1"), ("acme", "us-east-1"))}
     counters = {region: CallCounter(client) for region, client in home.items()}
     for tenant in ("tenant-a", "acme", "acme"):

@@ -62,7 +62,7 @@ def test_the_simulation_catches_a_consumer_without_processed_message_tracking(wo
 
                 record = SQSRecord(event["Records"][0])
                 message = Message(record, record.message_id, unwrap(record.body)[0])
-                engine.execute_unkeyed(Scope("-", "unguarded", "", namespace=names.HTTP_NAMESPACE),
+                engine.execute_unkeyed(Scope("-", "unguarded", "", adapter=names.HTTP_ADAPTER),
                                        lambda txn: Completion(consume(message, txn)))
                 return {"batchItemFailures": []}
 

@@ -14,10 +14,10 @@ import pytest
 from retrysafe import names
 from retrysafe.testing._events import DrillContext, rest_event
 
-from tests.helpers import ROOT
+from tests.helpers import ROOT, create_business_table
 
 HANDLERS = ROOT / "examples" / "orders" / "handlers"
-NAMES = ("orders", "payments", "inventory", "github", "authorizer")
+NAMES = ("orders", "payments", "inventory", "github", "authorizer", "shipping", "notifications")
 
 
 def _load(name: str) -> ModuleType:
@@ -94,3 +94,41 @@ def test_authorizer_tenant_comes_from_a_signed_token(modules: dict[str, ModuleTy
     assert tenant_from_token(f"Bearer acme.{signature}", secret) == "acme"
     assert tenant_from_token(f"Bearer evil.{signature}", secret) is None
     assert tenant_from_token("Bearer acme", secret) is None
+
+
+def _placed(event_id: str, order_id: str) -> dict[str, Any]:
+    """An ``OrderPlaced`` EventBridge event as the rule delivers it: the outbox envelope as the detail."""
+    return {"version": "0", "id": event_id, "detail-type": "OrderPlaced", "source": "orders",
+            "account": "123456789012", "time": "2026-12-01T10:00:00Z", "region": "eu-west-1", "resources": [],
+            "detail": {"event_id": f"outbox-{order_id}", "event_type": "OrderPlaced", "aggregate_type": "Order",
+                       "aggregate_id": order_id, "sequence": 1, "occurred_at": "2026-12-01T10:00:00+00:00",
+                       "payload": {"order_id": order_id, "tenant": "acme", "total": "9.90",
+                                   "lines": [{"sku": "pen", "quantity": 1, "price": "9.90"}]}}}
+
+
+def _shipments(ddb: Any) -> dict[str, dict[str, Any]]:
+    return {i["pk"]["S"]: i for i in ddb.scan(TableName="shipments", ConsistentRead=True)["Items"]}
+
+
+def test_shipping_ships_a_republished_order_once(ddb: Any, modules: dict[str, ModuleType]) -> None:
+    create_business_table(ddb, "shipments")
+    first = modules["shipping"].handler(_placed("eb-1", "o-1"), DrillContext())
+    # the outbox published the same event again: EventBridge gave it a new id (and the retry a new time)
+    again = modules["shipping"].handler({**_placed("eb-2", "o-1"), "time": "2026-12-01T10:00:05Z"}, DrillContext())
+    assert first == again == {"shipped": "o-1"}
+    shipment = _shipments(ddb)["shipment#o-1"]
+    assert shipment["shipped"] == {"N": "1"} and shipment["lines"]["L"][0]["M"]["sku"] == {"S": "pen"}
+
+
+def test_notifications_notify_once_per_shipment_record(ddb: Any, modules: dict[str, ModuleType]) -> None:
+    create_business_table(ddb, "shipments")
+    # a DynamoDB Streams batch as Lambda delivers it (NEW_IMAGE view), then the same batch read again
+    record = {"eventID": "c4ca4238a0b923820dcc509a6f75849b", "eventName": "INSERT", "eventVersion": "1.1",
+              "eventSource": "aws:dynamodb", "awsRegion": "eu-west-1",
+              "dynamodb": {"ApproximateCreationDateTime": 1764583200, "Keys": {"pk": {"S": "shipment#o-1"}},
+                           "NewImage": {"pk": {"S": "shipment#o-1"}, "order_id": {"S": "o-1"}, "shipped": {"N": "1"}},
+                           "SequenceNumber": "111", "SizeBytes": 26, "StreamViewType": "NEW_IMAGE"},
+              "eventSourceARN": "arn:aws:dynamodb:eu-west-1:123456789012:table/shipments/stream/2026-12-01T00:00:00.000"}
+    for _ in range(2):
+        assert modules["notifications"].handler({"Records": [record]}, DrillContext()) == {"batchItemFailures": []}
+    assert _shipments(ddb)["notice#o-1"]["notices"] == {"N": "1"}

@@ -55,7 +55,8 @@ def test_functions_run_latest_python_with_the_runtime_layer_and_horizon(raw: dic
     functions = resources(raw, "AWS::Lambda::Function")
     idempotent = {k: v for k, v in functions.items() if names.TABLE_ENV in
                   v["Properties"].get("Environment", {}).get("Variables", {})}
-    assert len(idempotent) == 7  # create, pay, reserve, apply-push, publisher, sweeper, webhook receiver
+    # create, pay, reserve, ship, notify, apply-push, publisher, sweeper, webhook receiver
+    assert len(idempotent) == 9
     for function in functions.values():
         assert function["Properties"]["Runtime"] == "python3.14"
     for function in idempotent.values():
@@ -69,7 +70,7 @@ def test_runtime_layer_asset_has_sources_and_powertools_without_bytecode(example
     (layer,) = resources(raw, "AWS::Lambda::LayerVersion").values()
     asset = example.outdir / ("asset." + layer["Properties"]["Content"]["S3Key"].removesuffix(".zip"))
     python = asset / "python"
-    assert (python / "retrysafe" / "engine.py").is_file()
+    assert (python / "retrysafe" / "_engine.py").is_file()
     assert (python / "aws_lambda_powertools" / "__init__.py").is_file()
     assert (python / "typing_extensions.py").is_file()
     assert not [p for p in asset.rglob("*") if p.name == "__pycache__" or p.suffix == ".pyc"]
@@ -156,6 +157,34 @@ def test_outbox_publisher_mapping_and_sweeper(template: Template) -> None:
         "EventPattern": {"source": ["orders"], "detail-type": ["OrderPlaced"]}})
 
 
+def test_shipping_rule_target_and_notices_stream_consumer(template: Template) -> None:
+    # the EventBridge rule target: OrderPlaced to the shipping function, retried, then its dead-letter queue
+    template.has_resource_properties("AWS::Events::Rule", {
+        "EventPattern": {"source": ["orders"], "detail-type": ["OrderPlaced"]},
+        "Targets": [Match.object_like({
+            "Arn": {"Fn::GetAtt": [Match.string_like_regexp("ShipOrderFunction"), "Arn"]},
+            "DeadLetterConfig": {"Arn": {"Fn::GetAtt": [Match.string_like_regexp("ShipOrdersDeadLetterQueue"), "Arn"]}},
+            "RetryPolicy": {"MaximumEventAgeInSeconds": 86_400, "MaximumRetryAttempts": 185}})]})
+    template.has_resource_properties("AWS::Lambda::EventInvokeConfig", {
+        "FunctionName": {"Ref": Match.string_like_regexp("ShipOrderFunction")}, "MaximumRetryAttempts": 2,
+        "DestinationConfig": {"OnFailure": {"Destination": {
+            "Fn::GetAtt": [Match.string_like_regexp("ShipOrdersDeadLetterQueue"), "Arn"]}}}})
+    # the shipments table's stream, its INSERTs of shipment# items only, with partial batch failures
+    template.has_resource_properties("AWS::DynamoDB::Table", {
+        "TableName": Match.absent(), "StreamSpecification": {"StreamViewType": "NEW_IMAGE"},
+        "SSESpecification": {"SSEEnabled": True}, "PointInTimeRecoverySpecification": Match.any_value()})
+    template.has_resource_properties("AWS::Lambda::EventSourceMapping", {
+        "EventSourceArn": {"Fn::GetAtt": [Match.string_like_regexp("Shipments"), "StreamArn"]},
+        "FunctionName": {"Ref": Match.string_like_regexp("NotifyShippedFunction")},
+        "FunctionResponseTypes": ["ReportBatchItemFailures"], "BisectBatchOnFunctionError": True,
+        "StartingPosition": "TRIM_HORIZON",
+        "DestinationConfig": {"OnFailure": {"Destination": {
+            "Fn::GetAtt": [Match.string_like_regexp("ShippingNoticesFailureQueue"), "Arn"]}}},
+        "FilterCriteria": {"Filters": [{"Pattern": json.dumps(
+            {"eventName": ["INSERT"], "dynamodb": {"Keys": {"pk": {"S": [{"prefix": "shipment#"}]}}}},
+            separators=(",", ":"))}]}})
+
+
 def test_webhook_receiver_secret_route_and_handoff(template: Template) -> None:
     template.has_resource_properties("AWS::Lambda::Function", {
         "Handler": names.WEBHOOK_HANDLER,
@@ -200,6 +229,9 @@ STATEFUL_LOGICAL_IDS = {
         "InventoryQueueDeadLetterQueue0100568D": "AWS::SQS::Queue",
         "OrdersA9B65338": "AWS::DynamoDB::Table",
         "OutboxFailureQueueF968CAFD": "AWS::SQS::Queue",
+        "ShipOrdersDeadLetterQueue31CCEE31": "AWS::SQS::Queue",
+        "Shipments6E8A22F1": "AWS::DynamoDB::Table",
+        "ShippingNoticesFailureQueue1F5B62B7": "AWS::SQS::Queue",
     },
     "RetrysafeSaga": {
         "IdempotencyTable48612DF4": "AWS::DynamoDB::Table",

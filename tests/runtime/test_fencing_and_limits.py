@@ -23,7 +23,7 @@ from retrysafe.testing._events import DrillContext, rest_event
 
 from tests.helpers import ORDERS, TABLE
 
-SCOPE = Scope("tenant-a", "Charge", "key-1", namespace=names.HTTP_NAMESPACE)
+SCOPE = Scope("tenant-a", "Charge", "key-1", adapter=names.HTTP_ADAPTER)
 
 
 def intent(**overrides: Any) -> Intent:

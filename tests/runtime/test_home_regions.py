@@ -105,7 +105,7 @@ def test_unkeyed_requests_are_routed_too(regions: dict[str, Any]) -> None:
     store = DynamoStore(TABLE, client=regions[OTHER], home_regions=HomeRegions(HOME),
                         home_clients={HOME: regions[HOME]})
     counters = {region: CallCounter(client) for region, client in regions.items()}
-    Engine(store).execute_unkeyed(Scope("tenant-a", "Ping", "", namespace=names.HTTP_NAMESPACE), lambda txn: (
+    Engine(store).execute_unkeyed(Scope("tenant-a", "Ping", "", adapter=names.HTTP_ADAPTER), lambda txn: (
         txn.put({"pk": "ping"}, table=ORDERS), _stored())[1])
     assert dict(counters[HOME].calls) == {"TransactWriteItems": 1} and counters[OTHER].total == 0
 
@@ -118,7 +118,7 @@ def _stored() -> Any:
 
 def test_the_home_store_makes_its_own_client_in_the_home_region(regions: dict[str, Any]) -> None:
     store = DynamoStore(TABLE, client=regions[OTHER], home_regions=HomeRegions(HOME))
-    scope = Scope("tenant-a", "CreateOrder", "key-1", namespace=names.HTTP_NAMESPACE)
+    scope = Scope("tenant-a", "CreateOrder", "key-1", adapter=names.HTTP_ADAPTER)
     home = store.for_scope(scope)
     assert home is not store and home.region == HOME and home.client.meta.region_name == HOME
     assert store.for_scope(scope) is home  # one client per home region, reused
@@ -134,8 +134,8 @@ def test_the_mapping_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch)
     assert HomeRegions.from_env() == HomeRegions(HOME)
     monkeypatch.setenv(names.TENANT_HOME_REGIONS_ENV, json.dumps({"acme": OTHER}))
     homes = HomeRegions.from_env()
-    assert homes is not None and homes.region_for(Scope("acme", "op", "k", namespace=names.HTTP_NAMESPACE)) == OTHER
-    assert homes.region_for(Scope("other", "op", "k", namespace=names.HTTP_NAMESPACE)) == HOME and homes.regions == {HOME, OTHER}
+    assert homes is not None and homes.region_for(Scope("acme", "op", "k", adapter=names.HTTP_ADAPTER)) == OTHER
+    assert homes.region_for(Scope("other", "op", "k", adapter=names.HTTP_ADAPTER)) == HOME and homes.regions == {HOME, OTHER}
 
     from retrysafe import _store as store_module
 

@@ -46,37 +46,37 @@ def test_a_missing_key_is_refused_only_where_required() -> None:
 
 
 def test_the_record_id_is_pinned_and_hides_the_key() -> None:
-    scope = Scope("tenant-a", "CreateOrder", "order-1", namespace=names.HTTP_NAMESPACE)
+    scope = Scope("tenant-a", "CreateOrder", "order-1", adapter=names.HTTP_ADAPTER)
     assert scope.record_id == "idem#-OTKdjfWyddZduzsseMqyBv_M1etzjAytpy7XpDGlYo"
     assert "order-1" not in scope.record_id and URL_SAFE_43.match(scope.record_id.removeprefix(names.RECORD_PREFIX))
 
 
 def test_every_part_of_the_scope_counts_and_parts_cannot_pose_as_each_other() -> None:
-    http = names.HTTP_NAMESPACE
-    ids = {Scope(*parts, namespace=namespace).record_id for namespace, *parts in [
+    http = names.HTTP_ADAPTER
+    ids = {Scope(*parts, adapter=adapter).record_id for adapter, *parts in [
         (http, "t", "op", "k"), (http, "t2", "op", "k"), (http, "t", "op2", "k"), (http, "t", "op", "k2"),
         (http, "ab", "c", "k"), (http, "a", "bc", "k"),          # length-prefixed: no delimiter to shift
         (http, "t", "opk", ""), (http, "t", "op", "k\x00"),
-        *((namespace, "t", "op", "k") for namespace in names.RECORD_NAMESPACES if namespace != http),
+        *((adapter, "t", "op", "k") for adapter in names.ADAPTERS if adapter != http),
     ]}
-    assert len(ids) == 8 + len(names.RECORD_NAMESPACES) - 1
-    assert Scope("t", "op", "k", namespace=http).record_id == Scope("t", "op", "k", namespace=http).record_id
+    assert len(ids) == 8 + len(names.ADAPTERS) - 1
+    assert Scope("t", "op", "k", adapter=http).record_id == Scope("t", "op", "k", adapter=http).record_id
 
 
 def test_a_scope_names_a_known_namespace() -> None:
     from retrysafe.errors import ConfigurationError
 
     with pytest.raises(ConfigurationError, match="namespace"):
-        Scope("t", "op", "k", namespace="https")
+        Scope("t", "op", "k", adapter="https")
 
 
 def test_derived_keys_are_pinned_per_purpose_and_accepted_by_providers() -> None:
-    http = names.HTTP_NAMESPACE
-    scope = Scope("tenant-a", "CreateOrder", "order-1", namespace=http)
+    http = names.HTTP_ADAPTER
+    scope = Scope("tenant-a", "CreateOrder", "order-1", adapter=http)
     assert scope.derive_key("charge") == "_r8aWRKF_aPYy2mhEDNUzc4TNuUsGuX08ChsHAvVlkY"
     derived = {scope.derive_key(p) for p in ("charge", "refund", "email")}
-    derived |= {Scope("tenant-b", "CreateOrder", "order-1", namespace=http).derive_key("charge"),
-                Scope("tenant-a", "CreateOrder", "order-2", namespace=http).derive_key("charge"),
-                Scope("tenant-a", "CreateOrder", "order-1", namespace=names.SQS_NAMESPACE).derive_key("charge")}
+    derived |= {Scope("tenant-b", "CreateOrder", "order-1", adapter=http).derive_key("charge"),
+                Scope("tenant-a", "CreateOrder", "order-2", adapter=http).derive_key("charge"),
+                Scope("tenant-a", "CreateOrder", "order-1", adapter=names.SQS_ADAPTER).derive_key("charge")}
     assert len(derived) == 6 and all(URL_SAFE_43.match(k) for k in derived)
     assert scope.derive_key("charge") != scope.record_id.removeprefix(names.RECORD_PREFIX)

@@ -2,7 +2,8 @@
 
 An HTTP caller whose authenticated tenant is ``billing``, an SQS consumer with ``subscriber="billing"``,
 a webhook receiver with ``source="billing"`` and a Step Functions task with ``tenant="billing"``, all
-with the same operation name and key, are four independent intents: each runs its work once, none
+and the event, plain-function, Kinesis and DynamoDB Streams adapters with that tenant
+(``namespace=`` / ``subscriber=``), all with the same operation name and key, are independent intents: each runs its work once, none
 answers with another's record (a replay) or refuses the other as a reused key (422, a dead letter).
 """
 
@@ -17,10 +18,28 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from retrysafe import Transaction, idempotent_http, idempotent_sqs, idempotent_task, names
+from retrysafe import (
+    Transaction,
+    idempotent,
+    idempotent_dynamodb_stream,
+    idempotent_function,
+    idempotent_http,
+    idempotent_kinesis,
+    idempotent_sqs,
+    idempotent_task,
+    names,
+)
 from retrysafe.errors import RetrysafeError
 from retrysafe.sqs import Message
-from retrysafe.testing._events import DrillContext, http_event, sqs_record, task_payload
+from retrysafe.streams import DynamoDBChange, KinesisMessage
+from retrysafe.testing._events import (
+    DrillContext,
+    dynamodb_stream_record,
+    http_event,
+    kinesis_record,
+    sqs_record,
+    task_payload,
+)
 from retrysafe.webhook import Stripe, WebhookReceiver
 
 from tests.helpers import ORDERS, TABLE
@@ -88,10 +107,57 @@ def task(store: Any) -> str:
     return "done"
 
 
-ADAPTERS: dict[str, Callable[[Any], str]] = {"http": http, "sqs": sqs, "webhook": webhook, "task": task}
-EXECUTED = {"http": "201", "sqs": "done", "webhook": "202", "task": "done"}
+def event(store: Any) -> str:
+    def react(event: dict[str, Any], context: Any, txn: Transaction) -> dict[str, Any]:
+        effect(txn, "event")
+        return {"by": "event"}
+
+    handler = idempotent(namespace=TENANT, operation=OPERATION, key="detail.id", store=store)(react)
+    bridged = {"version": "0", "id": "e-1", "detail-type": "invoice.paid", "source": "stripe", "account": "1",
+               "time": "2026-12-01T00:00:00Z", "region": "eu-west-1", "resources": [], "detail": {"id": KEY}}
+    handler(bridged, DrillContext())
+    return "done"
+
+
+def function(store: Any) -> str:
+    @idempotent_function(data_keyword_argument="invoice", namespace=TENANT, operation=OPERATION, key="id",
+                         store=store)
+    def pay(invoice: dict[str, Any], txn: Transaction) -> str:
+        effect(txn, "function")
+        return "paid"
+
+    assert pay(invoice={"id": KEY}) == "paid"
+    return "done"
+
+
+def kinesis(store: Any) -> str:
+    def book(message: KinesisMessage, txn: Transaction) -> None:
+        effect(txn, "kinesis")
+
+    handler = idempotent_kinesis(subscriber=TENANT, operation=OPERATION, key="kinesis.data.id", store=store)(book)
+    batch = {"Records": [kinesis_record({"id": KEY}, sequence_number="1")]}
+    return "failed" if handler(batch, DrillContext())["batchItemFailures"] else "done"
+
+
+def stream(store: Any) -> str:
+    def index(change: DynamoDBChange, txn: Transaction) -> None:
+        effect(txn, "stream")
+
+    handler = idempotent_dynamodb_stream(subscriber=TENANT, operation=OPERATION, key="dynamodb.Keys.pk.S",
+                                         store=store)(index)
+    batch = {"Records": [dynamodb_stream_record("INSERT", {"pk": {"S": KEY}}, sequence_number="1",
+                                                new_image={"pk": {"S": KEY}})]}
+    return "failed" if handler(batch, DrillContext())["batchItemFailures"] else "done"
+
+
+ADAPTERS: dict[str, Callable[[Any], str]] = {"http": http, "sqs": sqs, "webhook": webhook, "task": task,
+                                             "event": event, "function": function, "kinesis": kinesis,
+                                             "stream": stream}
+EXECUTED = {"http": "201", "sqs": "done", "webhook": "202", "task": "done", "event": "done", "function": "done",
+            "kinesis": "done", "stream": "done"}
 #: What a repeat of the same request answers within the adapter's own namespace.
-REPEATED = {"http": "201 replayed", "sqs": "done", "webhook": "202 replayed", "task": "done"}
+REPEATED = {"http": "201 replayed", "sqs": "done", "webhook": "202 replayed", "task": "done", "event": "done",
+            "function": "done", "kinesis": "done", "stream": "done"}
 
 
 @pytest.mark.parametrize(("first", "second"), list(itertools.combinations(ADAPTERS, 2)),

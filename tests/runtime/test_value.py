@@ -37,7 +37,7 @@ json_values = st.recursive(
     max_leaves=8,
 )
 headers = st.dictionaries(text, text, max_size=3)
-scopes = st.builds(Scope, text, text, text, namespace=st.sampled_from(names.RECORD_NAMESPACES))
+scopes = st.builds(Scope, text, text, text, adapter=st.sampled_from(names.ADAPTERS))
 retentions = st.builds(Retention, st.integers(86_400, 10**8), st.floats(0.1, 900))
 records = st.builds(Record, text, st.sampled_from(["pending", "completed"]), text, st.integers(0, 2**40),
                     st.integers(0, 2**40), text, st.none() | text, st.none() | st.integers(0, 2**40), json_values,
@@ -143,17 +143,17 @@ def test_attributes_cannot_be_set_or_deleted(cls: type[Value]) -> None:
 
 
 def test_a_scope_cannot_be_changed_under_its_record_id() -> None:
-    scope = Scope("tenant", "CreateOrder", "key-1", namespace=names.HTTP_NAMESPACE)
+    scope = Scope("tenant", "CreateOrder", "key-1", adapter=names.HTTP_ADAPTER)
     record_id = scope.record_id
     with pytest.raises(AttributeError):
         scope.key = "key-2"  # type: ignore[misc]
-    assert scope.record_id == record_id == Scope("tenant", "CreateOrder", "key-1", namespace=names.HTTP_NAMESPACE).record_id
-    assert Scope("tenant", "CreateOrder", "key-2", namespace=names.HTTP_NAMESPACE).record_id != record_id
+    assert scope.record_id == record_id == Scope("tenant", "CreateOrder", "key-1", adapter=names.HTTP_ADAPTER).record_id
+    assert Scope("tenant", "CreateOrder", "key-2", adapter=names.HTTP_ADAPTER).record_id != record_id
 
 
 def test_values_of_different_classes_or_fields_differ() -> None:
     assert Outcome(1, True, True) != Completion(1, True)
-    assert Scope("a", "b", "c", namespace=names.HTTP_NAMESPACE) != Scope("a", "b", "d", namespace=names.HTTP_NAMESPACE)
+    assert Scope("a", "b", "c", adapter=names.HTTP_ADAPTER) != Scope("a", "b", "d", adapter=names.HTTP_ADAPTER)
     assert StoredResponse(200, {"a": "1"}) != StoredResponse(200, {"a": "2"})
 
 

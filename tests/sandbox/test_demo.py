@@ -22,7 +22,7 @@ def test_every_intent_applies_exactly_once(example_assembly: Path, tmp_path: Pat
     notices: list[str] = []
     with Sandbox(Options(assembly=example_assembly, visibility_timeout=2, log_dir=tmp_path),
                  notices.append) as sandbox:
-        report = run_scenarios(sandbox, [functools.partial(orders.run, settle_seconds=40), saga_scenario.run])
+        report = run_scenarios(sandbox, [functools.partial(orders.run, settle_seconds=90), saga_scenario.run])
         ledger = sandbox.ledger
         # what `make sandbox` prints for the Lambda TOKEN authorizer, made by the app's authorization hook
         [api] = sandbox.apis
@@ -33,9 +33,17 @@ def test_every_intent_applies_exactly_once(example_assembly: Path, tmp_path: Pat
     assert report.violations == [], "\n".join(report.steps)
     assert not [step for step in report.steps if step.startswith("skip")], report.steps
     assert report.effects["orders"] == 3 and report.effects["units reserved"] == 6
+    # the EventBridge rule target (shipping) and the DynamoDB Streams consumer (notices): one effect per order
+    assert report.effects["shipments"] == 3 and report.effects["shipping notices"] == 3
+    assert report.effects["dead-lettered"] == 0
     assert ledger.outcomes[metrics.REPLAYED] >= 5 and ledger.outcomes[metrics.KEY_MISMATCH] == 1
-    # both queue consumers, then the saga's payment task right after its provider call
-    assert sum(n for k, n in ledger.errors.items() if "InjectedCrash" in k) == 3
+    # both queue consumers, the rule target, the stream consumer and the outbox publisher (after PutEvents),
+    # then the saga's payment task right after its provider call
+    crashed = {k.partition(":")[0] for k, n in ledger.errors.items() if "InjectedCrash" in k for _ in range(n)}
+    assert sum(n for k, n in ledger.errors.items() if "InjectedCrash" in k) == 6, ledger.errors
+    assert {"ShipOrderFunctionE83CA20D", "NotifyShippedFunction0FB4C89A", "OutboxPublisherFunction6E06D74D"} <= crashed
+    # the publisher's re-read batch put its events on the bus again: shipping got more deliveries than orders
+    assert ledger.events["RetrysafeOrders-ShipOrdersRuleB4997FB8 -> ShipOrderFunctionE83CA20D: delivered"] > 3
     assert ledger.messages["consumed"] >= 4
     # every call the functions and their pollers made was evaluated against the template's IAM, none denied
     assert ledger.iam["allowed"] > 100 and not ledger.denied

@@ -150,6 +150,17 @@ def test_6_every_access_key_is_the_default_account(moto_server: str) -> None:
     assert name in _client(moto_server, "dynamodb", "ASIASANDBOX000000001").list_tables()["TableNames"]
 
 
+def test_7_an_update_that_creates_its_item_streams_two_inserts(moto_server: str) -> None:
+    """If moto streamed one, the adapter's ``one_insert_per_item`` would find nothing to drop and could go."""
+    name, stream = _streamed_table(moto_server)
+    _add_one(moto_server, name)
+    _client(moto_server, "dynamodb").update_item(TableName=name, Key={"pk": {"S": "alone"}},
+                                                 UpdateExpression="SET v = :v", ExpressionAttributeValues={":v": {"N": "1"}})
+    records = _client(moto_server, "dynamodbstreams").get_records(ShardIterator=_iterator(moto_server, stream))["Records"]
+    assert [(r["eventName"], sorted(r["dynamodb"]["NewImage"])) for r in records] == [
+        ("INSERT", ["pk"]), ("INSERT", ["n", "pk"]), ("INSERT", ["pk"]), ("INSERT", ["pk", "v"])]
+
+
 # -- the adapter ----------------------------------------------------------------------------------------------
 
 
@@ -166,11 +177,32 @@ def test_a_cancelled_transaction_leaves_the_tables_and_their_streams_untouched(a
 
 def test_a_committed_transaction_is_applied_once_and_streamed_once(adapted_server: str) -> None:
     name, stream = _streamed_table(adapted_server)
-    # an existing item: moto streams an Update that creates its item as two INSERTs (the key, then the item)
     _client(adapted_server, "dynamodb").put_item(TableName=name, Item={"pk": {"S": "counter"}, "n": {"N": "0"}})
     _add_one(adapted_server, name, uuid.uuid4().hex)
     assert _counter(adapted_server, name) == 1
     assert _records(adapted_server, _iterator(adapted_server, stream)) == [("INSERT", "counter"), ("MODIFY", "counter")]
+
+
+def test_an_update_that_creates_its_item_is_streamed_as_one_insert_of_the_item(adapted_server: str) -> None:
+    name, stream = _streamed_table(adapted_server)
+    _add_one(adapted_server, name)  # in a transaction
+    ddb = _client(adapted_server, "dynamodb")
+    ddb.update_item(TableName=name, Key={"pk": {"S": "alone"}}, UpdateExpression="SET v = :v",
+                    ExpressionAttributeValues={":v": {"N": "1"}})
+    ddb.update_item(TableName=name, Key={"pk": {"S": "alone"}}, UpdateExpression="SET v = :v",
+                    ExpressionAttributeValues={":v": {"N": "2"}})
+    records = _client(adapted_server, "dynamodbstreams").get_records(
+        ShardIterator=_iterator(adapted_server, stream))["Records"]
+    assert [(r["eventName"], sorted(r["dynamodb"]["NewImage"])) for r in records] == [
+        ("INSERT", ["n", "pk"]), ("INSERT", ["pk", "v"]), ("MODIFY", ["pk", "v"])]
+    sequence = [int(r["dynamodb"]["SequenceNumber"]) for r in records]
+    assert sequence == list(range(sequence[0], sequence[0] + 3))  # renumbered without gaps: iterators still work
+    # reading after the first record (a poller's next iterator) finds the others
+    streams = _client(adapted_server, "dynamodbstreams")
+    [shard] = streams.describe_stream(StreamArn=stream)["StreamDescription"]["Shards"]
+    after = streams.get_shard_iterator(StreamArn=stream, ShardId=shard["ShardId"], ShardIteratorType="AFTER_SEQUENCE_NUMBER",
+                                       SequenceNumber=str(sequence[0]))["ShardIterator"]
+    assert _records(adapted_server, after) == [("INSERT", "alone"), ("MODIFY", "alone")]
 
 
 def test_a_transaction_moto_refuses_is_answered_without_being_applied(adapted_server: str) -> None:

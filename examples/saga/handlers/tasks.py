@@ -94,7 +94,7 @@ def confirm_order(state: dict[str, Any], context: Any, txn: Transaction) -> dict
 
 def refund_key(tenant: str, charge_id: str) -> str:
     """The provider key of a charge's refund: derived from the charge, whichever state or execution refunds it."""
-    return Scope(tenant, "RefundPayment", charge_id, namespace=names.TASK_NAMESPACE).derive_key("refund")
+    return Scope(tenant, "RefundPayment", charge_id, adapter=names.TASK_ADAPTER).derive_key("refund")
 
 
 @idempotent_task

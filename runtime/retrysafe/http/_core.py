@@ -168,10 +168,10 @@ class HttpIdempotency:
             return Completion(response.to_result(), store=response.status < 500)
 
         if key is None:
-            outcome = self.engine.execute_unkeyed(Scope(tenant, op, "", namespace=names.HTTP_NAMESPACE), work,
+            outcome = self.engine.execute_unkeyed(Scope(tenant, op, "", adapter=names.HTTP_ADAPTER), work,
                                                   self.retention)
         else:
-            intent = Intent(Scope(tenant, op, key, namespace=names.HTTP_NAMESPACE),
+            intent = Intent(Scope(tenant, op, key, adapter=names.HTTP_ADAPTER),
                             request.fingerprint(self.fingerprint_query, self.fingerprint),
                             self.mode, self.retention, wait_seconds=self.wait_for_in_flight,
                             hinted=self.retry_hints and is_retry(request))

@@ -166,7 +166,7 @@ class WebhookReceiver:
             return Completion(StoredResponse(202, {"Content-Type": "application/json"}, body).to_result())
 
         scope_hook = receipt.hook if "hook" not in receipt.unsigned else NO_HOOK
-        intent = Intent(Scope(self.source, f"webhook/{scope_hook}", receipt.key, namespace=names.WEBHOOK_NAMESPACE),
+        intent = Intent(Scope(self.source, f"webhook/{scope_hook}", receipt.key, adapter=names.WEBHOOK_ADAPTER),
                         fingerprint(["webhook/v1", request.body]),
                         Mode.ATOMIC if pointer is None else Mode.CLAIM_FIRST, self.retention)
         outcome = self.engine.execute(intent, work, remaining_ms)

@@ -47,7 +47,7 @@ def commit(store: Any, payloads: list[Any], key: str = "k") -> list[str]:
             ids.append(txn.append_event("Blob", payload, aggregate_type="Doc", aggregate_id=f"d{i}", sequence=i + 1))
         return Completion(None)
 
-    Engine(store).execute(Intent(Scope("t", "Write", key, namespace=names.HTTP_NAMESPACE), "fp"), work)
+    Engine(store).execute(Intent(Scope("t", "Write", key, adapter=names.HTTP_ADAPTER), "fp"), work)
     return ids
 
 

@@ -39,7 +39,7 @@ def commit_events(store: Any, count: int, key: str = "k") -> list[str]:
                                         sequence=i + 1))
         return Completion(None)
 
-    Engine(store).execute(Intent(Scope("t", "AddItems", key, namespace=names.HTTP_NAMESPACE), "fp"), work)
+    Engine(store).execute(Intent(Scope("t", "AddItems", key, adapter=names.HTTP_ADAPTER), "fp"), work)
     return ids
 
 
@@ -189,7 +189,7 @@ def test_the_sweeper_goes_by_commit_time_never_by_the_handlers_occurred_at(store
         return Completion(None)
 
     engine = Engine(store, clock=committed.timestamp)
-    engine.execute(Intent(Scope("t", "Clocks", "k", namespace=names.HTTP_NAMESPACE), "fp"), work)
+    engine.execute(Intent(Scope("t", "Clocks", "k", adapter=names.HTTP_ADAPTER), "fp"), work)
     publisher = Publisher(SqsTarget(url, client=sqs), store)
     # One second after the commit, the event dated three days back is not re-sent at once...
     assert sweep(publisher, 900, now=committed + timedelta(seconds=1)) == {"republished": 0, "failed": 0}
@@ -267,7 +267,7 @@ def test_every_aggregate_id_reaches_a_fifo_queue_in_one_deterministic_group(stor
         txn.append_event("Renamed", {"n": 9}, aggregate_type="Customer", aggregate_id=aggregate_id + "2")
         return Completion(None)
 
-    Engine(store).execute(Intent(Scope("t", "Rename", "k", namespace=names.HTTP_NAMESPACE), "fp"), work)
+    Engine(store).execute(Intent(Scope("t", "Rename", "k", adapter=names.HTTP_ADAPTER), "fp"), work)
     later = datetime.now(UTC) + timedelta(hours=1)
     assert sweep(Publisher(SqsTarget(url, client=sqs), store), 900, now=later) == {"republished": 3, "failed": 0}
     assert len(receive_all(sqs, url, expected=3)) == 3

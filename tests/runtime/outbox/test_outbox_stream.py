@@ -86,7 +86,7 @@ def place_order(store: DynamoStore) -> str:
                          sequence=1)
         return Completion({"order": "1"})
 
-    Engine(store).execute(Intent(Scope("tenant-a", "PlaceOrder", "key-1", namespace=names.HTTP_NAMESPACE), "fp"), work)
+    Engine(store).execute(Intent(Scope("tenant-a", "PlaceOrder", "key-1", adapter=names.HTTP_ADAPTER), "fp"), work)
     (event_id,) = [i["eid"]["S"] for i in store.client.scan(TableName=TABLE)["Items"] if "eid" in i]
     return str(event_id)
 

@@ -260,7 +260,7 @@ def sent_through_the_outbox(store: Any, s3: Any, payload: dict[str, Any], **even
         txn.append_event("OrderPlaced", payload, aggregate_type="Order", aggregate_id="o-1", **event)
         return Completion(None)
 
-    Engine(store).execute(Intent(Scope("shop", "PlaceOrder", "k-1", namespace=names.HTTP_NAMESPACE), "fp"), work)
+    Engine(store).execute(Intent(Scope("shop", "PlaceOrder", "k-1", adapter=names.HTTP_ADAPTER), "fp"), work)
     handler(outbox_stream_event(store), publisher=Publisher(SqsTarget(url, client=sqs), store))
     return sqs_event(receive_all(sqs, url, expected=1), "orders")["Records"]
 
