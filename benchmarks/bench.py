@@ -54,7 +54,7 @@ REPLAY_SHARES = (0.0, 0.05, 0.5)
 #: ``*_other``: the same targets with every replay landing on a container that has not seen its key.
 TARGETS = {"first_cpu": (0.35, "<="), "replay_cpu": (0.8, "<="), "replay_cpu_other": (0.8, "<="),
            "cold_start": (0.7, "<="), "throughput_5": (2.2, ">="), "throughput_5_other": (2.2, ">="),
-           "throughput_50": (1.35, ">="), "throughput_50_other": (1.35, ">=")}
+           "throughput_50": (1.35, ">="), "throughput_50_other": (1.35, ">="), "sqs_redelivery_cpu": (0.5, "<=")}
 
 _MADE = itertools.count()
 _SINK = open(os.devnull, "w")  # noqa: SIM115 - kept open: loggers created inside quiet() hold on to it
@@ -317,6 +317,102 @@ def cpu_per_request(requests: int, block: int = 20, server: ModelServer | None =
     return result
 
 
+#: The SQS consumers measured by :func:`sqs_redelivery`: retrysafe (atomic) with its retry hints (the
+#: default) and without them, and Powertools.
+SQS_SIDES = ("retrysafe_atomic", "retrysafe_atomic_no_hints", "powertools")
+
+
+def sqs_handler(side: str, model: DynamoModel | None, cache: bool) -> Callable[..., Any]:
+    """The SQS consumer of ``side`` on ``model`` (over a socket when ``model`` is ``None``)."""
+    if side == "powertools":
+        client = workload.user_client()
+        if model is not None:
+            model.install(client)
+        return cast(Callable[..., Any], workload.powertools_sqs_handler(client))
+    from retrysafe import DynamoStore, Engine, RecordCache
+
+    store = DynamoStore(workload.TABLE, cache=RecordCache() if cache else None)
+    store.client  # noqa: B018
+    if model is not None:
+        model.install(store.client)
+    return cast(Callable[..., Any], workload.retrysafe_sqs_handler(Engine(store),
+                                                                   retry_hints=side == "retrysafe_atomic"))
+
+
+def sqs_redelivery(requests: int, block: int = 20, server: ModelServer | None = None) -> dict[str, Any]:
+    """Thread CPU per redelivery (receive count 2) of an already processed SQS message in a cold container
+    (no record cache: every redelivery goes to DynamoDB), sides interleaved block by block; each message is
+    first processed (receive count 1, not measured) by another container of the same side."""
+    samples: dict[str, list[float]] = {side: [] for side in SQS_SIDES}
+    calls: dict[str, Any] = {}
+    made = itertools.count()
+    with quiet():
+        runners = {}
+        for side in SQS_SIDES:
+            model = None if server is not None else DynamoModel(workload.model_tables())
+            with pointed_at(server.endpoint) if server is not None else contextlib.nullcontext():
+                runners[side] = (model, sqs_handler(side, model, cache=True), sqs_handler(side, model, cache=False))
+
+        def redeliver(side: str) -> tuple[float, list[str]]:
+            model, first, cold = runners[side]
+            message_id = f"{side}-{next(made)}"
+            if first(workload.sqs_message(message_id, 1), workload.Context())["batchItemFailures"]:
+                raise RuntimeError(f"{side}: the first delivery of {message_id} failed")
+            event = workload.sqs_message(message_id, 2)
+            calls_before, model_before = (len(model.usage.calls), model.cpu_ns) if model is not None else (0, 0)
+            start = time.thread_time_ns()
+            answer = cold(event, workload.Context())
+            spent = time.thread_time_ns() - start - ((model.cpu_ns - model_before) if model is not None else 0)
+            if answer["batchItemFailures"]:
+                raise RuntimeError(f"{side}: the redelivery of {message_id} failed: {answer}")
+            return spent / 1000, model.usage.calls[calls_before:] if model is not None else []
+
+        for side in SQS_SIDES:  # warm-up
+            for _ in range(30):
+                redeliver(side)
+        for round_index in range(max(1, requests // block)):
+            order = SQS_SIDES[round_index % len(SQS_SIDES):] + SQS_SIDES[:round_index % len(SQS_SIDES)]
+            for side in order:
+                for _ in range(block):
+                    spent, made_calls = redeliver(side)
+                    samples[side].append(spent)
+                    calls[side] = made_calls
+        if server is not None:  # the calls of one more redelivery, as the server saw them
+            for side in SQS_SIDES:
+                model, first, cold = runners[side]
+                first(workload.sqs_message(f"{side}-last", 1), workload.Context())
+                server.usage()
+                cold(workload.sqs_message(f"{side}-last", 2), workload.Context())
+                calls[side] = server.usage()["calls"]
+    result: dict[str, Any] = {side: {"redelivery_median": statistics.median(samples[side]),
+                                     "redelivery_p90": _percentile(samples[side], 0.9),
+                                     "redelivery_calls": calls[side], "requests": len(samples[side])}
+                              for side in SQS_SIDES}
+    if server is None:
+        result["refused_put_floor"] = _refused_put(requests)
+    return result
+
+
+def _refused_put(requests: int) -> float:
+    """Median thread CPU (µs) of botocore's work alone on one refused conditional ``PutItem`` (``ALL_OLD``),
+    on a client configured as retrysafe's store's: the floor under any redelivery that makes that call."""
+    from retrysafe import DynamoStore
+
+    model = DynamoModel(workload.model_tables())
+    client = model.install(DynamoStore(workload.TABLE).client)
+    item = {"pk": {"S": "idem#floor"}, "st": {"S": "completed"}, "exp": {"N": "4102444800"}}
+    client.put_item(TableName=workload.TABLE, Item=item)
+    values = []
+    for _ in range(max(requests, 50)):
+        model_before = model.cpu_ns
+        start = time.thread_time_ns()
+        with contextlib.suppress(client.exceptions.ConditionalCheckFailedException):
+            client.put_item(TableName=workload.TABLE, Item=item, ConditionExpression="attribute_not_exists(pk)",
+                            ReturnValuesOnConditionCheckFailure="ALL_OLD")
+        values.append((time.thread_time_ns() - start - (model.cpu_ns - model_before)) / 1000)
+    return statistics.median(values)
+
+
 def _percentile(values: list[float], share: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
@@ -518,7 +614,7 @@ def _json_body(size: int) -> str:
 # -- output ---------------------------------------------------------------------------
 def ratios(r: dict[str, Any]) -> dict[str, float]:
     """retrysafe (atomic) / Powertools for each target, in process (``r``) or over the socket (``r["socket"]``)."""
-    cpu, cold, tput = r["cpu_us"], r["cold_start"], r["latency_model"]
+    cpu, cold, tput, sqs = r["cpu_us"], r["cold_start"], r["latency_model"], r["sqs_redelivery_us"]
     rs, pt = cpu["retrysafe_atomic"], cpu["powertools"]
     return {"first_cpu": rs["first_median"] / pt["first_median"], "replay_cpu": rs["replay_median"] / pt["replay_median"],
             "cold_start": cold["retrysafe"]["cpu_median_ms"] / cold["powertools"]["cpu_median_ms"],
@@ -530,7 +626,10 @@ def ratios(r: dict[str, Any]) -> dict[str, float]:
             "throughput_5_other": tput["retrysafe_atomic"]["rps_5_other"] / tput["powertools"]["rps_5_other"],
             "throughput_50_other": tput["retrysafe_atomic"]["rps_50_other"] / tput["powertools"]["rps_50_other"],
             "first_cpu_validating": cpu[VALIDATING]["first_median"] / pt["first_median"],
-            "replay_cpu_validating": cpu[VALIDATING]["replay_median"] / pt["replay_median"]}
+            "replay_cpu_validating": cpu[VALIDATING]["replay_median"] / pt["replay_median"],
+            "sqs_redelivery_cpu": sqs["retrysafe_atomic"]["redelivery_median"] / sqs["powertools"]["redelivery_median"],
+            "sqs_redelivery_cpu_no_hints": (sqs["retrysafe_atomic_no_hints"]["redelivery_median"]
+                                            / sqs["powertools"]["redelivery_median"])}
 
 
 def over_a_socket(requests: int, cold_runs: int) -> dict[str, Any]:
@@ -543,10 +642,13 @@ def over_a_socket(requests: int, cold_runs: int) -> dict[str, Any]:
         print("socket: cold start ms:", json.dumps(cold), flush=True)
         cpu = cpu_per_request(requests, server=server)
         print("socket: CPU µs per request:", json.dumps(cpu), flush=True)
+        sqs = sqs_redelivery(requests // 2, server=server)
+        print("socket: SQS redelivery at a cold container, CPU µs:", json.dumps(sqs), flush=True)
         crt = transport(server, requests, cold_runs)
         print("socket: awscrt transport:", json.dumps(crt), flush=True)
     result: dict[str, Any] = {"round_trips_and_units": trips, "cold_start": cold, "cpu_us": cpu,
-                              "latency_model": latency_model(cpu), "requests": requests, "transport": crt}
+                              "latency_model": latency_model(cpu), "sqs_redelivery_us": sqs, "requests": requests,
+                              "transport": crt}
     result["ratios"] = ratios(result)
     result["targets_met"] = verdicts(result["ratios"])
     return result
@@ -633,6 +735,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     print("cold start ms:", json.dumps(cold), flush=True)
     cpu = cpu_per_request(args.requests)
     print("CPU µs per request:", json.dumps(cpu), flush=True)
+    sqs = sqs_redelivery(args.requests // 2)
+    print("SQS redelivery at a cold container, CPU µs:", json.dumps(sqs), flush=True)
     split = where_the_cpu_goes()
     print("retrysafe atomic CPU split µs:", json.dumps(split), flush=True)
     budget = first_request_budget(cpu, split)
@@ -655,8 +759,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     print("moto server (informative):", json.dumps(moto), flush=True)
 
     results: dict[str, Any] = {
-        "round_trips_and_units": trips, "cpu_us": cpu, "cold_start": cold, "latency_model": model,
-        "record_bytes": sizes, "record_only_units": quotes, "cutover_units": cutover, "socket": socket, "moto_server_rps": moto, "cpu_split_us": split, "first_request_budget_us": budget,
+        "round_trips_and_units": trips, "cpu_us": cpu, "sqs_redelivery_us": sqs, "cold_start": cold,
+        "latency_model": model, "record_bytes": sizes, "record_only_units": quotes, "cutover_units": cutover,
+        "socket": socket, "moto_server_rps": moto, "cpu_split_us": split, "first_request_budget_us": budget,
         "botocore_floor": floor,
         "versions": {name: version(name) for name in ("retrysafe", "aws-lambda-powertools", "boto3", "botocore", "moto",
                                                       "awscrt")}

@@ -138,6 +138,70 @@ def powertools_quote_handler(client: Any) -> Any:
     return idempotent(persistence_store=persistence, config=config)(quote)
 
 
+def sqs_message(message_id: str, receive_count: int) -> dict[str, Any]:
+    """An SQS Lambda event with one order message, delivered for the ``receive_count``-th time."""
+    from retrysafe.testing._events import sqs_record
+
+    body = {"customer": "c-1", "amount": 42, "currency": "EUR", "lines": RESPONSE_LINES[:3]}
+    return {"Records": [sqs_record(body, message_id=message_id, receive_count=receive_count)]}
+
+
+def place_order(message: Any, txn: Any) -> None:
+    """The SQS consumer's work under retrysafe: order + event in the transaction."""
+    order_id = txn.derive_key("order")[:22]
+    txn.put({"pk": f"order#{order_id}", "customer": message.content["customer"],
+             "amount": message.content["amount"]}, table=ORDERS)
+    txn.append_event("OrderPlaced", {"id": order_id, "amount": message.content["amount"]}, aggregate_type="Order",
+                     aggregate_id=order_id, sequence=1)
+
+
+def retrysafe_sqs_handler(engine: Any, *, retry_hints: bool = True) -> Any:
+    """:func:`place_order` under ``@idempotent_sqs`` (atomic mode)."""
+    from retrysafe import idempotent_sqs
+
+    return idempotent_sqs(place_order, subscriber="bench", operation="PlaceOrder", retry_hints=retry_hints,
+                          engine=engine)
+
+
+def powertools_sqs_handler(client: Any) -> Any:
+    """The same consumer as Powertools documents it: ``BatchProcessor`` + ``@idempotent_function`` keyed by
+    ``messageId``; the record handler writes the order and the event item itself."""
+    import time
+    import uuid
+
+    from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
+    from aws_lambda_powertools.utilities.idempotency import (
+        DynamoDBPersistenceLayer,
+        IdempotencyConfig,
+        idempotent_function,
+    )
+
+    persistence = DynamoDBPersistenceLayer(table_name=POWERTOOLS_TABLE, boto3_client=client)
+    config = IdempotencyConfig(event_key_jmespath="messageId", expires_after_seconds=7 * 86400)
+    processor = BatchProcessor(event_type=EventType.SQS)
+
+    @idempotent_function(data_keyword_argument="record", config=config, persistence_store=persistence)
+    def record_handler(record: Any) -> dict[str, Any]:
+        body = json.loads(record.body)
+        order_id = uuid.uuid4().hex[:22]
+        now = time.time()
+        client.put_item(TableName=ORDERS, Item={"pk": {"S": f"order#{order_id}"}, "customer": {"S": body["customer"]},
+                                                 "amount": {"N": str(body["amount"])}})
+        client.put_item(TableName=POWERTOOLS_TABLE, Item={
+            "id": {"S": f"event#{order_id}"}, "type": {"S": "OrderPlaced"}, "aggregate": {"S": f"Order/{order_id}"},
+            "payload": {"S": json.dumps({"id": order_id, "amount": body["amount"]})},
+            "at": {"S": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now))},
+            "exp": {"N": str(int(now) + 7 * 86400)}})
+        return {"id": order_id}
+
+    def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        config.register_lambda_context(context)
+        return dict(process_partial_response(event=event, record_handler=record_handler, processor=processor,
+                                             context=context))
+
+    return handler
+
+
 def model_tables() -> dict[str, Any]:
     """The three tables as the in-memory model holds them; the idempotency table has the outbox index
     that ``retrysafe_cdk.IdempotencyTable`` deploys (``outbox-unpublished``: ``obq``/``at``, projection ALL)."""

@@ -11,6 +11,16 @@ Claim first
     completing the record conditioned on the owner token. A failed or
     uncacheable run releases the claim, also conditioned on the owner token;
     a claim that holds (or may hold) a committed checkpoint only ends its lease.
+Hinted retries
+    an atomic intent whose event says it is likely a retry (``Intent(hinted=True)``: an SQS
+    receive count above 1, an HTTP retry header) and that the record cache cannot answer
+    takes the claim-first route: the claim's conditional ``PutItem`` returns the stored
+    record (``ALL_OLD``), so a replay costs that one call and no run of the work; a first
+    run costs the claim and the completing transaction. The work keeps atomic mode's
+    rules (no :meth:`~retrysafe.Transaction.step`; an unstorable result releases the key
+    instead of parking it: atomic work has no foreign effects). An un-hinted atomic
+    intent that meets a hinted claim whose lease lapsed (its invocation crashed) takes
+    the same route, so the key is not held until the record expires.
 
 Results that cannot be stored (:class:`~retrysafe.errors.UnstorableResultError`) are
 refused when the work returns, before any commit. Atomic mode writes nothing. Claim
@@ -99,12 +109,14 @@ class Intent(Value):
 
     ``lease_seconds``: lease of a claim (default: the Lambda's remaining time, or
     the retention's default lease). ``wait_seconds``: wait up to this long for an
-    in-flight duplicate to complete, then replay it.
+    in-flight duplicate to complete, then replay it. ``hinted``: the event says it is likely
+    a retry; an atomic intent then claims first when the cache misses (see the module docstring).
     """
 
-    __slots__ = ("fingerprint", "lease_seconds", "mode", "retention", "scope", "wait_seconds")
+    __slots__ = ("fingerprint", "hinted", "lease_seconds", "mode", "retention", "scope", "wait_seconds")
 
     fingerprint: str
+    hinted: bool
     lease_seconds: float | None
     mode: Mode
     retention: Retention
@@ -113,13 +125,14 @@ class Intent(Value):
 
     def __init__(self, scope: Scope, fingerprint: str, mode: Mode = Mode.ATOMIC,
                  retention: Retention = _DEFAULT_RETENTION, lease_seconds: float | None = None,
-                 wait_seconds: float = 0.0) -> None:
+                 wait_seconds: float = 0.0, hinted: bool = False) -> None:
         set_field(self, "scope", scope)
         set_field(self, "fingerprint", fingerprint)
         set_field(self, "mode", mode)
         set_field(self, "retention", retention)
         set_field(self, "lease_seconds", lease_seconds)
         set_field(self, "wait_seconds", wait_seconds)
+        set_field(self, "hinted", hinted)
 
 
 class Completion(Value):
@@ -217,8 +230,8 @@ class Engine:
                 return self._resolve(intent, cached, now)
         if predecessor is not None:
             work = self._asking(intent, predecessor, work)
-        if intent.mode is Mode.ATOMIC:
-            return self._atomic(intent, work, now)
+        if intent.mode is Mode.ATOMIC and not intent.hinted:
+            return self._atomic(intent, work, now, remaining_ms)
         return self._claim_first(intent, work, now, remaining_ms)
 
     def _asking(self, intent: Intent, predecessor: Predecessor, work: Work) -> Work:
@@ -272,7 +285,7 @@ class Engine:
         return Outcome(completion.result, replayed=False, stored=False)
 
     # -- atomic ------------------------------------------------------------
-    def _atomic(self, intent: Intent, work: Work, now: float) -> Outcome:
+    def _atomic(self, intent: Intent, work: Work, now: float, remaining_ms: Callable[[], int] | None) -> Outcome:
         writer = new_token()
         expires_at = int(now) + intent.retention.horizon_seconds
         txn = Transaction(intent.scope, self.store.table_name, expires_at, instance=writer, clock=self.clock)
@@ -296,6 +309,10 @@ class Engine:
             except RecordConflict as conflict:
                 if _written_by(conflict.current, writer, COMPLETED):
                     break  # our own commit: its response was lost and botocore retried
+                if _lapsed_claim(conflict.current, intent, self.clock()):
+                    # A hinted invocation claimed this key and crashed: take its claim over (the work
+                    # runs again; its writes above were never committed).
+                    return self._claim_first(intent, work, self.clock(), remaining_ms)
                 return self._resolve(intent, conflict.current, self.clock())
             except TransactionRaced:
                 if attempt == RACE_RETRIES:
@@ -329,16 +346,20 @@ class Engine:
             self._count(TAKEOVER, intent)
         held = claimed.held
         steps = _Steps()
+        foreign = intent.mode is Mode.CLAIM_FIRST  # else a hinted atomic intent: atomic mode's rules
         txn = Transaction(intent.scope, self.store.table_name, expires_at, held.checkpoints,
-                          checkpoint_writer=lambda name, saved, actions: self._checkpoint(
-                              intent, owner, name, saved, actions, steps),
+                          checkpoint_writer=(lambda name, saved, actions: self._checkpoint(
+                              intent, owner, name, saved, actions, steps)) if foreign else None,
                           instance=held.instance or owner, clock=self.clock)
         try:
             completion = work(txn)
             record = self._completed(intent, completion, now, expires_at, owner) if completion.store else None
         except UnstorableResultError as error:
             self._count(UNSTORABLE_RESULT, intent, error=str(error))
-            self._park(intent, owner, now, expires_at)  # the run may have made foreign calls: never release
+            if foreign:
+                self._park(intent, owner, now, expires_at)  # the run may have made foreign calls: never release
+            else:
+                self._release(intent, owner, keep=False)  # as atomic mode: nothing stays, a retry runs again
             raise
         except BaseException:
             self._release(intent, owner, keep=steps.keep(txn))
@@ -507,6 +528,12 @@ class _Steps:
 def _written_by(record: Record | None, writer: str, state: str) -> bool:
     """True when ``record`` is this invocation's own write (in ``state``)."""
     return record is not None and record.owner == writer and record.state == state
+
+
+def _lapsed_claim(record: Record | None, intent: Intent, now: float) -> bool:
+    """True when ``record`` is a claim on ``intent`` whose lease lapsed (its invocation is gone)."""
+    return (record is not None and record.state == PENDING and record.fingerprint == intent.fingerprint
+            and record.lease_until_ms is not None and record.lease_remaining(now) <= 0 and not record.is_expired(now))
 
 
 def _back_off(attempt: int) -> None:

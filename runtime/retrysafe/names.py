@@ -89,6 +89,11 @@ CLAIM_CHECK_ENVELOPE_FIELD = "claim_check"
 IDEMPOTENCY_KEY_HEADER = "Idempotency-Key"
 #: The response header (``true``) that marks a replayed response.
 REPLAYED_HEADER = "Idempotent-Replayed"
+#: retrysafe's request header naming the attempt (``1`` the first, ``2`` the first retry...): a client that
+#: sends ``2`` or more hints that the request may already have been processed.
+RETRY_ATTEMPT_HEADER = "Retry-Attempt"
+#: The header the AWS SDKs send on every attempt (``attempt=2; max=3``): ``attempt`` above 1 is a retry.
+AWS_SDK_REQUEST_HEADER = "amz-sdk-request"
 
 # -- the idempotency table -------------------------------------------------------------------
 
@@ -168,6 +173,7 @@ HANDLERS = (OUTBOX_PUBLISHER_HANDLER, OUTBOX_SWEEPER_HANDLER, OUTBOX_PIPE_HANDLE
 
 __all__ = [
             "ADAPTERS",
+            "AWS_SDK_REQUEST_HEADER",
             "CLAIM_CHECK_BUCKET_ENV",
             "CLAIM_CHECK_ENVELOPE_FIELD",
             "CLAIM_CHECK_PREFIX",
@@ -208,6 +214,7 @@ __all__ = [
             "QUEUE_ENV",
             "RECORD_PREFIX",
             "REPLAYED_HEADER",
+            "RETRY_ATTEMPT_HEADER",
             "SERVICE_ENV",
             "SNS_TARGET",
             "SQS_ADAPTER",

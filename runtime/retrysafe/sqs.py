@@ -32,6 +32,12 @@ Failures are reported per record (``batchItemFailures``) through Powertools'
 batch utilities; on FIFO queues a failure also fails the rest of its message
 group in the batch (``SqsFifoPartialProcessor(skip_group_on_error=True)``), so
 order within a group survives and other groups go on.
+
+Retry hints: a message whose ``ApproximateReceiveCount`` is above 1 was received before
+(a redelivery, most likely of a message already processed). In atomic mode such a
+message claims first when the container's record cache cannot answer it: a processed
+message is acknowledged after one conditional ``PutItem`` and the handler does not run;
+a first delivery still costs one round trip. ``retry_hints=False`` turns this off.
 """
 
 from __future__ import annotations
@@ -170,6 +176,15 @@ def _canonical_content(body: str) -> _Parsed | str:
     return _canonical_content(message) if message is not None else _Parsed(content)
 
 
+def _redelivered(record: Any) -> bool:
+    """True when SQS says it delivered ``record`` before (``ApproximateReceiveCount`` above 1).
+
+    A count that is missing or not a number (a hand-built event) is no hint.
+    """
+    count = (record.raw_event.get("attributes") or {}).get("ApproximateReceiveCount")
+    return isinstance(count, str) and count.isdecimal() and int(count) > 1
+
+
 class SqsConsumer:
     """Configuration and engine of one idempotent SQS consumer.
 
@@ -180,8 +195,9 @@ class SqsConsumer:
                  mode: Mode | str = Mode.ATOMIC, key: KeyExtractor | str | None = None,
                  fingerprint: Selector | None = None, fifo: bool | None = None,
                  visibility_timeout_seconds: float | None = None, horizon_seconds: int | None = None,
-                 claim_check: ClaimCheck | None = None, powertools_cutover: PowertoolsCutover | None = None,
-                 store: DynamoStore | None = None, engine: Engine | None = None) -> None:
+                 retry_hints: bool = True, claim_check: ClaimCheck | None = None,
+                 powertools_cutover: PowertoolsCutover | None = None, store: DynamoStore | None = None,
+                 engine: Engine | None = None) -> None:
         if not subscriber:
             raise ConfigurationError("idempotent_sqs needs a subscriber id: it scopes the processed-message records")
         self.mode = Mode.parse(mode)
@@ -195,6 +211,7 @@ class SqsConsumer:
         self.fingerprint = FingerprintSelector(fingerprint) if fingerprint is not None else None
         self.fifo = fifo
         self.lease_seconds = _visibility_timeout(visibility_timeout_seconds)
+        self.retry_hints = retry_hints
         self.claim_check = claim_check if claim_check is not None else ClaimCheck.from_env()
         self.retention, self.engine = wiring(horizon_seconds, store, engine)
         self.cutover = cutover(powertools_cutover, self.engine, lambda response: response)
@@ -208,7 +225,8 @@ class SqsConsumer:
             raise InvalidInputError("the message key is not Unicode text")
         part = message_fingerprint(record.body) if self.fingerprint is None else self.fingerprint(content)
         intent = Intent(Scope(self.subscriber, self.operation, key, adapter=SQS_ADAPTER), part,
-                        self.mode, self.retention, lease_seconds=self.lease_seconds)
+                        self.mode, self.retention, lease_seconds=self.lease_seconds,
+                        hinted=self.retry_hints and _redelivered(record))
 
         def work(txn: Transaction) -> Completion:
             # An outbox event whose body was claim-checked to S3 reaches the handler inline (verified),
@@ -259,6 +277,7 @@ def idempotent_sqs(
     fifo: bool | None = None,
     visibility_timeout_seconds: float | None = None,
     horizon_seconds: int | None = None,
+    retry_hints: bool = True,
     claim_check: ClaimCheck | None = None,
     powertools_cutover: PowertoolsCutover | None = None,
     store: DynamoStore | None = None,
@@ -287,6 +306,9 @@ def idempotent_sqs(
     - ``visibility_timeout_seconds`` (default ``RETRYSAFE_VISIBILITY_TIMEOUT_SECONDS``): the claim
       lease in claim-first mode.
     - ``horizon_seconds`` (default ``RETRYSAFE_RETRY_HORIZON_SECONDS``, else 7 days): record lifetime.
+    - ``retry_hints`` (default ``True``): in atomic mode, a message received before
+      (``ApproximateReceiveCount`` above 1) claims first when the record cache misses, so an
+      already processed one is acknowledged after one ``PutItem`` without running the handler.
     - ``claim_check`` (default ``RETRYSAFE_CLAIM_CHECK_BUCKET``): the bucket claim-checked bodies are
       fetched from.
     - ``powertools_cutover`` (default ``None``): a :class:`~retrysafe.PowertoolsCutover` while switching
@@ -304,7 +326,8 @@ def idempotent_sqs(
     """
     consumer = SqsConsumer(func, subscriber=subscriber, operation=operation, mode=mode, key=key, fingerprint=fingerprint, fifo=fifo,
                            visibility_timeout_seconds=visibility_timeout_seconds, horizon_seconds=horizon_seconds,
-                           claim_check=claim_check, powertools_cutover=powertools_cutover, store=store, engine=engine)
+                           retry_hints=retry_hints, claim_check=claim_check, powertools_cutover=powertools_cutover,
+                           store=store, engine=engine)
 
     def wrapper(event: dict[str, Any], context: Any) -> dict[str, Any]:
         return consumer(event, context)

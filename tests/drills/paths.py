@@ -7,6 +7,11 @@ Step Functions task commits three segments around two recovery points
 (``txn.step``); its foreign calls answer with the intent they were made for, so
 a step that returns another intent's result is seen.
 
+The hinted paths take atomic mode's claim-first route: ``http-atomic-hinted`` sends
+``Retry-Attempt: 2`` on every request, ``sqs-hinted`` delivers every message with a
+receive count of 2, and ``sqs-redelivered`` counts deliveries as SQS does (the first
+invocation un-hinted, every later one hinted), so both routes meet on one key.
+
 The generic paths: ``@idempotent`` on an EventBridge event (atomic), and a plain
 ``@idempotent_function`` in claim-first mode, once returning a ``Decimal`` (the
 record codec's tagged form) and once returning a value that cannot be stored:
@@ -81,7 +86,8 @@ def payload(intent: str) -> dict[str, Any]:
     return {"intent": intent, "amount": 10 if intent == "A" else 500}
 
 
-def _http(intent: str, engine: Engine, notes: list[str], mode: str) -> Callable[[], Answer]:
+def _http(intent: str, engine: Engine, notes: list[str], mode: str, hinted: bool = False) -> Callable[[], Answer]:
+    """``hinted``: every request carries ``Retry-Attempt: 2`` (a retry hint), so atomic mode claims first."""
     def handle(event: dict[str, Any], context: Any, txn: Transaction) -> dict[str, Any]:
         body = json.loads(event["body"])
         if mode == "claim_first":
@@ -93,7 +99,14 @@ def _http(intent: str, engine: Engine, notes: list[str], mode: str) -> Callable[
 
     adapter = HttpAdapter(idempotent_http(handle, operation=f"Http-{mode}", mode=mode, engine=engine),
                           lambda variant: payload(intent))
-    return lambda: adapter.invoke(adapter.request(KEY))
+
+    def call() -> Answer:
+        request = adapter.request(KEY)
+        if hinted:
+            request["headers"][names.RETRY_ATTEMPT_HEADER] = "2"
+        return adapter.invoke(request)
+
+    return call
 
 
 def _http_record_only(intent: str, engine: Engine, notes: list[str]) -> Callable[[], Answer]:
@@ -111,12 +124,22 @@ def _http_record_only(intent: str, engine: Engine, notes: list[str]) -> Callable
     return lambda: adapter.invoke(adapter.request(KEY))
 
 
-def _sqs(intent: str, engine: Engine, notes: list[str]) -> Callable[[], Answer]:
+def _sqs(intent: str, engine: Engine, notes: list[str], receive_count: int = 1) -> Callable[[], Answer]:
+    """``receive_count`` 2: every delivery is a redelivery (a retry hint), so atomic mode claims first."""
     def consume(message: Message, txn: Transaction) -> None:
         effect(txn, message.content["intent"])
 
-    adapter = SqsAdapter(idempotent_sqs(consume, subscriber="billing", engine=engine), lambda variant: payload(intent))
+    adapter = SqsAdapter(idempotent_sqs(consume, subscriber="billing", engine=engine), lambda variant: payload(intent),
+                         receive_count=receive_count)
     return lambda: adapter.invoke(adapter.request(KEY))
+
+
+def _sqs_redelivered(intent: str, engine: Engine, notes: list[str]) -> Callable[[], Answer]:
+    """The receive count as SQS keeps it: the schedule's first invocation is delivery 1 (no hint, one
+    atomic transaction), every later one (a duplicate, a replay, a retry) the next count (hinted: it
+    claims first), so un-hinted and hinted invocations of one message meet."""
+    notes.append("an SQS delivery")
+    return _sqs(intent, engine, notes, receive_count=notes.count("an SQS delivery"))
 
 
 def _task(intent: str, engine: Engine, notes: list[str]) -> Callable[[], Answer]:
@@ -454,9 +477,12 @@ OUTBOX = Outbox()
 
 PATHS: dict[str, Path] = {p.name: p for p in (
     Path("http-atomic", lambda i, e, n: _http(i, e, n, "atomic")),
+    Path("http-atomic-hinted", lambda i, e, n: _http(i, e, n, "atomic", hinted=True)),
     Path("http-atomic-record-only", _http_record_only, ()),
     Path("http-claim-first", lambda i, e, n: _http(i, e, n, "claim_first")),
     Path("sqs", _sqs),
+    Path("sqs-hinted", lambda i, e, n: _sqs(i, e, n, receive_count=2)),
+    Path("sqs-redelivered", _sqs_redelivered),
     Path("kinesis", lambda i, e, n: _kinesis(i, e, n, "atomic"), ("r1", "r2", "r3")),
     Path("kinesis-claim-first", lambda i, e, n: _kinesis(i, e, n, "claim_first"), ("r1", "r2", "r3")),
     Path("dynamodb-stream", _dynamodb_stream, ("r1", "r2", "r3")),

@@ -123,6 +123,25 @@ def test_the_exploration_catches_a_record_only_put_without_its_condition(explore
     assert {"completed-overwritten", "answers-differ"} & set(result.violations)
 
 
+def test_the_exploration_catches_a_hinted_claim_without_its_condition(explorer: World) -> None:
+    """Mutation check on the hinted route: a claim that does not check for the record takes the key from
+    a completed intent, so the redelivery runs the handler again and commits a second effect."""
+
+    def unconditional(params: dict[str, Any], **_: Any) -> None:
+        if params.get("Item", {}).get("st", {}).get("S") == "pending":
+            for name in ("ConditionExpression", "ExpressionAttributeNames", "ExpressionAttributeValues"):
+                params.pop(name, None)
+
+    for slot in explorer.slots:
+        slot.client.meta.events.register_first("before-parameter-build.dynamodb.PutItem", unconditional)
+    try:
+        result = explore(explorer, Scope("sqs-hinted", ("A", "A"), faults=0))
+    finally:
+        for slot in explorer.slots:
+            slot.client.meta.events.unregister("before-parameter-build.dynamodb.PutItem", unconditional)
+    assert {"double-effect", "completed-overwritten"} & set(result.violations)
+
+
 def test_the_exploration_catches_a_release_that_deletes_a_committed_checkpoint(
         explorer: World, monkeypatch: pytest.MonkeyPatch) -> None:
     """Mutation check: a failed run that deletes its claim although a checkpoint committed loses it.

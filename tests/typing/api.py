@@ -65,7 +65,7 @@ def bare_http(event: Any, context: Any, txn: Transaction) -> dict[str, Any]:
 @idempotent_http(operation="CreateOrder", mode=Mode.CLAIM_FIRST, header=names.IDEMPOTENCY_KEY_HEADER, key_required=False,
                  tenant=authorizer_tenant(claims=("tenant_id",)), fingerprint_query=("page",),
                  replay_headers=("location",), horizon_seconds=86_400 * 7, wait_for_in_flight=1.5,
-                 on_state_conflict=on_conflict, store=store, engine=engine)
+                 on_state_conflict=on_conflict, retry_hints=False, store=store, engine=engine)
 def every_http_option(event: Any, context: Any, txn: Transaction) -> dict[str, Any]:
     return {"statusCode": 201}
 
@@ -77,6 +77,8 @@ idempotent_http(operaton="CreateOrder")  # type: ignore[call-overload]
 idempotent_http(http_handler, mode=3)  # type: ignore[call-overload]
 idempotent_http(http_handler, wait_for_in_flight="1s")  # type: ignore[call-overload]
 idempotent_http(http_handler, "CreateOrder")  # type: ignore[call-overload]
+idempotent_http(http_handler, retry_hint=False)  # type: ignore[call-overload]
+idempotent_http(http_handler, retry_hints="no")  # type: ignore[call-overload]
 idempotent_http(record_handler)  # type: ignore[arg-type]  # an SQS record handler is not an HTTP handler
 sqs_not_http: SqsLambdaHandler = idempotent_http(http_handler)  # type: ignore[assignment]
 
@@ -84,7 +86,9 @@ sqs_not_http: SqsLambdaHandler = idempotent_http(http_handler)  # type: ignore[a
 
 IdempotencyMiddleware()
 IdempotencyMiddleware(operation="CreateOrder", mode="atomic", key_required=True, tenant=None,
-                      horizon_seconds=86_400, wait_for_in_flight=0.5, on_state_conflict=on_conflict, store=store)
+                      horizon_seconds=86_400, wait_for_in_flight=0.5, on_state_conflict=on_conflict, retry_hints=True,
+                      store=store)
+IdempotencyMiddleware(retry_hints="no")  # type: ignore[arg-type]
 IdempotencyMiddleware(operaton="CreateOrder")  # type: ignore[call-arg]
 IdempotencyMiddleware(replay_headers=7)  # type: ignore[arg-type]
 IdempotencyMiddleware("CreateOrder")  # type: ignore[call-arg]  # options are keyword-only
@@ -102,7 +106,7 @@ def consume(message: Message, txn: Transaction) -> None:
 
 
 @idempotent_sqs(subscriber="billing", operation="Invoice", mode=Mode.CLAIM_FIRST, key=key_of, fifo=True,
-                visibility_timeout_seconds=30.0, horizon_seconds=86_400, store=store, engine=engine)
+                visibility_timeout_seconds=30.0, horizon_seconds=86_400, retry_hints=False, store=store, engine=engine)
 def every_sqs_option(message: Message, txn: Transaction) -> None:
     pass
 
@@ -113,6 +117,7 @@ idempotent_sqs(record_handler, subscribr="billing")  # type: ignore[call-overloa
 idempotent_sqs(subscribr="billing")  # type: ignore[call-overload]
 idempotent_sqs(record_handler, subscriber="billing", operaton="Invoice")  # type: ignore[call-overload]
 idempotent_sqs(record_handler, subscriber="billing", fifo="yes")  # type: ignore[call-overload]
+idempotent_sqs(record_handler, subscriber="billing", retry_hint=False)  # type: ignore[call-overload]
 idempotent_sqs(http_handler, subscriber="billing")  # type: ignore[arg-type]
 
 # -- @idempotent_task -----------------------------------------------------------------------------

@@ -110,7 +110,7 @@ class HttpIdempotency:
                  replay_headers: Collection[str] = DEFAULT_REPLAY_HEADERS,
                  horizon_seconds: int | None = None, wait_for_in_flight: float = 0.0,
                  on_state_conflict: Callable[[BusinessConditionFailedError, Any], Any] | None = None,
-                 powertools_cutover: PowertoolsCutover | None = None,
+                 retry_hints: bool = True, powertools_cutover: PowertoolsCutover | None = None,
                  store: DynamoStore | None = None, engine: Engine | None = None) -> None:
         self.mode = Mode.parse(mode)
         self.operation = operation
@@ -122,6 +122,7 @@ class HttpIdempotency:
         self.replay_headers = frozenset(h.lower() for h in replay_headers)
         self.wait_for_in_flight = wait_for_in_flight
         self.on_state_conflict = on_state_conflict
+        self.retry_hints = retry_hints
         self.retention, self.engine = wiring(horizon_seconds, store, engine)
         # Powertools replays the handler's proxy response: stored as this adapter stores a handler's
         self.cutover = cutover(powertools_cutover, self.engine, lambda response: to_stored(response, self).to_result())
@@ -177,12 +178,27 @@ class HttpIdempotency:
             outcome = self.engine.execute_unkeyed(Scope(tenant, op, "", adapter=names.HTTP_ADAPTER), work,
                                                   self.retention, predecessor=predecessor)
         else:
-            intent = Intent(Scope(tenant, op, key, adapter=names.HTTP_ADAPTER), request.fingerprint(self.fingerprint_query, self.fingerprint),
-                            self.mode, self.retention, wait_seconds=self.wait_for_in_flight)
+            intent = Intent(Scope(tenant, op, key, adapter=names.HTTP_ADAPTER),
+                            request.fingerprint(self.fingerprint_query, self.fingerprint),
+                            self.mode, self.retention, wait_seconds=self.wait_for_in_flight,
+                            hinted=self.retry_hints and is_retry(request))
             outcome = self.engine.execute(intent, work, remaining_ms, predecessor=predecessor)
         original = originals[-1] if originals and not outcome.replayed else None
         return HttpAnswer(StoredResponse.from_result(outcome.result), replayed=outcome.replayed, original=original,
                           shape=request.shape)
+
+
+def is_retry(request: HttpRequest) -> bool:
+    """True when the client says this request is a retry: ``Retry-Attempt`` (retrysafe's header) of 2 or
+    more, or the AWS SDKs' ``amz-sdk-request`` with ``attempt`` above 1. Anything unparsable is no hint."""
+    attempt = request.header(names.RETRY_ATTEMPT_HEADER)
+    if attempt is not None and attempt.strip().isdecimal() and int(attempt) > 1:
+        return True
+    for part in (request.header(names.AWS_SDK_REQUEST_HEADER) or "").split(";"):
+        name, _, value = part.strip().partition("=")
+        if name == "attempt" and value.isdecimal() and int(value) > 1:
+            return True
+    return False
 
 
 #: Why no tenant was found, per source (the deployer reads it in the 401's detail).

@@ -43,6 +43,7 @@ def idempotent_http(
     horizon_seconds: int | None = None,
     wait_for_in_flight: float = 0.0,
     on_state_conflict: Callable[[BusinessConditionFailedError, Any], Any] | None = None,
+    retry_hints: bool = True,
     powertools_cutover: PowertoolsCutover | None = None,
     store: DynamoStore | None = None,
     engine: Engine | None = None,
@@ -80,6 +81,10 @@ def idempotent_http(
       Its response (same form as the handler's) is returned, not stored. Typical use: a late
       replay, after its record expired, finds the business item whose id derives from the key
       (``error.current``) and answers with it rather than creating a second one.
+    - ``retry_hints`` (default ``True``): in atomic mode, a request the client marks as a retry
+      (``Retry-Attempt: 2`` or more, or the AWS SDKs' ``amz-sdk-request: attempt=2``...) claims first
+      when the record cache misses: a replay costs one ``PutItem`` and no handler run, a first run
+      two round trips; a concurrent duplicate then answers 409 (or waits, ``wait_for_in_flight``).
     - ``powertools_cutover`` (default ``None``): a :class:`~retrysafe.PowertoolsCutover`, while
       switching from Powertools idempotency: a first request whose event Powertools completed is
       answered from Powertools' record (see the migration guide).
@@ -98,7 +103,7 @@ def idempotent_http(
         operation=operation, mode=mode, header=header, key_required=key_required, tenant=tenant,
         fingerprint_query=fingerprint_query, fingerprint=fingerprint, replay_headers=replay_headers,
         horizon_seconds=horizon_seconds, wait_for_in_flight=wait_for_in_flight, on_state_conflict=on_state_conflict,
-        powertools_cutover=powertools_cutover, store=store, engine=engine)
+        retry_hints=retry_hints, powertools_cutover=powertools_cutover, store=store, engine=engine)
 
     def wrapper(event: Any, context: Any) -> dict[str, Any]:
         def call(txn: Transaction) -> tuple[StoredResponse, Any]:

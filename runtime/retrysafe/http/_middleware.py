@@ -57,6 +57,7 @@ class IdempotencyMiddleware(BaseMiddlewareHandler[Any]):
         horizon_seconds: int | None = None,
         wait_for_in_flight: float = 0.0,
         on_state_conflict: Callable[[BusinessConditionFailedError, Any], Any] | None = None,
+        retry_hints: bool = True,
         powertools_cutover: PowertoolsCutover | None = None,
         store: DynamoStore | None = None,
         engine: Engine | None = None,
@@ -66,7 +67,7 @@ class IdempotencyMiddleware(BaseMiddlewareHandler[Any]):
             operation=operation, mode=mode, header=header, key_required=key_required, tenant=tenant,
             fingerprint_query=fingerprint_query, fingerprint=fingerprint, replay_headers=replay_headers, horizon_seconds=horizon_seconds,
             wait_for_in_flight=wait_for_in_flight, on_state_conflict=on_state_conflict,
-            powertools_cutover=powertools_cutover, store=store, engine=engine)
+            retry_hints=retry_hints, powertools_cutover=powertools_cutover, store=store, engine=engine)
 
     def handler(self, app: Any, next_middleware: NextMiddleware) -> Response[Any]:
         """Run, replay or refuse; see :class:`HttpIdempotency`."""

@@ -190,14 +190,16 @@ class SqsAdapter:
 
     name = "SQS"
 
-    def __init__(self, handler: Callable[[Any, Any], Any], payload: Payload) -> None:
+    def __init__(self, handler: Callable[[Any, Any], Any], payload: Payload, *, receive_count: int = 1) -> None:
         self.handler, self.payload = handler, payload
         self.consumer = handler.consumer  # type: ignore[attr-defined]
         self.engine = engine_of(handler)
+        self.receive_count = receive_count
 
     def request(self, key: str, variant: int = 0) -> Any:
-        """A Lambda SQS event with one message whose propagated key is ``key``."""
-        return {"Records": [sqs_record(self.payload(variant), attributes={KEY_MESSAGE_ATTRIBUTE: key})]}
+        """A Lambda SQS event with one message whose propagated key is ``key`` (received ``receive_count`` times)."""
+        return {"Records": [sqs_record(self.payload(variant), attributes={KEY_MESSAGE_ATTRIBUTE: key},
+                                       receive_count=self.receive_count)]}
 
     def invoke(self, request: Any) -> Answer:
         """Process the message; an acknowledged message is ``executed`` (a consumer answers nothing else)."""
