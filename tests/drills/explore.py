@@ -714,16 +714,18 @@ REQUESTS = tuple(p for p in SINGLE if PATHS[p].outbox is None)
 #: The bounded exhaustive set ``make test`` runs (tests/drills/test_exploration.py).
 BOUNDED: tuple[Scope, ...] = (
     # one invocation, up to two faults on its calls (one on the task's four calls)
-    *(Scope(path, ("A",), faults=2) for path in ("http-atomic", "http-atomic-record-only", "http-claim-first", "sqs", "webhook", "event-atomic",
+    *(Scope(path, ("A",), faults=2) for path in ("http-atomic", "http-atomic-record-only", "http-claim-first",
+                                                 "http-claim-first-record-only", "sqs", "webhook", "event-atomic",
                                                  "function-claim-first", "function-unstorable")),
     Scope("task", ("A",), faults=1),
     # two invocations of one intent interleaved, one fault between them
-    *(Scope(path, ("A", "A"), faults=1, total=1) for path in ("http-atomic", "http-atomic-record-only", "http-claim-first", "sqs", "webhook",
+    *(Scope(path, ("A", "A"), faults=1, total=1) for path in ("http-atomic", "http-atomic-record-only", "http-claim-first",
+                                                              "http-claim-first-record-only", "sqs", "webhook",
                                                               "event-atomic", "function-claim-first",
                                                               "function-unstorable")),
     Scope("task", ("A", "A"), faults=0),
     # a lease lapsing while an invocation runs (a zombie and its successor)
-    Scope("http-claim-first", ("A", "A"), faults=0, env=("lapse",)),
+    *(Scope(path, ("A", "A"), faults=0, env=("lapse",)) for path in ("http-claim-first", "http-claim-first-record-only")),
     # another intent reusing the key days later: expiry, TTL at any moment after it
     *(Scope(path, ("A", "B"), faults=0, env=("expire", "ttl"), env_budget=2, sequential=True) for path in REQUESTS),
     Scope("task", ("A", "B"), faults=1, kinds=(CRASH_AFTER,), env=("expire",), sequential=True),
