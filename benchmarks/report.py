@@ -394,7 +394,9 @@ With one item and one event, retrysafe atomic's {first['wcu']:g} units are {firs
 the transaction (record, order and event, one unit each, doubled because transactional writes cost
 double) and {first['gsi_wcu']:g} for the event's entry in the outbox index (`outbox-unpublished`, which
 the publisher and the sweeper query); Powertools' separate `PutItem`s cost single units but do not
-commit together. Claim-first adds its claim (`PutItem`, one unit) to the same transaction."""
+commit together. Claim-first adds its claim (`PutItem`, one unit) to the same transaction; with nothing
+but the record it completes the claim with a second `PutItem` conditioned on its owner token, no
+transaction."""
 
 
 def _sqs_section(r: dict[str, Any]) -> str:

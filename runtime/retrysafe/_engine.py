@@ -8,7 +8,9 @@ Atomic mode
     refuses a mismatch or reports the duplicate in flight: 1 round trip either way.
 Claim first
     conditional claim (lease + owner token) -> run -> ONE ``TransactWriteItems``
-    completing the record conditioned on the owner token. A failed or
+    completing the record conditioned on the owner token; work that wrote
+    nothing but the record in that last step: ONE conditional ``PutItem``
+    (same condition, ``ALL_OLD``) instead. A failed or
     uncacheable run releases the claim, also conditioned on the owner token;
     a claim that holds (or may hold) a committed checkpoint only ends its lease.
 Hinted retries
@@ -385,12 +387,15 @@ class Engine:
         return self._executed(intent, record, completion)
 
     def _commit_claimed(self, record: Record, txn: Transaction, owner: str) -> None:
-        """The completing transaction of a claim, re-sent when a concurrent transaction raced it."""
+        """The completing write of a claim, re-sent when a concurrent transaction raced it."""
         actions = txn.actions()
         for attempt in range(RACE_RETRIES + 1):
             try:
-                self.store.commit(record, actions, self.clock(), owner=owner,
-                                  token=request_token(owner, "commit", str(attempt)))
+                if actions:
+                    self.store.commit(record, actions, self.clock(), owner=owner,
+                                      token=request_token(owner, "commit", str(attempt)))
+                else:  # nothing but the record: a conditional PutItem costs half a transaction's write units
+                    self.store.put_owned(record, owner)
                 return
             except TransactionRaced:
                 if attempt == RACE_RETRIES:

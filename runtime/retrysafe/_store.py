@@ -236,6 +236,25 @@ class DynamoStore:
         except _ConditionFailed as failed:
             raise RecordConflict(failed.record) from None
 
+    def put_owned(self, record: Record, owner: str) -> None:
+        """Claim-first mode with nothing to write but the completed ``record``: one conditional ``PutItem``.
+
+        The record must still be pending under ``owner``, as for :meth:`commit` with ``owner``, but
+        without a transaction (transactional writes cost double). The put replaces the claim (its
+        checkpoints included) as the transaction's ``Put`` does. Without a ``ClientRequestToken`` a retry
+        whose first attempt was applied meets the completed record, which the :class:`RecordConflict`
+        carries (``ALL_OLD``) with ``record.owner``; a claim taken over or expired and replaced carries
+        another owner (fenced off). Raises :class:`RecordConflict`, :class:`TransactionRaced`,
+        :class:`StoreUnavailableError` or :class:`StoreRejectedError`.
+        """
+        try:
+            self._call("put_item", TableName=self.table_name, Item=to_item(record),
+                       ConditionExpression=_OWNER_CONDITION, ExpressionAttributeNames={"#ow": "ow", "#st": "st"},
+                       ExpressionAttributeValues={":ow": {"S": owner}, ":pending": {"S": PENDING}},
+                       ReturnValuesOnConditionCheckFailure="ALL_OLD")
+        except _ConditionFailed as failed:
+            raise RecordConflict(failed.record) from None
+
     def _put_absent(self, record: Record, now: float) -> None:
         """``record`` where its key is absent or expired; raises :class:`_ConditionFailed` with the current item."""
         self._call("put_item", TableName=self.table_name, Item=to_item(record),

@@ -157,6 +157,10 @@ def test_a_first_request_writing_only_its_record_is_one_put_of_one_unit(bench: A
     assert units["retrysafe_atomic"]["first"]["wcu"] == 1  # not doubled: no transaction
     assert units["retrysafe_atomic"]["replay_other_container"]["calls"] == ["PutItem"]
     assert units["powertools"]["first"]["calls"] == ["PutItem", "UpdateItem"]
+    # Claim-first: the claim, then its completion as a PutItem conditioned on the owner token: 2 units, not 3.
+    assert units["retrysafe_claim_first"]["first"]["calls"] == ["PutItem", "PutItem"]
+    assert units["retrysafe_claim_first"]["first"]["wcu"] == 2
+    assert units["retrysafe_claim_first"]["replay_other_container"]["calls"] == ["PutItem"]
 
 
 def test_the_cutover_costs_one_get_item_on_first_requests_only_while_open(bench: Any) -> None:

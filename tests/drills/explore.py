@@ -719,17 +719,18 @@ REQUESTS = tuple(p for p in SINGLE if PATHS[p].outbox is None and PATHS[p].prepa
 BOUNDED: tuple[Scope, ...] = (
     # one invocation, up to two faults on its calls (one on the task's four calls)
     *(Scope(path, ("A",), faults=2) for path in ("http-atomic", "http-atomic-hinted", "http-atomic-record-only",
-                                                 "http-claim-first", "sqs", "sqs-hinted",
-                                                 "webhook", "event-atomic", "function-claim-first", "function-unstorable")),
+                                                 "http-claim-first", "http-claim-first-record-only", "sqs",
+                                                 "sqs-hinted", "webhook", "event-atomic", "function-claim-first",
+                                                 "function-unstorable")),
     Scope("task", ("A",), faults=1),
     # two invocations of one intent interleaved, one fault between them
     *(Scope(path, ("A", "A"), faults=1, total=1) for path in ("http-atomic", "http-atomic-hinted", "http-atomic-record-only",
-                                                              "http-claim-first", "sqs",
+                                                              "http-claim-first", "http-claim-first-record-only", "sqs",
                                                               "sqs-hinted", "sqs-redelivered", "webhook", "event-atomic",
                                                               "function-claim-first", "function-unstorable")),
     Scope("task", ("A", "A"), faults=0),
     # a lease lapsing while an invocation runs (a zombie and its successor)
-    Scope("http-claim-first", ("A", "A"), faults=0, env=("lapse",)),
+    *(Scope(path, ("A", "A"), faults=0, env=("lapse",)) for path in ("http-claim-first", "http-claim-first-record-only")),
     Scope("sqs-hinted", ("A", "A"), faults=0, env=("lapse",)),
     Scope("sqs-redelivered", ("A", "A"), faults=1, total=1, env=("lapse",)),
     # another intent reusing the key days later: expiry, TTL at any moment after it

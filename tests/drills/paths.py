@@ -109,17 +109,20 @@ def _http(intent: str, engine: Engine, notes: list[str], mode: str, hinted: bool
     return call
 
 
-def _http_record_only(intent: str, engine: Engine, notes: list[str]) -> Callable[[], Answer]:
-    """Atomic mode, nothing written but the record (one conditional ``PutItem``): the answer is the effect.
+def _http_record_only(intent: str, engine: Engine, notes: list[str], mode: str) -> Callable[[], Answer]:
+    """Nothing written but the record: the answer is the effect. Atomic mode commits it with one conditional
+    ``PutItem``; claim-first claims, then completes with a ``PutItem`` conditioned on its owner token.
 
     Its quote number is random (derived keys are the same in every run), so an answer from a second
     execution differs from the first one's."""
     def quote(event: dict[str, Any], context: Any, txn: Transaction) -> dict[str, Any]:
         body = json.loads(event["body"])
+        if mode == "claim_first":
+            notes.append(f"foreign call for {body['intent']}")
         return {"statusCode": 201, "headers": {"Content-Type": "application/json"},
                 "body": json.dumps({"quote": os.urandom(12).hex(), "intent": body["intent"]})}
 
-    adapter = HttpAdapter(idempotent_http(quote, operation="Http-record-only", engine=engine),
+    adapter = HttpAdapter(idempotent_http(quote, operation=f"Http-record-only-{mode}", mode=mode, engine=engine),
                           lambda variant: payload(intent))
     return lambda: adapter.invoke(adapter.request(KEY))
 
@@ -478,7 +481,8 @@ OUTBOX = Outbox()
 PATHS: dict[str, Path] = {p.name: p for p in (
     Path("http-atomic", lambda i, e, n: _http(i, e, n, "atomic")),
     Path("http-atomic-hinted", lambda i, e, n: _http(i, e, n, "atomic", hinted=True)),
-    Path("http-atomic-record-only", _http_record_only, ()),
+    Path("http-atomic-record-only", lambda i, e, n: _http_record_only(i, e, n, "atomic"), ()),
+    Path("http-claim-first-record-only", lambda i, e, n: _http_record_only(i, e, n, "claim_first"), ()),
     Path("http-claim-first", lambda i, e, n: _http(i, e, n, "claim_first")),
     Path("sqs", _sqs),
     Path("sqs-hinted", lambda i, e, n: _sqs(i, e, n, receive_count=2)),

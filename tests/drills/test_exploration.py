@@ -142,6 +142,26 @@ def test_the_exploration_catches_a_hinted_claim_without_its_condition(explorer: 
     assert {"double-effect", "completed-overwritten"} & set(result.violations)
 
 
+def test_the_exploration_catches_a_claim_first_record_only_put_without_its_owner_condition(explorer: World) -> None:
+    """Mutation check on claim-first's completing PutItem: without the owner condition a zombie whose lease
+    lapsed overwrites its successor's completed record (and answers with its own quote)."""
+
+    def unfenced(params: dict[str, Any], **_: Any) -> None:
+        if params.get("Item", {}).get("st", {}).get("S") == "completed" and \
+                params.get("ConditionExpression") == "#ow = :ow AND #st = :pending":
+            for name in ("ConditionExpression", "ExpressionAttributeNames", "ExpressionAttributeValues"):
+                params.pop(name, None)
+
+    for slot in explorer.slots:
+        slot.client.meta.events.register_first("before-parameter-build.dynamodb.PutItem", unfenced)
+    try:
+        result = explore(explorer, Scope("http-claim-first-record-only", ("A", "A"), faults=0, env=("lapse",)))
+    finally:
+        for slot in explorer.slots:
+            slot.client.meta.events.unregister("before-parameter-build.dynamodb.PutItem", unfenced)
+    assert {"completed-overwritten", "answers-differ"} & set(result.violations), result.violations
+
+
 def test_the_exploration_catches_a_release_that_deletes_a_committed_checkpoint(
         explorer: World, monkeypatch: pytest.MonkeyPatch) -> None:
     """Mutation check: a failed run that deletes its claim although a checkpoint committed loses it.

@@ -1,10 +1,12 @@
-"""Atomic mode, work that writes nothing but the record: one conditional ``PutItem``, no transaction.
+"""Work that writes nothing but the record: one conditional ``PutItem``, no transaction.
 
 Transactional writes cost double, so a first request whose handler buffered no write and no event
-completes its record with ``PutItem`` conditioned ``attribute_not_exists(pk) OR #exp < :now``
+completes its record with ``PutItem``. Atomic mode conditions it ``attribute_not_exists(pk) OR #exp < :now``
 (``ALL_OLD`` on a failed condition): still one round trip, and a replay on another container gets the
-stored record from that same call. A ``PutItem`` carries no ``ClientRequestToken``: a retried put that
-meets its own completed record must be recognised by its writer token, as a retried transaction is.
+stored record from that same call. Claim-first mode claims as always, then completes with a ``PutItem``
+conditioned on its owner token, as its transaction's ``Put`` is (fencing): two round trips, two write
+units instead of three. A ``PutItem`` carries no ``ClientRequestToken``: a retried put that meets its
+own completed record must be recognised by its writer token, as a retried transaction is.
 Each lost-response test runs on DynamoDB's semantics layer and on bare moto.
 """
 
@@ -15,9 +17,13 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from retrysafe import Engine, Mode, RecordCache, Transaction, idempotent_http, metrics
-from retrysafe._observability import FENCING_REJECTED, telemetry
+from retrysafe import Engine, Mode, RecordCache, Transaction, idempotent_http, metrics, names
+from retrysafe._engine import Completion, Intent
+from retrysafe._keys import Scope
+from retrysafe._observability import FENCING_REJECTED, TAKEOVER, telemetry
+from retrysafe._record import PENDING, Record
 from retrysafe._store import DynamoStore
+from retrysafe.errors import FencingError
 from retrysafe.names import RECORD_PREFIX, REPLAYED_HEADER
 from retrysafe.testing import ALWAYS, Boundary, Clock, DynamoSemantics, instant_retries
 from retrysafe.testing._boundary import completes_record
@@ -118,14 +124,6 @@ def test_a_business_write_still_commits_in_one_transaction(ddb, boundary, sent, 
     assert [operation for operation, _ in sent] == expected
 
 
-def test_claim_first_without_writes_keeps_its_claim_and_commit(ddb, boundary, sent):
-    """Only atomic mode changes: claim-first's commit is conditioned on its owner token, in a transaction."""
-    here, _ = engines(boundary)
-    response = idempotent_http(Quotes(), mode=Mode.CLAIM_FIRST, engine=here)(rest_event({"amount": 5}), DrillContext())
-    assert response["statusCode"] == 201
-    assert [operation for operation, _ in sent] == ["PutItem", "TransactWriteItems"]
-
-
 def test_lost_put_response_answers_the_handlers_own_response(ddb, boundary, sent, counted):
     """The put applied, its answer was lost and botocore re-sent it: the retry meets its own record."""
     quotes = Quotes()
@@ -201,3 +199,159 @@ def test_an_expired_record_is_replaced_by_the_put(ddb, boundary):
     assert json.loads(late["body"])["quote"] == "q-2"
     [replaced] = records(ddb)
     assert int(replaced["exp"]["N"]) > int(record["exp"]["N"])
+
+
+# -- claim first -------------------------------------------------------------
+OWNER_CONDITION = "#ow = :ow AND #st = :pending"
+SCOPE = Scope("tenant-a", "Quote", "key-1", adapter=names.HTTP_ADAPTER)
+
+
+def claim_first(quotes: Quotes, engine: Engine, amount: int = 50) -> dict[str, Any]:
+    handler = idempotent_http(quotes, operation="Quote", mode=Mode.CLAIM_FIRST, engine=engine)
+    response: dict[str, Any] = handler(rest_event({"amount": amount}), DrillContext())
+    return response
+
+
+def test_claim_first_without_writes_claims_then_completes_with_one_conditional_put(ddb, boundary, sent):
+    quotes = Quotes()
+    here, there = engines(boundary)
+    first = claim_first(quotes, here)
+    assert first["statusCode"] == 201 and REPLAYED_HEADER not in first["headers"]
+    assert [operation for operation, _ in sent] == ["PutItem", "PutItem"]  # the claim, the completion
+    (_, claim), (_, put) = sent
+    assert claim["Item"]["st"]["S"] == "pending"
+    assert put["ConditionExpression"] == OWNER_CONDITION and put["Item"]["st"]["S"] == "completed"
+    assert put["ExpressionAttributeValues"][":ow"] == claim["Item"]["ow"] == put["Item"]["ow"]
+    assert put["ReturnValuesOnConditionCheckFailure"] == "ALL_OLD" and "ClientRequestToken" not in put
+    [record] = records(ddb)
+    assert record["st"]["S"] == "completed" and "le" not in record  # the claim's lease went with it
+
+    sent.clear()  # another container: its claim is refused with the stored record (ALL_OLD), replayed
+    other = claim_first(quotes, there)
+    assert [operation for operation, _ in sent] == ["PutItem"]
+    assert other["headers"][REPLAYED_HEADER] == "true" and json.loads(other["body"]) == json.loads(first["body"])
+    assert quotes.runs == 1
+
+
+def test_claim_first_lost_put_response_answers_the_handlers_own_response(ddb, boundary, sent, counted):
+    """The completing put applied, its answer was lost and botocore re-sent it: the retry meets its own record."""
+    quotes = Quotes()
+    here, there = engines(boundary)
+    boundary.lose_response("PutItem", match=completes_record)
+    response = claim_first(quotes, here)
+    assert [operation for operation, kind in boundary.fired] == ["PutItem"]
+    assert response["statusCode"] == 201 and REPLAYED_HEADER not in response["headers"]
+    assert json.loads(response["body"])["quote"] == "q-1" and quotes.runs == 1
+    assert [operation for operation, _ in sent] == ["PutItem", "PutItem"]  # two API calls, three attempts
+    assert metrics.EXECUTED in counted and metrics.REPLAYED not in counted and FENCING_REJECTED not in counted
+    other = claim_first(quotes, there)
+    assert other["headers"][REPLAYED_HEADER] == "true" and json.loads(other["body"])["quote"] == "q-1"
+
+
+def test_claim_first_every_put_answer_lost_is_recognised_by_the_release(ddb, boundary, sent, counted):
+    """Every attempt of the completing put applied (the first) or met its own record, every answer lost:
+    the release that follows the error is refused with the completed record of this owner, so the
+    invocation answers its own response, as after a transaction whose answers were all lost."""
+    quotes = Quotes()
+    here, there = engines(boundary)
+    boundary.lose_response("PutItem", match=completes_record, times=ALWAYS)
+    response = claim_first(quotes, here)
+    assert response["statusCode"] == 201 and REPLAYED_HEADER not in response["headers"], response["body"]
+    assert json.loads(response["body"])["quote"] == "q-1"
+    assert [operation for operation, _ in sent] == ["PutItem", "PutItem", "DeleteItem"]
+    assert FENCING_REJECTED not in counted
+    boundary.revive()
+    retry = claim_first(quotes, there)
+    assert retry["headers"][REPLAYED_HEADER] == "true" and json.loads(retry["body"])["quote"] == "q-1"
+    assert quotes.runs == 1
+
+
+def test_claim_first_throttled_put_releases_the_claim_and_the_retry_executes(ddb, boundary, sent):
+    quotes = Quotes()
+    here, _ = engines(boundary)
+    boundary.throttle("PutItem", code="ProvisionedThroughputExceededException", match=completes_record,
+                      times=ALWAYS)
+    response = claim_first(quotes, here)
+    assert response["statusCode"] == 503 and response["headers"]["Retry-After"]
+    assert [operation for operation, _ in sent] == ["PutItem", "PutItem", "DeleteItem"]
+    assert records(ddb) == []  # unapplied, and the claim released
+    boundary.revive()
+    retry = claim_first(quotes, here)
+    assert retry["statusCode"] == 201 and REPLAYED_HEADER not in retry["headers"]
+    assert json.loads(retry["body"])["quote"] == "q-2"
+
+
+def test_claim_first_put_that_met_a_running_transaction_is_sent_again(ddb, boundary):
+    quotes = Quotes()
+    here, _ = engines(boundary)
+    boundary.fail("PutItem", 400, "TransactionConflictException", "Transaction is ongoing for the item",
+                  match=completes_record, times=3)
+    response = claim_first(quotes, here)
+    assert response["statusCode"] == 201, response["body"]
+    assert [kind for _, kind in boundary.fired] == ["error"] * 3
+    [record] = records(ddb)
+    assert record["st"]["S"] == "completed"
+
+
+def test_claim_first_expired_record_is_claimed_and_completed_again(ddb, boundary, sent):
+    import time
+
+    clock = Clock(time.time())
+    quotes = Quotes()
+    here, there = engines(boundary, clock)
+    claim_first(quotes, here)
+    [record] = records(ddb)
+    clock.now = int(record["exp"]["N"]) + 1
+    sent.clear()
+    late = claim_first(quotes, there)
+    assert late["statusCode"] == 201 and REPLAYED_HEADER not in late["headers"]
+    assert json.loads(late["body"])["quote"] == "q-2"
+    assert [operation for operation, _ in sent] == ["PutItem", "PutItem"]
+    [replaced] = records(ddb)
+    assert replaced["st"]["S"] == "completed" and int(replaced["exp"]["N"]) > int(record["exp"]["N"])
+
+
+def intent() -> Intent:
+    return Intent(scope=SCOPE, fingerprint="fp-1", mode=Mode.CLAIM_FIRST, lease_seconds=5.0)
+
+
+def test_claim_first_zombie_put_is_fenced_and_replays_its_successors_record(ddb, boundary, sent, counted):
+    """A's lease lapses, B takes over and completes: A's completing put is refused with B's record, replayed."""
+    import time
+
+    clock = Clock(time.time())
+    engine = Engine(DynamoStore(TABLE, client=boundary.client), cache=None, clock=clock)
+    successor: list[Any] = []
+
+    def a_work(txn: Transaction) -> Completion:
+        clock.advance(6)  # A stalls past its lease, B takes over and completes
+        successor.append(engine.execute(intent(), lambda txn: Completion({"quote": "by-B"})))
+        return Completion({"quote": "by-A"})
+
+    outcome = engine.execute(intent(), a_work)
+    assert outcome.replayed and outcome.result == {"quote": "by-B"} and successor[0].result == {"quote": "by-B"}
+    assert [operation for operation, _ in sent] == ["PutItem", "PutItem", "UpdateItem", "PutItem", "PutItem"]
+    assert TAKEOVER in counted and FENCING_REJECTED in counted
+    [record] = records(ddb)
+    assert record["st"]["S"] == "completed" and json.loads(record["r"]["S"]) == {"quote": "by-B"}
+
+
+def test_claim_first_zombie_put_is_fenced_while_its_successor_still_holds_the_key(ddb, boundary, counted):
+    import time
+
+    clock = Clock(time.time())
+    store = DynamoStore(TABLE, client=boundary.client)
+    engine = Engine(store, cache=None, clock=clock)
+
+    def a_work(txn: Transaction) -> Completion:
+        clock.advance(6)
+        now = clock()
+        store.claim(Record(SCOPE.record_id, PENDING, "fp-1", int(now) + 86400, int(now * 1000), "Quote",
+                           owner="owner-B", lease_until_ms=int((now + 30) * 1000)), now)
+        return Completion({"quote": "by-A"})
+
+    with pytest.raises(FencingError):
+        engine.execute(intent(), a_work)
+    assert FENCING_REJECTED in counted
+    [record] = records(ddb)
+    assert record["st"]["S"] == "pending" and record["ow"]["S"] == "owner-B"

@@ -301,7 +301,7 @@ class Boundary:
 
     def crash_after_commit(self) -> None:
         """Lose the answer of the write that completes an idempotency record (it did commit): its
-        ``TransactWriteItems``, or the ``PutItem`` of an atomic intent that wrote nothing else."""
+        ``TransactWriteItems``, or the ``PutItem`` of an intent that wrote nothing else."""
         for operation in _COMMIT_OPERATIONS:
             self.crash(operation, when="after", match=completes_record)
 
@@ -405,7 +405,8 @@ def _cancelled(params: Mapping[str, Any], reasons: Sequence[Reason]) -> Any:
 
 
 def completes_record(operation: str, params: Mapping[str, Any]) -> bool:
-    """True for the ``TransactWriteItems`` (or atomic mode's ``PutItem``) that writes a completed idempotency record."""
+    """True for the ``TransactWriteItems`` (or, with nothing else to write, the ``PutItem``) that writes a completed
+    idempotency record."""
     return any(_record_put(item) is not None for item in _as_transaction(operation, params).get("TransactItems") or [])
 
 
