@@ -21,10 +21,9 @@ from ._props import refuse_ignored
 from .function import IdempotentFunction
 from .nag import acknowledge
 
-KEY_HEADER = names.IDEMPOTENCY_KEY_HEADER
 DEFAULT_RATE = 100
 DEFAULT_BURST = 200
-ALLOW_HEADERS = ("Content-Type", "Authorization", KEY_HEADER)
+ALLOW_HEADERS = ("Content-Type", "Authorization", names.IDEMPOTENCY_KEY_HEADER)
 EXPOSE_HEADERS = (names.REPLAYED_HEADER, "Retry-After", "Location")
 _PROBLEM = json.dumps({"type": "about:blank", "title": "Bad Request", "status": 400,
                        "detail": "$context.error.validationErrorString"})
@@ -169,7 +168,7 @@ class IdempotentRestApi(Construct):
         (signed webhooks).
         """
         resource = self.rest_api.root.resource_for_path(path)
-        params = {f"method.request.header.{KEY_HEADER}": True} if key_required else None
+        params = {f"method.request.header.{names.IDEMPOTENCY_KEY_HEADER}": True} if key_required else None
         authorizer = None if public or self.iam_authorization else self.authorizer
         kind = (apigw.AuthorizationType.NONE if public else apigw.AuthorizationType.IAM if self.iam_authorization
                 else None)

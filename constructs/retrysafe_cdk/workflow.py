@@ -50,8 +50,6 @@ from .table import IdempotencyTable
 REDRIVE_WINDOW = Duration.days(14)
 #: A saga's execution timeout unless given (part of the retry horizon).
 DEFAULT_EXECUTION_TIMEOUT = Duration.hours(1)
-#: The runtime's lease margin beyond the Lambda's remaining time.
-LEASE_MARGIN_SECONDS = names.LEASE_MARGIN_SECONDS
 #: Lambda's init phase is not part of the function timeout (it may take up to 10 s).
 INIT_SECONDS = 10
 #: The iteration of an inline ``Map``: pass it as ``iteration=`` for a task inside one.
@@ -78,7 +76,7 @@ def task_payload(iteration: str | None = None) -> sfn.TaskInput:
 
 def in_progress_attempts(function_timeout: Duration) -> int:
     """Fewest ``TaskInProgress`` retries (2 s, doubling) whose delays add up to more than timeout + lease margin."""
-    must_exceed = function_timeout.to_seconds() + LEASE_MARGIN_SECONDS
+    must_exceed = function_timeout.to_seconds() + names.LEASE_MARGIN_SECONDS
     # 2 * (2^n - 1) > must_exceed
     return math.floor(math.log2(must_exceed / IN_PROGRESS_INTERVAL + 1)) + 1
 
