@@ -20,7 +20,7 @@ from ._props import pin_logical_id, refuse_ignored, struct_values
 from ._sources import add_redelivery, dead_letter_queue, depth_alarm, metric_depth
 from .alarms import AlarmOptions, add_alarm
 from .function import IdempotentFunction
-from .table import KEY_READ_ACTIONS, STREAM_ACTIONS, check_same_region, grant_key
+from .table import KEY_READ_ACTIONS, STREAM_ACTIONS, add_stream_reader, check_same_region, grant_key
 
 #: Kinesis keeps records 24 hours by default, at most 365 days; DynamoDB Streams keeps them 24 hours.
 KINESIS_DEFAULT_RETENTION = Duration.hours(24)
@@ -52,7 +52,8 @@ class IdempotentStreamConsumer(Construct):
         then keeps the stream and its records). @default derived from the construct path. Refused
         with ``existing_stream``.
     :param existing_table: consume this DynamoDB table's stream instead (it must have one, in the
-        function's region; with a customer-managed key the function gets ``kms:Decrypt`` on it).
+        function's region; with a customer-managed key the function gets ``kms:Decrypt`` on it; at
+        most two readers of one table's stream in the app, an outbox relay included: a third is refused).
         @default none: a Kinesis stream. Refused with ``existing_stream``, ``stream_props``,
         ``stream_logical_id`` and ``retention_period``.
     :param retention_period: the deployed retention of an imported Kinesis stream
@@ -130,6 +131,7 @@ class IdempotentStreamConsumer(Construct):
                               why="Lambda maps a stream only to a function of its region, so the deployment would "
                                   "fail.")
             self.stream_arn = self._table_stream(existing_table)
+            add_stream_reader(existing_table, self)
             retention = DYNAMODB_STREAM_RETENTION
         else:
             self.stream, retention = self._kinesis(existing_stream, stream_props, stream_logical_id, retention_period)

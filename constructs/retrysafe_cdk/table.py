@@ -80,6 +80,37 @@ def check_same_region(scope: Construct, table: dynamodb.ITable, what: str, *, wh
         f"replica (TableV2.replica({own_region!r})).")
 
 
+#: The most processes that may read one DynamoDB stream shard at the same time. The DynamoDB Streams API
+#: (``LimitExceededException``): "More than 2 processes are reading from the same streams shard at the same
+#: time. Exceeding this limit may result in request throttling." Each Lambda event source mapping and each
+#: EventBridge Pipe on a stream is one such process, on every shard.
+_MAX_STREAM_READERS = 2
+#: Where the app's root keeps its stream readers (stream key -> reader paths), across stacks.
+_STREAM_READERS = "_retrysafe_stream_readers"
+
+
+def add_stream_reader(table: dynamodb.ITable, reader: Construct) -> None:
+    """Record that ``reader`` (an outbox relay or a stream consumer) polls ``table``'s stream; refuse a third.
+
+    Readers are counted per app, across stacks: by the stream's ARN when it is a literal (an
+    imported table, however many times it is imported), else by the table construct.
+    """
+    registry: dict[str, list[str]] = vars(reader.node.root).setdefault(_STREAM_READERS, {})
+    arn = table.table_stream_arn
+    readers = registry.setdefault(arn if arn is not None and not Token.is_unresolved(arn) else table.node.path, [])
+    if len(readers) >= _MAX_STREAM_READERS:
+        raise ValueError(
+            f"{reader.node.path}: the stream of the table {table.node.path} is already read by "
+            f"{' and '.join(readers)}, and DynamoDB Streams serves at most {_MAX_STREAM_READERS} processes reading "
+            "one shard at the same time: a third reader's GetRecords calls are throttled and every reader falls "
+            "behind (a growing IteratorAge), with no error at deploy time. Fix: read the stream once and fan out "
+            "from there: one consumer (or an EventBridge Pipe) publishing the changes to an EventBridge bus, with "
+            "an IdempotentEventRule per service (for the outbox: publish it to a bus or topic the services "
+            "subscribe to); or stream the table to Kinesis (Table(kinesis_stream=...)) and consume that with "
+            "IdempotentStreamConsumer(existing_stream=...).")
+    readers.append(reader.node.path)
+
+
 @jsii.implements(IResolvable)
 class _RetentionToken:
     """Resolves at synthesis, after every queue has added its redelivery window."""
@@ -460,6 +491,7 @@ class IdempotencyTable(Construct):
                 "and two relays use both stream readers DynamoDB allows per shard. Fix: publish to one target and "
                 "fan out from there (an EventBridge rule with several targets, or an SNS topic with several "
                 "subscriptions), or give the second service its own IdempotencyTable.")
+        add_stream_reader(self.table, relay)
         self.relays.append(relay)
         self._relay_targets.append(target)
 
