@@ -33,7 +33,7 @@ from .horizon import RetryHorizon
 from .targets import OutboxTarget
 
 #: The outbox index's partition and sort keys (both strings).
-OUTBOX_INDEX_KEYS = (names.UNPUBLISHED_ATTRIBUTE, names.COMMITTED_AT_ATTRIBUTE)
+_OUTBOX_INDEX_KEYS = (names.UNPUBLISHED_ATTRIBUTE, names.COMMITTED_AT_ATTRIBUTE)
 #: Item-level actions a function needs for claims, commits and replays. DynamoDB has no
 #: ``dynamodb:TransactWriteItems`` IAM action: a transaction is authorized per item by these.
 RECORD_ACTIONS = ("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem",
@@ -46,7 +46,7 @@ KEY_WRITE_ACTIONS = ("kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey")
 #: What reading a customer-managed-key table's items or stream needs.
 KEY_READ_ACTIONS = ("kms:Decrypt",)
 #: Stream views whose records carry the new item (the outbox filter matches ``dynamodb.NewImage.kind``).
-OUTBOX_STREAM_VIEWS = ("NEW_IMAGE", "NEW_AND_OLD_IMAGES")
+_OUTBOX_STREAM_VIEWS = ("NEW_IMAGE", "NEW_AND_OLD_IMAGES")
 
 
 def grant_key(grantee: iam.IGrantable, key: kms.IKey, actions: tuple[str, ...]) -> iam.Grant:
@@ -150,7 +150,7 @@ def _existing_table_problems(table: dynamodb.ITable, relays: bool) -> list[str] 
         problems.append(f"TTL must be enabled on {names.TTL_ATTRIBUTE!r} (time_to_live_attribute={names.TTL_ATTRIBUTE!r}); "
                         "without it records never expire")
     index = indexes.get(names.OUTBOX_INDEX)
-    hash_key, range_key = OUTBOX_INDEX_KEYS
+    hash_key, range_key = _OUTBOX_INDEX_KEYS
     expected = [(hash_key, "HASH"), (range_key, "RANGE")]
     if index is None or [(k["attributeName"], k["keyType"]) for k in index["keySchema"]] != expected or \
             types.get(hash_key) != "S" or types.get(range_key) != "S" or \
@@ -161,7 +161,7 @@ def _existing_table_problems(table: dynamodb.ITable, relays: bool) -> list[str] 
                         f"name={hash_key!r}, type=AttributeType.STRING), sort_key=Attribute(name={range_key!r}, "
                         "type=AttributeType.STRING))")
     view = _stream_view(cfn)
-    if relays and view is not None and view not in OUTBOX_STREAM_VIEWS:
+    if relays and view is not None and view not in _OUTBOX_STREAM_VIEWS:
         problems.append(f"its stream is {view}, and the outbox relay matches the new image of each record "
                         "(dynamodb.NewImage.kind), so no event would ever be published (the Outbox's sweeper "
                         "would send each one 15-20 minutes late; OutboxPipe never). Fix: create the table with "
@@ -347,8 +347,8 @@ class IdempotencyTable(Construct):
             created = dynamodb.Table(self, "Table", **props)
             created.add_global_secondary_index(
                 index_name=names.OUTBOX_INDEX,
-                partition_key=dynamodb.Attribute(name=OUTBOX_INDEX_KEYS[0], type=dynamodb.AttributeType.STRING),
-                sort_key=dynamodb.Attribute(name=OUTBOX_INDEX_KEYS[1], type=dynamodb.AttributeType.STRING),
+                partition_key=dynamodb.Attribute(name=_OUTBOX_INDEX_KEYS[0], type=dynamodb.AttributeType.STRING),
+                sort_key=dynamodb.Attribute(name=_OUTBOX_INDEX_KEYS[1], type=dynamodb.AttributeType.STRING),
                 projection_type=dynamodb.ProjectionType.ALL,
             )
             self.table = created
