@@ -22,8 +22,8 @@ from .nag import acknowledge
 from .queue import DLQ_RETENTION, SQS_DEFAULT_RETENTION
 
 #: Lambda's asynchronous invocation limits (``AWS::Lambda::EventInvokeConfig``).
-ASYNC_MAX_RETRIES = 2
-ASYNC_MIN_EVENT_AGE = 60
+_ASYNC_MAX_RETRIES = 2
+_ASYNC_MIN_EVENT_AGE = 60
 
 
 def queue_retention(queue: sqs.IQueue) -> Duration:
@@ -69,11 +69,11 @@ def configure_async(owner: Construct, function: IdempotentFunction, on_failure: 
     (same settings, same dead-letter queue) or is refused.
     """
     age = int(max_event_age.to_seconds())
-    if not ASYNC_MIN_EVENT_AGE <= age <= int(LAMBDA_ASYNC_MAX_EVENT_AGE.to_seconds()):
+    if not _ASYNC_MIN_EVENT_AGE <= age <= int(LAMBDA_ASYNC_MAX_EVENT_AGE.to_seconds()):
         raise ValueError(f"{owner.node.path}: async_max_event_age must be 60 s..6 h (Lambda keeps an asynchronous "
                          f"invocation at most 6 hours), got {age}s.")
-    if not 0 <= retry_attempts <= ASYNC_MAX_RETRIES:
-        raise ValueError(f"{owner.node.path}: async_retry_attempts must be 0..{ASYNC_MAX_RETRIES} (Lambda's limit for "
+    if not 0 <= retry_attempts <= _ASYNC_MAX_RETRIES:
+        raise ValueError(f"{owner.node.path}: async_retry_attempts must be 0..{_ASYNC_MAX_RETRIES} (Lambda's limit for "
                          f"asynchronous invocations), got {retry_attempts}.")
     target: lambda_.IFunction = function.invoke_target
     existing = target.node.try_find_child("EventInvokeConfig")

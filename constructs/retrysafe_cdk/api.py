@@ -21,11 +21,10 @@ from ._props import refuse_ignored
 from .function import IdempotentFunction
 from .nag import acknowledge
 
-KEY_HEADER = names.IDEMPOTENCY_KEY_HEADER
-DEFAULT_RATE = 100
-DEFAULT_BURST = 200
-ALLOW_HEADERS = ("Content-Type", "Authorization", KEY_HEADER)
-EXPOSE_HEADERS = (names.REPLAYED_HEADER, "Retry-After", "Location")
+_DEFAULT_RATE = 100
+_DEFAULT_BURST = 200
+_ALLOW_HEADERS = ("Content-Type", "Authorization", names.IDEMPOTENCY_KEY_HEADER)
+_EXPOSE_HEADERS = (names.REPLAYED_HEADER, "Retry-After", "Location")
 _PROBLEM = json.dumps({"type": "about:blank", "title": "Bad Request", "status": 400,
                        "detail": "$context.error.validationErrorString"})
 
@@ -34,7 +33,7 @@ def _access_log_group(scope: Construct, retention: logs.RetentionDays) -> logs.L
     return logs.LogGroup(scope, "AccessLogs", retention=retention, removal_policy=RemovalPolicy.DESTROY)
 
 
-CLOUDWATCH_ROLE_FLAG = "@aws-cdk/aws-apigateway:disableCloudWatchRole"
+_CLOUDWATCH_ROLE_FLAG = "@aws-cdk/aws-apigateway:disableCloudWatchRole"
 
 
 def _creates_cloudwatch_role(scope: Construct, explicit: bool | None) -> bool:
@@ -42,7 +41,7 @@ def _creates_cloudwatch_role(scope: Construct, explicit: bool | None) -> bool:
 
     ``explicit`` wins; otherwise CDK's feature flag decides (set: no role). Never a second one in a stack.
     """
-    wanted = explicit if explicit is not None else not FeatureFlags.of(scope).is_enabled(CLOUDWATCH_ROLE_FLAG)
+    wanted = explicit if explicit is not None else not FeatureFlags.of(scope).is_enabled(_CLOUDWATCH_ROLE_FLAG)
     stack = Stack.of(scope)
     return bool(wanted) and not any(isinstance(c, apigw.CfnAccount) and Stack.of(c) is stack
                                     for c in stack.node.find_all())
@@ -129,15 +128,15 @@ class IdempotentRestApi(Construct):
     def _new_api(self, cors_origins: Sequence[str], rate: int | None, burst: int | None, stage_name: str | None,
                  retention: logs.RetentionDays | None, cloud_watch_role: bool | None) -> apigw.RestApi:
         self.access_logs = _access_log_group(self, retention or logs.RetentionDays.ONE_MONTH)
-        cors = apigw.CorsOptions(allow_origins=list(cors_origins), allow_headers=list(ALLOW_HEADERS),
-                                 expose_headers=list(EXPOSE_HEADERS), max_age=Duration.hours(1)) if cors_origins else None
+        cors = apigw.CorsOptions(allow_origins=list(cors_origins), allow_headers=list(_ALLOW_HEADERS),
+                                 expose_headers=list(_EXPOSE_HEADERS), max_age=Duration.hours(1)) if cors_origins else None
         role = _creates_cloudwatch_role(self, cloud_watch_role)
         api = apigw.RestApi(
             self, "Api", default_cors_preflight_options=cors, cloud_watch_role=role,
             cloud_watch_role_removal_policy=RemovalPolicy.DESTROY if role else None,
             deploy_options=apigw.StageOptions(
-                stage_name=stage_name or "prod", throttling_rate_limit=DEFAULT_RATE if rate is None else rate,
-                throttling_burst_limit=DEFAULT_BURST if burst is None else burst,
+                stage_name=stage_name or "prod", throttling_rate_limit=_DEFAULT_RATE if rate is None else rate,
+                throttling_burst_limit=_DEFAULT_BURST if burst is None else burst,
                 logging_level=apigw.MethodLoggingLevel.ERROR,
                 access_log_destination=apigw.LogGroupLogDestination(self.access_logs),
                 access_log_format=apigw.AccessLogFormat.json_with_standard_fields(
@@ -169,7 +168,7 @@ class IdempotentRestApi(Construct):
         (signed webhooks).
         """
         resource = self.rest_api.root.resource_for_path(path)
-        params = {f"method.request.header.{KEY_HEADER}": True} if key_required else None
+        params = {f"method.request.header.{names.IDEMPOTENCY_KEY_HEADER}": True} if key_required else None
         authorizer = None if public or self.iam_authorization else self.authorizer
         kind = (apigw.AuthorizationType.NONE if public else apigw.AuthorizationType.IAM if self.iam_authorization
                 else None)
@@ -227,7 +226,7 @@ class IdempotentHttpApi(Construct):
             return
         self.access_logs = _access_log_group(self, log_retention or logs.RetentionDays.ONE_MONTH)
         cors = apigwv2.CorsPreflightOptions(
-            allow_origins=list(cors_origins), allow_headers=list(ALLOW_HEADERS), expose_headers=list(EXPOSE_HEADERS),
+            allow_origins=list(cors_origins), allow_headers=list(_ALLOW_HEADERS), expose_headers=list(_EXPOSE_HEADERS),
             allow_methods=[apigwv2.CorsHttpMethod.ANY], max_age=Duration.hours(1)) if cors_origins else None
         self.http_api = apigwv2.HttpApi(self, "Api", default_authorizer=authorizer, cors_preflight=cors)
         assert self.http_api.default_stage is not None
@@ -239,8 +238,8 @@ class IdempotentHttpApi(Construct):
                                "status": "$context.status", "responseLength": "$context.responseLength",
                                "integrationError": "$context.integrationErrorMessage"}))
         stage.default_route_settings = apigwv2.CfnStage.RouteSettingsProperty(
-            throttling_rate_limit=DEFAULT_RATE if throttling_rate_limit is None else throttling_rate_limit,
-            throttling_burst_limit=DEFAULT_BURST if throttling_burst_limit is None else throttling_burst_limit)
+            throttling_rate_limit=_DEFAULT_RATE if throttling_rate_limit is None else throttling_rate_limit,
+            throttling_burst_limit=_DEFAULT_BURST if throttling_burst_limit is None else throttling_burst_limit)
 
     @property
     def url(self) -> str:

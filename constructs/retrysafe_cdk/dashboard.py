@@ -16,11 +16,11 @@ from .sns import IdempotentTopicSubscription
 from .streams import IdempotentStreamConsumer
 from .table import IdempotencyTable
 
-WIDTH = 8
+_WIDTH = 8
 
 
 def _graph(title: str, metrics: Sequence[cloudwatch.IMetric]) -> cloudwatch.GraphWidget:
-    return cloudwatch.GraphWidget(title=title, left=list(metrics), width=WIDTH)
+    return cloudwatch.GraphWidget(title=title, left=list(metrics), width=_WIDTH)
 
 
 class Dashboard(Construct):

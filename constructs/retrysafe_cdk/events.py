@@ -20,9 +20,9 @@ from .function import IdempotentFunction
 from .horizon import LAMBDA_ASYNC_MAX_EVENT_AGE, async_redelivery
 
 #: EventBridge's retry policy limits for a target (and its defaults: 24 hours, 185 attempts).
-MAX_EVENT_AGE = Duration.hours(24)
-MIN_EVENT_AGE = 60
-MAX_RETRY_ATTEMPTS = 185
+_MAX_EVENT_AGE = Duration.hours(24)
+_MIN_EVENT_AGE = 60
+_MAX_RETRY_ATTEMPTS = 185
 
 
 class IdempotentEventRule(Construct):
@@ -75,7 +75,7 @@ class IdempotentEventRule(Construct):
                  existing_rule: events.Rule | None = None, rule_props: events.RuleProps | None = None,
                  existing_dead_letter_queue: sqs.IQueue | None = None,
                  dead_letter_queue_props: sqs.QueueProps | None = None, event: events.RuleTargetInput | None = None,
-                 max_event_age: Duration = MAX_EVENT_AGE, retry_attempts: int = MAX_RETRY_ATTEMPTS,
+                 max_event_age: Duration = _MAX_EVENT_AGE, retry_attempts: int = _MAX_RETRY_ATTEMPTS,
                  async_max_event_age: Duration = LAMBDA_ASYNC_MAX_EVENT_AGE, async_retry_attempts: int = 2,
                  dead_letter_queue_logical_id: str | None = None, operation: str | None = None,
                  alarms: bool | AlarmOptions = True) -> None:
@@ -86,11 +86,11 @@ class IdempotentEventRule(Construct):
                        {"dead_letter_queue_props": dead_letter_queue_props,
                         "dead_letter_queue_logical_id": dead_letter_queue_logical_id}, "set them on that queue")
         age = int(max_event_age.to_seconds())
-        if not MIN_EVENT_AGE <= age <= int(MAX_EVENT_AGE.to_seconds()):
+        if not _MIN_EVENT_AGE <= age <= int(_MAX_EVENT_AGE.to_seconds()):
             raise ValueError(f"{self.node.path}: max_event_age must be 60 s..24 h (EventBridge's retry policy), "
                              f"got {age}s.")
-        if not 0 <= retry_attempts <= MAX_RETRY_ATTEMPTS:
-            raise ValueError(f"{self.node.path}: retry_attempts must be 0..{MAX_RETRY_ATTEMPTS} (EventBridge's retry "
+        if not 0 <= retry_attempts <= _MAX_RETRY_ATTEMPTS:
+            raise ValueError(f"{self.node.path}: retry_attempts must be 0..{_MAX_RETRY_ATTEMPTS} (EventBridge's retry "
                              f"policy), got {retry_attempts}.")
         if existing_rule is None and not struct_values(rule_props).keys() & {"event_pattern", "schedule"}:
             raise ValueError(f"{self.node.path}: a new rule needs an event pattern or a schedule: pass "

@@ -20,16 +20,10 @@ from . import snapstart
 from ._props import refuse_ignored, struct_values
 from .cutover import CutoverFromPowertools
 from .delegation import delegate
-from .horizon import HORIZON_ENV
 from .layer import RUNTIME, runtime_layer
 from .nag import acknowledge
 from .table import KEY_WRITE_ACTIONS, RECORD_ACTIONS, IdempotencyTable, check_same_region, grant_key
 
-TABLE_ENV = names.TABLE_ENV
-#: The consumer's claim lease in claim-first mode (read by ``retrysafe.sqs``).
-VISIBILITY_ENV = names.VISIBILITY_TIMEOUT_ENV
-#: The operation an event rule, topic subscription or stream consumer gives the function's records.
-OPERATION_ENV = names.OPERATION_ENV
 #: What a function in a VPC needs for its network interfaces (AWSLambdaVPCAccessExecutionRole's actions).
 ENI_ACTIONS = ("ec2:CreateNetworkInterface", "ec2:DescribeNetworkInterfaces", "ec2:DeleteNetworkInterface",
                "ec2:AssignPrivateIpAddresses", "ec2:UnassignPrivateIpAddresses")
@@ -187,7 +181,7 @@ class IdempotentFunction(Construct):
         self.operation: str | None = None
         self._operation_source: str | None = None
         check_same_region(self, table.table, "the idempotency table")
-        own: dict[str, Any] = {"environment": {TABLE_ENV: table.table.table_name, HORIZON_ENV: table.retention_env(),
+        own: dict[str, Any] = {"environment": {names.TABLE_ENV: table.table.table_name, names.HORIZON_ENV: table.retention_env(),
                                                **table.home_environment()}}
         if powertools_cutover is not None:
             own["environment"].update(self._cutover_environment(powertools_cutover))
@@ -235,7 +229,7 @@ class IdempotentFunction(Construct):
                 "the first one's, and messages would be redelivered while still being processed (or wait too long). "
                 "Fix: give each consumer its own IdempotentFunction (the same code and handler are fine).")
         self.lease_source = source.node.path
-        self.function.add_environment(VISIBILITY_ENV, str(seconds))
+        self.function.add_environment(names.VISIBILITY_TIMEOUT_ENV, str(seconds))
 
     def bind_operation(self, source: Construct, operation: str | None) -> str:
         """The operation the function's records are scoped by, for an event rule, subscription or stream of it.
@@ -250,7 +244,7 @@ class IdempotentFunction(Construct):
             if operation is not None and operation != self.operation:
                 raise ValueError(
                     f"{source.node.path}: {self.node.path} already has the operation {self.operation!r} (from "
-                    f"{self._operation_source}), and a function has one ({OPERATION_ENV}): operation={operation!r} "
+                    f"{self._operation_source}), and a function has one ({names.OPERATION_ENV}): operation={operation!r} "
                     "would replace it, and the first source's retries would no longer find their records. Fix: "
                     f"omit operation= here (or pass {self.operation!r}), or give this source its own "
                     "IdempotentFunction.")
@@ -258,7 +252,7 @@ class IdempotentFunction(Construct):
         chosen = operation or stack_relative_path(source)
         self.table.claim_operation(chosen, source)
         self.operation, self._operation_source = chosen, source.node.path
-        self.function.add_environment(OPERATION_ENV, chosen)
+        self.function.add_environment(names.OPERATION_ENV, chosen)
         return chosen
 
     @property

@@ -27,9 +27,6 @@ LAMBDA_ASYNC_MAX_EVENT_AGE = Duration.hours(6)
 #: SNS's fixed delivery policy for Lambda endpoints, at its longest: 3 immediate retries, 2 one second apart,
 #: 10 with backoff of at most 20 s, then 100,000 twenty seconds apart (100,015 attempts, "over 23 days").
 SNS_LAMBDA_DELIVERY_SECONDS = 3 * 0 + 2 * 1 + 10 * 20 + 100_000 * 20
-MIN_HORIZON_SECONDS = names.MIN_HORIZON_SECONDS
-#: Environment variable through which the horizon reaches the runtime.
-HORIZON_ENV = names.HORIZON_ENV
 
 
 def queue_redelivery(retention: Duration, visibility_timeout: Duration, max_receive_count: int,
@@ -99,7 +96,7 @@ class RetryHorizon:
     @property
     def total_seconds(self) -> int:
         """The horizon: the sum of the parts (at least 24 hours)."""
-        return max(sum(self.parts().values()), MIN_HORIZON_SECONDS)
+        return max(sum(self.parts().values()), names.MIN_HORIZON_SECONDS)
 
     def with_queue(self, name: str, seconds: int) -> RetryHorizon:
         """This horizon with one more wired queue."""

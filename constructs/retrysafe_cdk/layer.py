@@ -39,7 +39,7 @@ from constructs import Construct
 #: The Python runtime the constructs deploy (cdk-nag L1 wants the latest).
 RUNTIME = lambda_.Runtime.PYTHON_3_14
 #: The runtimes the layer supports (retrysafe needs Python 3.11+).
-COMPATIBLE_RUNTIMES = (lambda_.Runtime.PYTHON_3_11, lambda_.Runtime.PYTHON_3_12, lambda_.Runtime.PYTHON_3_13,
+_COMPATIBLE_RUNTIMES = (lambda_.Runtime.PYTHON_3_11, lambda_.Runtime.PYTHON_3_12, lambda_.Runtime.PYTHON_3_13,
                        RUNTIME)
 #: ``retrysafe.testing`` is the pytest plugin for users' test suites: it never runs in Lambda.
 _IGNORE_RUNTIME = shutil.ignore_patterns("__pycache__", "*.pyc", "testing")
@@ -160,7 +160,7 @@ def runtime_layer(scope: Construct, *, with_powertools: bool = True) -> lambda_.
     if isinstance(existing, lambda_.LayerVersion):
         return existing
     return lambda_.LayerVersion(
-        stack, layer_id, code=runtime_code(with_powertools), compatible_runtimes=list(COMPATIBLE_RUNTIMES),
+        stack, layer_id, code=runtime_code(with_powertools), compatible_runtimes=list(_COMPATIBLE_RUNTIMES),
         compatible_architectures=[lambda_.Architecture.ARM_64, lambda_.Architecture.X86_64],
         description="retrysafe runtime + aws-lambda-powertools" if with_powertools else
         "retrysafe runtime (Powertools from its public layer)",

@@ -27,13 +27,13 @@ from .nag import acknowledge
 from .table import IdempotencyTable
 from .targets import OutboxTarget
 
-MAX_RECORD_AGE = Duration.hours(24)
-SWEEP_EVERY = Duration.minutes(5)
-SWEEP_AFTER = Duration.seconds(900)
+_MAX_RECORD_AGE = Duration.hours(24)
+_SWEEP_EVERY = Duration.minutes(5)
+_SWEEP_AFTER = Duration.seconds(900)
 #: Entries per call an event bus, SNS or SQS target takes from a pipe.
-PIPE_MAX_BATCH = 10
+_PIPE_MAX_BATCH = 10
 #: Outbox INSERTs only: updates (marking published) and TTL removals are ignored.
-STREAM_FILTER = {"eventName": ["INSERT"], "dynamodb": {"NewImage": {names.KIND_ATTRIBUTE: {"S": [names.OUTBOX_KIND]}}}}
+_STREAM_FILTER = {"eventName": ["INSERT"], "dynamodb": {"NewImage": {names.KIND_ATTRIBUTE: {"S": [names.OUTBOX_KIND]}}}}
 
 
 def _runtime_only() -> lambda_.Code:
@@ -43,7 +43,7 @@ def _runtime_only() -> lambda_.Code:
 
 def _validate(scope: Construct, max_record_age: Duration, retry_attempts: int) -> None:
     age = int(max_record_age.to_seconds())
-    if not 60 <= age <= int(MAX_RECORD_AGE.to_seconds()):
+    if not 60 <= age <= int(_MAX_RECORD_AGE.to_seconds()):
         raise ValueError(f"{scope.node.path}: max_record_age must be 60 s..24 h (stream records live 24 h; "
                          f"older ones go to the on-failure queue and the sweeper), got {age}s.")
     if not 0 <= retry_attempts <= 10_000:
@@ -99,9 +99,9 @@ class Outbox(Construct):
     """
 
     def __init__(self, scope: Construct, construct_id: str, *, table: IdempotencyTable, target: OutboxTarget,
-                 batch_size: int = 100, retry_attempts: int = 5, max_record_age: Duration = MAX_RECORD_AGE,
+                 batch_size: int = 100, retry_attempts: int = 5, max_record_age: Duration = _MAX_RECORD_AGE,
                  existing_failure_queue: sqs.IQueue | None = None, failure_queue_props: sqs.QueueProps | None = None,
-                 sweep_every: Duration = SWEEP_EVERY, sweep_after: Duration = SWEEP_AFTER,
+                 sweep_every: Duration = _SWEEP_EVERY, sweep_after: Duration = _SWEEP_AFTER,
                  alarms: bool | AlarmOptions = True, function_props: lambda_.FunctionOptions | None = None,
                  powertools_layer: lambda_.ILayerVersion | None = None, snap_start: bool = False) -> None:
         super().__init__(scope, construct_id)
@@ -121,7 +121,7 @@ class Outbox(Construct):
             starting_position=lambda_.StartingPosition.TRIM_HORIZON, batch_size=batch_size,
             bisect_batch_on_error=True, retry_attempts=retry_attempts, max_record_age=max_record_age,
             report_batch_item_failures=True, on_failure=sources.SqsDlq(self.failure_queue),
-            filters=[{"pattern": json.dumps(STREAM_FILTER)}],
+            filters=[{"pattern": json.dumps(_STREAM_FILTER)}],
         )
         self.sweeper = IdempotentFunction(
             self, "Sweeper", table=table, code=_runtime_only(), handler=names.OUTBOX_SWEEPER_HANDLER,
@@ -196,15 +196,15 @@ class OutboxPipe(Construct):
     """
 
     def __init__(self, scope: Construct, construct_id: str, *, table: IdempotencyTable, target: OutboxTarget,
-                 batch_size: int = 10, retry_attempts: int = 5, max_record_age: Duration = MAX_RECORD_AGE,
+                 batch_size: int = 10, retry_attempts: int = 5, max_record_age: Duration = _MAX_RECORD_AGE,
                  existing_failure_queue: sqs.IQueue | None = None, failure_queue_props: sqs.QueueProps | None = None,
                  message_group_id: str | None = None, alarms: bool | AlarmOptions = True,
                  enrichment_function_props: lambda_.FunctionOptions | None = None,
                  enrichment_log_group_props: logs.LogGroupProps | None = None) -> None:
         super().__init__(scope, construct_id)
         _validate(self, max_record_age, retry_attempts)
-        if not 1 <= batch_size <= PIPE_MAX_BATCH:
-            raise ValueError(f"{self.node.path}: batch_size must be 1..{PIPE_MAX_BATCH} (the most an event bus, "
+        if not 1 <= batch_size <= _PIPE_MAX_BATCH:
+            raise ValueError(f"{self.node.path}: batch_size must be 1..{_PIPE_MAX_BATCH} (the most an event bus, "
                              f"topic or queue target takes per call), got {batch_size}.")
         sqs_parameters = self._check_target(target, message_group_id)
         stream_arn = table.enable_stream()
@@ -231,7 +231,7 @@ class OutboxPipe(Construct):
             enrichment=self.enrichment.function_arn,
             source_parameters=pipes.CfnPipe.PipeSourceParametersProperty(
                 filter_criteria=pipes.CfnPipe.FilterCriteriaProperty(
-                    filters=[pipes.CfnPipe.FilterProperty(pattern=json.dumps(STREAM_FILTER))]),
+                    filters=[pipes.CfnPipe.FilterProperty(pattern=json.dumps(_STREAM_FILTER))]),
                 dynamo_db_stream_parameters=pipes.CfnPipe.PipeSourceDynamoDBStreamParametersProperty(
                     starting_position="TRIM_HORIZON", batch_size=batch_size, maximum_retry_attempts=retry_attempts,
                     maximum_record_age_in_seconds=int(max_record_age.to_seconds()),

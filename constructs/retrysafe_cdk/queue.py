@@ -19,11 +19,11 @@ from .alarms import AlarmOptions, add_alarm
 from .function import IdempotentFunction
 from .horizon import queue_redelivery
 
-MIN_RECEIVES = 5
-VISIBILITY_FACTOR = 6
+_MIN_RECEIVES = 5
+_VISIBILITY_FACTOR = 6
 SQS_DEFAULT_RETENTION = Duration.days(4)
-SQS_DEFAULT_VISIBILITY = Duration.seconds(30)
-SQS_MAX_RETENTION = Duration.days(14)
+_SQS_DEFAULT_VISIBILITY = Duration.seconds(30)
+_SQS_MAX_RETENTION = Duration.days(14)
 DLQ_RETENTION = Duration.days(14)
 #: The consumer's operation (the middle of its records' scope), read by ``retrysafe.sqs``.
 _CREATED_QUEUE_DEFAULTS = {"encryption": sqs.QueueEncryption.SQS_MANAGED, "enforce_ssl": True}
@@ -41,8 +41,8 @@ class DeployedQueue:
     visibility_timeout: Duration
     max_receive_count: int
     dead_letter_queue: sqs.IQueue
-    retention_period: Duration = SQS_MAX_RETENTION
-    dlq_retention_period: Duration = SQS_MAX_RETENTION
+    retention_period: Duration = _SQS_MAX_RETENTION
+    dlq_retention_period: Duration = _SQS_MAX_RETENTION
     allow_redrive: bool = True
 
 
@@ -119,7 +119,7 @@ class IdempotentQueueConsumer(Construct):
         if not 2 <= max_concurrency <= 1000:
             raise ValueError(f"{self.node.path}: max_concurrency must be 2..1000 (SQS event source limit), "
                              f"got {max_concurrency}.")
-        self._minimum_visibility = VISIBILITY_FACTOR * int(function.timeout.to_seconds())
+        self._minimum_visibility = _VISIBILITY_FACTOR * int(function.timeout.to_seconds())
         self._function = function
         created = {"queue_props": queue_props, "existing_dead_letter_queue": existing_dead_letter_queue,
                    "dead_letter_queue_props": dead_letter_queue_props, "max_receive_count": max_receive_count,
@@ -129,7 +129,7 @@ class IdempotentQueueConsumer(Construct):
                 raise ValueError(f"{self.node.path}: existing_queue_settings describe an imported existing_queue; "
                                  "pass existing_queue=Queue.from_queue_arn(...) with them, or omit them.")
             self._create(queue_props, existing_dead_letter_queue, dead_letter_queue_props,
-                         MIN_RECEIVES if max_receive_count is None else max_receive_count,
+                         _MIN_RECEIVES if max_receive_count is None else max_receive_count,
                          queue_logical_id, dead_letter_queue_logical_id)
         elif isinstance(existing_queue, sqs.Queue):
             refuse_ignored(self, "existing_queue", existing_queue,
@@ -211,7 +211,7 @@ class IdempotentQueueConsumer(Construct):
                              "Create it with dead_letter_queue=DeadLetterQueue(queue=..., max_receive_count=5) "
                              "or let the consumer create both (omit existing_queue=).")
         cfn: sqs.CfnQueue = queue.node.default_child  # type: ignore[assignment]
-        visibility = _seconds(cfn.visibility_timeout, SQS_DEFAULT_VISIBILITY)
+        visibility = _seconds(cfn.visibility_timeout, _SQS_DEFAULT_VISIBILITY)
         receives = int(dlq.max_receive_count)
         unset = " (SQS's default: the queue sets none)" if cfn.visibility_timeout is None else ""
         self._check(receives, visibility,
@@ -256,17 +256,17 @@ class IdempotentQueueConsumer(Construct):
         cfn = dlq.node.default_child
         if isinstance(cfn, sqs.CfnQueue):
             return _seconds(cfn.message_retention_period, SQS_DEFAULT_RETENTION)
-        return int(SQS_MAX_RETENTION.to_seconds())
+        return int(_SQS_MAX_RETENTION.to_seconds())
 
     def _check(self, receives: int, visibility: int, receives_fix: str, visibility_fix: str) -> None:
-        if receives < MIN_RECEIVES:
-            raise ValueError(f"{self.node.path}: max_receive_count must be at least {MIN_RECEIVES} so a throttled or "
+        if receives < _MIN_RECEIVES:
+            raise ValueError(f"{self.node.path}: max_receive_count must be at least {_MIN_RECEIVES} so a throttled or "
                              f"briefly failing consumer does not dead-letter good messages; got {receives}. Fix: "
                              f"{receives_fix}.")
         if visibility < self._minimum_visibility:
             raise ValueError(f"{self.node.path}: visibility_timeout ({visibility}s) must be at least "
-                             f"{VISIBILITY_FACTOR}x the function timeout ({self._minimum_visibility}s = "
-                             f"{VISIBILITY_FACTOR} x {int(self._function.timeout.to_seconds())}s of "
+                             f"{_VISIBILITY_FACTOR}x the function timeout ({self._minimum_visibility}s = "
+                             f"{_VISIBILITY_FACTOR} x {int(self._function.timeout.to_seconds())}s of "
                              f"{self._function.node.path}), or messages are redelivered while still being "
                              f"processed. Fix: {visibility_fix}.")
 

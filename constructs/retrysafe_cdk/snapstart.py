@@ -2,7 +2,7 @@
 
 With ``snap_start=True`` the function gets ``SnapStart: {ApplyOn: PublishedVersions}``, a
 version published on every change of its configuration, code or layers, and the alias
-:data:`ALIAS_NAME` pointing to it. SnapStart only applies to published versions, so everything
+``live`` pointing to it. SnapStart only applies to published versions, so everything
 that invokes the function (API Gateway integrations, SQS and stream mappings, Step Functions
 tasks, schedules, invoke grants) must go through the alias: the constructs use
 ``IdempotentFunction.invoke_target``, which is the alias then.
@@ -24,9 +24,9 @@ from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
 #: The alias every integration invokes when SnapStart is on.
-ALIAS_NAME = "live"
+_ALIAS_NAME = "live"
 #: SnapStart snapshots no function with more ephemeral storage (``/tmp``) than this.
-MAX_EPHEMERAL_MIB = 512
+_MAX_EPHEMERAL_MIB = 512
 #: The warning CDK adds to every SnapStart function (the construct publishes the version itself).
 _PUBLISH_WARNING = "@aws-cdk/aws-lambda:snapStartRequirePublish"
 #: ``function_props`` the construct sets itself when SnapStart is on.
@@ -56,9 +56,9 @@ def check(scope: Construct, runtime: lambda_.Runtime, function_props: Mapping[st
         raise ValueError(f"{where}, but the function mounts EFS (filesystem=...), which SnapStart does not "
                          "support. Fix: drop the file system or omit snap_start.")
     storage = given.get("ephemeral_storage_size")
-    if storage is not None and storage.to_mebibytes() > MAX_EPHEMERAL_MIB:
+    if storage is not None and storage.to_mebibytes() > _MAX_EPHEMERAL_MIB:
         raise ValueError(f"{where}, but ephemeral_storage_size is {storage.to_mebibytes():g} MiB; SnapStart "
-                         f"supports at most {MAX_EPHEMERAL_MIB} MiB. Fix: lower it or omit snap_start.")
+                         f"supports at most {_MAX_EPHEMERAL_MIB} MiB. Fix: lower it or omit snap_start.")
     options = given.get("current_version_options")
     if options is not None and options.provisioned_concurrent_executions:
         raise ValueError(f"{where}, but current_version_options asks for provisioned concurrency, which Lambda "
@@ -92,9 +92,9 @@ def layers_fingerprint(scope: Construct, layers: Sequence[lambda_.ILayerVersion]
 
 
 def publish(scope: Construct, function: lambda_.Function, layers: Sequence[lambda_.ILayerVersion]) -> lambda_.Alias:
-    """The alias :data:`ALIAS_NAME` on the function's current version (published when anything changes)."""
+    """The alias ``live`` on the function's current version (published when anything changes)."""
     function.invalidate_version_based_on(layers_fingerprint(scope, layers))
     Annotations.of(function).acknowledge_warning(_PUBLISH_WARNING,
-                                                 f"the construct publishes versions and the alias {ALIAS_NAME!r}")
-    return lambda_.Alias(scope, "Alias", alias_name=ALIAS_NAME, version=function.current_version,
+                                                 f"the construct publishes versions and the alias {_ALIAS_NAME!r}")
+    return lambda_.Alias(scope, "Alias", alias_name=_ALIAS_NAME, version=function.current_version,
                          description=f"{scope.node.path}: the SnapStart version every integration invokes")

@@ -20,16 +20,16 @@ from ._props import pin_logical_id, refuse_ignored, struct_values
 from ._sources import add_redelivery, dead_letter_queue, depth_alarm, metric_depth
 from .alarms import AlarmOptions, add_alarm
 from .function import IdempotentFunction
-from .table import KEY_READ_ACTIONS, STREAM_ACTIONS, check_same_region, grant_key
+from .table import KEY_READ_ACTIONS, STREAM_ACTIONS, add_stream_reader, check_same_region, grant_key
 
 #: Kinesis keeps records 24 hours by default, at most 365 days; DynamoDB Streams keeps them 24 hours.
-KINESIS_DEFAULT_RETENTION = Duration.hours(24)
-KINESIS_MAX_RETENTION = Duration.days(365)
-DYNAMODB_STREAM_RETENTION = Duration.hours(24)
+_KINESIS_DEFAULT_RETENTION = Duration.hours(24)
+_KINESIS_MAX_RETENTION = Duration.days(365)
+_DYNAMODB_STREAM_RETENTION = Duration.hours(24)
 #: Lambda's limits for stream event source mappings.
-MAX_RETRY_ATTEMPTS = 10_000
-MAX_PARALLELIZATION = 10
-ITERATOR_AGE_THRESHOLD = Duration.minutes(5)
+_MAX_RETRY_ATTEMPTS = 10_000
+_MAX_PARALLELIZATION = 10
+_ITERATOR_AGE_THRESHOLD = Duration.minutes(5)
 
 
 class IdempotentStreamConsumer(Construct):
@@ -52,7 +52,8 @@ class IdempotentStreamConsumer(Construct):
         then keeps the stream and its records). @default derived from the construct path. Refused
         with ``existing_stream``.
     :param existing_table: consume this DynamoDB table's stream instead (it must have one, in the
-        function's region; with a customer-managed key the function gets ``kms:Decrypt`` on it).
+        function's region; with a customer-managed key the function gets ``kms:Decrypt`` on it; at
+        most two readers of one table's stream in the app, an outbox relay included: a third is refused).
         @default none: a Kinesis stream. Refused with ``existing_stream``, ``stream_props``,
         ``stream_logical_id`` and ``retention_period``.
     :param retention_period: the deployed retention of an imported Kinesis stream
@@ -97,7 +98,7 @@ class IdempotentStreamConsumer(Construct):
                  batch_size: int = 100, max_batching_window: Duration | None = None, retry_attempts: int = 10,
                  max_record_age: Duration | None = None, ordered: bool = True, parallelization_factor: int = 1,
                  filters: Sequence[Mapping[str, Any]] | None = None, alarms: bool | AlarmOptions = True,
-                 iterator_age_threshold: Duration = ITERATOR_AGE_THRESHOLD, stream_logical_id: str | None = None,
+                 iterator_age_threshold: Duration = _ITERATOR_AGE_THRESHOLD, stream_logical_id: str | None = None,
                  failure_queue_logical_id: str | None = None, operation: str | None = None) -> None:
         super().__init__(scope, construct_id)
         self._function = function
@@ -112,11 +113,11 @@ class IdempotentStreamConsumer(Construct):
         refuse_ignored(self, "existing_failure_queue", existing_failure_queue,
                        {"failure_queue_props": failure_queue_props,
                         "failure_queue_logical_id": failure_queue_logical_id}, "set them on that queue")
-        if not 0 <= retry_attempts <= MAX_RETRY_ATTEMPTS:
-            raise ValueError(f"{self.node.path}: retry_attempts must be 0..{MAX_RETRY_ATTEMPTS} (bounded: a poison "
+        if not 0 <= retry_attempts <= _MAX_RETRY_ATTEMPTS:
+            raise ValueError(f"{self.node.path}: retry_attempts must be 0..{_MAX_RETRY_ATTEMPTS} (bounded: a poison "
                              f"record must not hold its shard until the retention ends), got {retry_attempts}.")
-        if not 1 <= parallelization_factor <= MAX_PARALLELIZATION:
-            raise ValueError(f"{self.node.path}: parallelization_factor must be 1..{MAX_PARALLELIZATION}, got "
+        if not 1 <= parallelization_factor <= _MAX_PARALLELIZATION:
+            raise ValueError(f"{self.node.path}: parallelization_factor must be 1..{_MAX_PARALLELIZATION}, got "
                              f"{parallelization_factor}.")
         if ordered and parallelization_factor > 1:
             raise ValueError(f"{self.node.path}: parallelization_factor={parallelization_factor} runs several batches "
@@ -130,7 +131,8 @@ class IdempotentStreamConsumer(Construct):
                               why="Lambda maps a stream only to a function of its region, so the deployment would "
                                   "fail.")
             self.stream_arn = self._table_stream(existing_table)
-            retention = DYNAMODB_STREAM_RETENTION
+            add_stream_reader(existing_table, self)
+            retention = _DYNAMODB_STREAM_RETENTION
         else:
             self.stream, retention = self._kinesis(existing_stream, stream_props, stream_logical_id, retention_period)
             self.stream_arn = self.stream.stream_arn
@@ -162,19 +164,19 @@ class IdempotentStreamConsumer(Construct):
                                         "stream_mode": kinesis.StreamMode.ON_DEMAND, **struct_values(props)}
             stream = kinesis.Stream(self, "Stream", **settings)
             pin_logical_id(stream, logical_id)
-            return stream, settings.get("retention_period") or KINESIS_DEFAULT_RETENTION
+            return stream, settings.get("retention_period") or _KINESIS_DEFAULT_RETENTION
         cfn = existing.node.default_child
         if isinstance(cfn, kinesis.CfnStream):
             if retention_period is not None:
                 raise ValueError(f"{self.node.path}: existing_stream={existing.node.path} brings its own retention, "
                                  "so retention_period would not apply; omit it.")
             hours = Stack.of(self).resolve(cfn.retention_period_hours)
-            return existing, Duration.hours(int(hours)) if hours is not None else KINESIS_DEFAULT_RETENTION
+            return existing, Duration.hours(int(hours)) if hours is not None else _KINESIS_DEFAULT_RETENTION
         if retention_period is None:
             raise ValueError(f"{self.node.path}: the imported stream {existing.node.path} cannot be inspected at "
                              "synth time, so pass its deployed retention: retention_period=Duration.hours(...) "
                              "(24 hours unless it was raised; up to 365 days). It sizes the retry horizon.")
-        if int(retention_period.to_seconds()) > int(KINESIS_MAX_RETENTION.to_seconds()):
+        if int(retention_period.to_seconds()) > int(_KINESIS_MAX_RETENTION.to_seconds()):
             raise ValueError(f"{self.node.path}: retention_period is at most 365 days (Kinesis), got "
                              f"{int(retention_period.to_seconds())}s.")
         return existing, retention_period

@@ -29,15 +29,11 @@ from constructs import Construct, IValidation
 
 from ._props import refuse_ignored
 from .alarms import AlarmOptions, add_alarm
-from .horizon import MIN_HORIZON_SECONDS, RetryHorizon
+from .horizon import RetryHorizon
 from .targets import OutboxTarget
 
-PARTITION_KEY = names.PARTITION_KEY
-TTL_ATTRIBUTE = names.TTL_ATTRIBUTE
-OUTBOX_INDEX = names.OUTBOX_INDEX
 #: The outbox index's partition and sort keys (both strings).
-OUTBOX_INDEX_KEYS = (names.UNPUBLISHED_ATTRIBUTE, names.COMMITTED_AT_ATTRIBUTE)
-METRICS_NAMESPACE = runtime_metrics.DEFAULT_NAMESPACE
+_OUTBOX_INDEX_KEYS = (names.UNPUBLISHED_ATTRIBUTE, names.COMMITTED_AT_ATTRIBUTE)
 #: Item-level actions a function needs for claims, commits and replays. DynamoDB has no
 #: ``dynamodb:TransactWriteItems`` IAM action: a transaction is authorized per item by these.
 RECORD_ACTIONS = ("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem",
@@ -50,7 +46,7 @@ KEY_WRITE_ACTIONS = ("kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey")
 #: What reading a customer-managed-key table's items or stream needs.
 KEY_READ_ACTIONS = ("kms:Decrypt",)
 #: Stream views whose records carry the new item (the outbox filter matches ``dynamodb.NewImage.kind``).
-OUTBOX_STREAM_VIEWS = ("NEW_IMAGE", "NEW_AND_OLD_IMAGES")
+_OUTBOX_STREAM_VIEWS = ("NEW_IMAGE", "NEW_AND_OLD_IMAGES")
 
 
 def grant_key(grantee: iam.IGrantable, key: kms.IKey, actions: tuple[str, ...]) -> iam.Grant:
@@ -82,6 +78,37 @@ def check_same_region(scope: Construct, table: dynamodb.ITable, what: str, *, wh
         f"Fix: put the function in a stack of {table_region}, or give the table a replica in {own_region} "
         f"(dynamodb.TableV2(..., replicas=[ReplicaTableProps(region={own_region!r})])) and pass that region's "
         f"replica (TableV2.replica({own_region!r})).")
+
+
+#: The most processes that may read one DynamoDB stream shard at the same time. The DynamoDB Streams API
+#: (``LimitExceededException``): "More than 2 processes are reading from the same streams shard at the same
+#: time. Exceeding this limit may result in request throttling." Each Lambda event source mapping and each
+#: EventBridge Pipe on a stream is one such process, on every shard.
+_MAX_STREAM_READERS = 2
+#: Where the app's root keeps its stream readers (stream key -> reader paths), across stacks.
+_STREAM_READERS = "_retrysafe_stream_readers"
+
+
+def add_stream_reader(table: dynamodb.ITable, reader: Construct) -> None:
+    """Record that ``reader`` (an outbox relay or a stream consumer) polls ``table``'s stream; refuse a third.
+
+    Readers are counted per app, across stacks: by the stream's ARN when it is a literal (an
+    imported table, however many times it is imported), else by the table construct.
+    """
+    registry: dict[str, list[str]] = vars(reader.node.root).setdefault(_STREAM_READERS, {})
+    arn = table.table_stream_arn
+    readers = registry.setdefault(arn if arn is not None and not Token.is_unresolved(arn) else table.node.path, [])
+    if len(readers) >= _MAX_STREAM_READERS:
+        raise ValueError(
+            f"{reader.node.path}: the stream of the table {table.node.path} is already read by "
+            f"{' and '.join(readers)}, and DynamoDB Streams serves at most {_MAX_STREAM_READERS} processes reading "
+            "one shard at the same time: a third reader's GetRecords calls are throttled and every reader falls "
+            "behind (a growing IteratorAge), with no error at deploy time. Fix: read the stream once and fan out "
+            "from there: one consumer (or an EventBridge Pipe) publishing the changes to an EventBridge bus, with "
+            "an IdempotentEventRule per service (for the outbox: publish it to a bus or topic the services "
+            "subscribe to); or stream the table to Kinesis (Table(kinesis_stream=...)) and consume that with "
+            "IdempotentStreamConsumer(existing_stream=...).")
+    readers.append(reader.node.path)
 
 
 @jsii.implements(IResolvable)
@@ -116,25 +143,25 @@ def _existing_table_problems(table: dynamodb.ITable, relays: bool) -> list[str] 
     ttl = stack.resolve(cfn.time_to_live_specification) or {}
     indexes = {i["indexName"]: i for i in stack.resolve(cfn.global_secondary_indexes) or []}
     problems = []
-    if [(k["attributeName"], k["keyType"]) for k in keys] != [(PARTITION_KEY, "HASH")] or \
-            types.get(PARTITION_KEY) != "S":
-        problems.append(f"its key must be the partition key {PARTITION_KEY!r} (S) alone")
-    if not (ttl.get("enabled") is True and ttl.get("attributeName") == TTL_ATTRIBUTE):
-        problems.append(f"TTL must be enabled on {TTL_ATTRIBUTE!r} (time_to_live_attribute={TTL_ATTRIBUTE!r}); "
+    if [(k["attributeName"], k["keyType"]) for k in keys] != [(names.PARTITION_KEY, "HASH")] or \
+            types.get(names.PARTITION_KEY) != "S":
+        problems.append(f"its key must be the partition key {names.PARTITION_KEY!r} (S) alone")
+    if not (ttl.get("enabled") is True and ttl.get("attributeName") == names.TTL_ATTRIBUTE):
+        problems.append(f"TTL must be enabled on {names.TTL_ATTRIBUTE!r} (time_to_live_attribute={names.TTL_ATTRIBUTE!r}); "
                         "without it records never expire")
-    index = indexes.get(OUTBOX_INDEX)
-    hash_key, range_key = OUTBOX_INDEX_KEYS
+    index = indexes.get(names.OUTBOX_INDEX)
+    hash_key, range_key = _OUTBOX_INDEX_KEYS
     expected = [(hash_key, "HASH"), (range_key, "RANGE")]
     if index is None or [(k["attributeName"], k["keyType"]) for k in index["keySchema"]] != expected or \
             types.get(hash_key) != "S" or types.get(range_key) != "S" or \
             (index.get("projection") or {}).get("projectionType") != "ALL":
-        problems.append(f"it needs the global secondary index {OUTBOX_INDEX!r} (partition key {hash_key!r} S, sort "
+        problems.append(f"it needs the global secondary index {names.OUTBOX_INDEX!r} (partition key {hash_key!r} S, sort "
                         f"key {range_key!r} S, projection ALL), which the outbox sweeper queries: "
-                        f"table.add_global_secondary_index(index_name={OUTBOX_INDEX!r}, partition_key=Attribute("
+                        f"table.add_global_secondary_index(index_name={names.OUTBOX_INDEX!r}, partition_key=Attribute("
                         f"name={hash_key!r}, type=AttributeType.STRING), sort_key=Attribute(name={range_key!r}, "
                         "type=AttributeType.STRING))")
     view = _stream_view(cfn)
-    if relays and view is not None and view not in OUTBOX_STREAM_VIEWS:
+    if relays and view is not None and view not in _OUTBOX_STREAM_VIEWS:
         problems.append(f"its stream is {view}, and the outbox relay matches the new image of each record "
                         "(dynamodb.NewImage.kind), so no event would ever be published (the Outbox's sweeper "
                         "would send each one 15-20 minutes late; OutboxPipe never). Fix: create the table with "
@@ -276,8 +303,8 @@ class IdempotencyTable(Construct):
         fixed = sorted(set(table_props or {}) & {"partition_key", "sort_key", "time_to_live_attribute"})
         if fixed:
             raise ValueError(f"{self.node.path}: table_props cannot set {', '.join(fixed)}: the runtime reads and "
-                             f"writes items keyed by {PARTITION_KEY!r} alone and expires them through "
-                             f"{TTL_ATTRIBUTE!r}.")
+                             f"writes items keyed by {names.PARTITION_KEY!r} alone and expires them through "
+                             f"{names.TTL_ATTRIBUTE!r}.")
         if isinstance(existing_table, CfnResource):
             raise TypeError(f"{self.node.path}: existing_table={existing_table.node.path} is an L1 CfnTable, which "
                             "has no table_arn or table_stream_arn to grant on. Fix: pass dynamodb.Table."
@@ -292,7 +319,7 @@ class IdempotencyTable(Construct):
                            "stream=StreamViewType.NEW_IMAGE)")
         self.horizon = horizon or RetryHorizon()
         self.record_ttl_seconds = int(record_ttl.to_seconds()) if record_ttl is not None else None
-        if self.record_ttl_seconds is not None and self.record_ttl_seconds < MIN_HORIZON_SECONDS:
+        if self.record_ttl_seconds is not None and self.record_ttl_seconds < names.MIN_HORIZON_SECONDS:
             raise ValueError(f"{self.node.path}: record_ttl must be at least 24 hours (the runtime refuses less); "
                              f"got {self.record_ttl_seconds}s. Pass record_ttl=Duration.days(7) or leave it unset.")
         self.relays: list[Construct] = []
@@ -309,19 +336,19 @@ class IdempotencyTable(Construct):
         else:
             self.encryption_key = encryption_key
             props: dict[str, Any] = {
-                "partition_key": dynamodb.Attribute(name=PARTITION_KEY, type=dynamodb.AttributeType.STRING),
+                "partition_key": dynamodb.Attribute(name=names.PARTITION_KEY, type=dynamodb.AttributeType.STRING),
                 "billing_mode": dynamodb.BillingMode.PAY_PER_REQUEST,
                 "point_in_time_recovery_specification": dynamodb.PointInTimeRecoverySpecification(
                     point_in_time_recovery_enabled=True),
                 "encryption": (dynamodb.TableEncryption.CUSTOMER_MANAGED if encryption_key
                                else dynamodb.TableEncryption.AWS_MANAGED),
-                "encryption_key": encryption_key, "time_to_live_attribute": TTL_ATTRIBUTE,
+                "encryption_key": encryption_key, "time_to_live_attribute": names.TTL_ATTRIBUTE,
                 "removal_policy": removal_policy or RemovalPolicy.RETAIN, **(table_props or {})}
             created = dynamodb.Table(self, "Table", **props)
             created.add_global_secondary_index(
-                index_name=OUTBOX_INDEX,
-                partition_key=dynamodb.Attribute(name=OUTBOX_INDEX_KEYS[0], type=dynamodb.AttributeType.STRING),
-                sort_key=dynamodb.Attribute(name=OUTBOX_INDEX_KEYS[1], type=dynamodb.AttributeType.STRING),
+                index_name=names.OUTBOX_INDEX,
+                partition_key=dynamodb.Attribute(name=_OUTBOX_INDEX_KEYS[0], type=dynamodb.AttributeType.STRING),
+                sort_key=dynamodb.Attribute(name=_OUTBOX_INDEX_KEYS[1], type=dynamodb.AttributeType.STRING),
                 projection_type=dynamodb.ProjectionType.ALL,
             )
             self.table = created
@@ -433,7 +460,7 @@ class IdempotencyTable(Construct):
 
     def grant_sweep(self, grantee: iam.IGrantable) -> iam.Grant:
         """Query the ``outbox-unpublished`` index and mark events published (the sweeper: nothing else)."""
-        query = self._grant(grantee, ("dynamodb:Query",), [f"{self.table.table_arn}/index/{OUTBOX_INDEX}"],
+        query = self._grant(grantee, ("dynamodb:Query",), [f"{self.table.table_arn}/index/{names.OUTBOX_INDEX}"],
                             KEY_READ_ACTIONS)
         return query.combine(self._grant(grantee, ("dynamodb:UpdateItem",), [self.table.table_arn]))
 
@@ -464,6 +491,7 @@ class IdempotencyTable(Construct):
                 "and two relays use both stream readers DynamoDB allows per shard. Fix: publish to one target and "
                 "fan out from there (an EventBridge rule with several targets, or an SNS topic with several "
                 "subscriptions), or give the second service its own IdempotencyTable.")
+        add_stream_reader(self.table, relay)
         self.relays.append(relay)
         self._relay_targets.append(target)
 
@@ -481,7 +509,7 @@ class IdempotencyTable(Construct):
         ``region``...); the default is the sum per 5 minutes.
         """
         cloudwatch.MetricOptions(**options)  # refuses unknown option names
-        base = cloudwatch.Metric(namespace=METRICS_NAMESPACE, metric_name=metric_name,
+        base = cloudwatch.Metric(namespace=runtime_metrics.DEFAULT_NAMESPACE, metric_name=metric_name,
                                  dimensions_map=dict(runtime_metrics.DIMENSIONS), statistic="Sum",
                                  period=Duration.minutes(5))
         return base.with_(**options) if options else base

@@ -10,11 +10,6 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 from retrysafe import names
 
-DEFAULT_EVENT_SOURCE = names.DEFAULT_EVENT_SOURCE
-KIND_ENV = names.OUTBOX_TARGET_ENV
-MAX_MESSAGE_ENV = names.OUTBOX_MAX_MESSAGE_ENV
-MAX_MESSAGE_BYTES = names.MAX_MESSAGE_BYTES
-
 
 @dataclass(frozen=True)
 class OutboxTarget:
@@ -23,7 +18,7 @@ class OutboxTarget:
     bus: events.IEventBus | None = None
     sns_topic: sns.ITopic | None = None
     sqs_queue: sqs.IQueue | None = None
-    event_source: str = DEFAULT_EVENT_SOURCE
+    event_source: str = names.DEFAULT_EVENT_SOURCE
     #: The topic's or queue's ``MaximumMessageSize`` when raised above 256 KiB (at most 1 MiB).
     max_message_bytes: int | None = None
 
@@ -32,12 +27,12 @@ class OutboxTarget:
             raise ValueError("OutboxTarget needs exactly one target: use OutboxTarget.event_bus(bus), "
                              "OutboxTarget.topic(topic) or OutboxTarget.queue(queue).")
         if self.max_message_bytes is not None and (
-                self.bus is not None or not 1024 <= self.max_message_bytes <= MAX_MESSAGE_BYTES):
-            raise ValueError(f"OutboxTarget: max_message_bytes is for topics and queues, {1024}..{MAX_MESSAGE_BYTES} "
+                self.bus is not None or not 1024 <= self.max_message_bytes <= names.MAX_MESSAGE_BYTES):
+            raise ValueError(f"OutboxTarget: max_message_bytes is for topics and queues, {1024}..{names.MAX_MESSAGE_BYTES} "
                              f"bytes (their MaximumMessageSize), got {self.max_message_bytes}.")
 
     @classmethod
-    def event_bus(cls, bus: events.IEventBus, source: str = DEFAULT_EVENT_SOURCE) -> OutboxTarget:
+    def event_bus(cls, bus: events.IEventBus, source: str = names.DEFAULT_EVENT_SOURCE) -> OutboxTarget:
         """Publish to an EventBridge bus with the given ``source``."""
         return cls(bus=bus, event_source=source)
 
@@ -59,9 +54,9 @@ class OutboxTarget:
 
     def producer_environment(self) -> dict[str, str]:
         """What functions appending events need to size them for this target (``RETRYSAFE_OUTBOX_TARGET``...)."""
-        env = {KIND_ENV: self.kind}
+        env = {names.OUTBOX_TARGET_ENV: self.kind}
         if self.max_message_bytes is not None:
-            env[MAX_MESSAGE_ENV] = str(self.max_message_bytes)
+            env[names.OUTBOX_MAX_MESSAGE_ENV] = str(self.max_message_bytes)
         if self.bus is not None:
             env[names.EVENT_SOURCE_ENV] = self.event_source
         return env

@@ -28,12 +28,6 @@ from .queue import IdempotentQueueConsumer, QueueConsumerProps
 from .table import IdempotencyTable
 from .targets import OutboxTarget
 
-PROVIDERS = names.WEBHOOK_PROVIDERS
-RECEIPT_EVENT = names.WEBHOOK_RECEIPT_EVENT
-CLAIM_CHECK_ENV = names.CLAIM_CHECK_BUCKET_ENV
-#: The object key prefix the runtime writes receipts' bodies under (``retrysafe.webhook._receipt``).
-BODIES_PREFIX = names.CLAIM_CHECK_PREFIX
-
 
 @jsii.implements(IValidation)
 class _RelayCheck:
@@ -142,8 +136,8 @@ class WebhookReceiver(Construct):
                  receiver_function_props: lambda_.FunctionOptions | None = None,
                  receiver_log_group_props: logs.LogGroupProps | None = None, snap_start: bool = False) -> None:
         super().__init__(scope, construct_id)
-        if provider not in PROVIDERS:
-            raise ValueError(f"{self.node.path}: provider must be one of {', '.join(PROVIDERS)}, got {provider!r}.")
+        if provider not in names.WEBHOOK_PROVIDERS:
+            raise ValueError(f"{self.node.path}: provider must be one of {', '.join(names.WEBHOOK_PROVIDERS)}, got {provider!r}.")
         if outbox_target.bus is None:
             raise ValueError(f"{self.node.path}: outbox_target must be OutboxTarget.event_bus(...): receipts are "
                              "routed to the worker's queue by an EventBridge rule.")
@@ -172,14 +166,14 @@ class WebhookReceiver(Construct):
         self.consumer = IdempotentQueueConsumer(self, "Work", function=worker, **(consumer_props or {}))
         self.rule = events.Rule(
             self, "ReceiptRule", event_bus=outbox_target.bus,
-            event_pattern=events.EventPattern(source=[outbox_target.event_source], detail_type=[RECEIPT_EVENT],
+            event_pattern=events.EventPattern(source=[outbox_target.event_source], detail_type=[names.WEBHOOK_RECEIPT_EVENT],
                                               detail={"aggregate_type": [f"webhook:{self.source}"]}),
             targets=[events_targets.SqsQueue(self.consumer.queue)])
         self.bodies = existing_bodies_bucket or self._new_bucket(table, bodies_bucket_props, bodies_logical_id)
-        self.receiver.add_environment(CLAIM_CHECK_ENV, self.bodies.bucket_name)
+        self.receiver.add_environment(names.CLAIM_CHECK_BUCKET_ENV, self.bodies.bucket_name)
         self.grant_put_bodies(self.receiver.role)
         self.grant_read_bodies(worker.role)
-        worker.add_environment(CLAIM_CHECK_ENV, self.bodies.bucket_name)  # @idempotent_sqs fetches from it only
+        worker.add_environment(names.CLAIM_CHECK_BUCKET_ENV, self.bodies.bucket_name)  # @idempotent_sqs fetches from it only
         self.node.add_validation(_RelayCheck(self, table, outbox_target))
 
     def grant_put_bodies(self, grantee: iam.IGrantable) -> iam.Grant:
@@ -192,12 +186,12 @@ class WebhookReceiver(Construct):
 
     def _grant_bodies(self, grantee: iam.IGrantable, action: str, verb: str) -> iam.Grant:
         grant = iam.Grant.add_to_principal(grantee=grantee, actions=[action],
-                                           resource_arns=[self.bodies.arn_for_objects(f"{BODIES_PREFIX}*")])
+                                           resource_arns=[self.bodies.arn_for_objects(f"{names.CLAIM_CHECK_PREFIX}*")])
         bucket = self.bodies.node.default_child
         if isinstance(grantee, Construct) and isinstance(bucket, CfnElement):
             logical_id = Stack.of(self).get_logical_id(bucket)
-            acknowledge(grantee, f"AwsSolutions::AwsSolutions-IAM5[Resource::<{logical_id}.Arn>/{BODIES_PREFIX}*]",
-                        f"The role may {verb} the webhook bodies stored under {BODIES_PREFIX} (object keys are "
+            acknowledge(grantee, f"AwsSolutions::AwsSolutions-IAM5[Resource::<{logical_id}.Arn>/{names.CLAIM_CHECK_PREFIX}*]",
+                        f"The role may {verb} the webhook bodies stored under {names.CLAIM_CHECK_PREFIX} (object keys are "
                         "made per delivery at run time); one action, that prefix only.")
         return grant
 

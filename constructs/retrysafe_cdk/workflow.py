@@ -47,23 +47,21 @@ from .nag import acknowledge
 from .table import IdempotencyTable
 
 #: A failed Standard execution can be redriven this long after it stopped.
-REDRIVE_WINDOW = Duration.days(14)
+_REDRIVE_WINDOW = Duration.days(14)
 #: A saga's execution timeout unless given (part of the retry horizon).
-DEFAULT_EXECUTION_TIMEOUT = Duration.hours(1)
-#: The runtime's lease margin beyond the Lambda's remaining time.
-LEASE_MARGIN_SECONDS = names.LEASE_MARGIN_SECONDS
+_DEFAULT_EXECUTION_TIMEOUT = Duration.hours(1)
 #: Lambda's init phase is not part of the function timeout (it may take up to 10 s).
-INIT_SECONDS = 10
+_INIT_SECONDS = 10
 #: The iteration of an inline ``Map``: pass it as ``iteration=`` for a task inside one.
 MAP_ITEM_INDEX = "$$.Map.Item.Index"
 #: The runtime's error classes name the retriers (a Lambda error's ``errorType`` is its class name).
 NON_RETRYABLE = tuple(error.__name__ for error in NON_RETRIABLE_ERRORS)
 IN_PROGRESS = TaskInProgress.__name__
-LAMBDA_SERVICE_ERRORS = ("Lambda.ClientExecutionTimeoutException", "Lambda.ServiceException",
+_LAMBDA_SERVICE_ERRORS = ("Lambda.ClientExecutionTimeoutException", "Lambda.ServiceException",
                          "Lambda.AWSLambdaException", "Lambda.SdkClientException", "Lambda.TooManyRequestsException")
-TRANSIENT = (*LAMBDA_SERVICE_ERRORS, "Lambda.Unknown", *(error.__name__ for error in RETRIABLE_ERRORS))
-IN_PROGRESS_INTERVAL = 2
-BACKOFF = 2.0
+TRANSIENT = (*_LAMBDA_SERVICE_ERRORS, "Lambda.Unknown", *(error.__name__ for error in RETRIABLE_ERRORS))
+_IN_PROGRESS_INTERVAL = 2
+_BACKOFF = 2.0
 
 
 def task_payload(iteration: str | None = None) -> sfn.TaskInput:
@@ -78,18 +76,18 @@ def task_payload(iteration: str | None = None) -> sfn.TaskInput:
 
 def in_progress_attempts(function_timeout: Duration) -> int:
     """Fewest ``TaskInProgress`` retries (2 s, doubling) whose delays add up to more than timeout + lease margin."""
-    must_exceed = function_timeout.to_seconds() + LEASE_MARGIN_SECONDS
+    must_exceed = function_timeout.to_seconds() + names.LEASE_MARGIN_SECONDS
     # 2 * (2^n - 1) > must_exceed
-    return math.floor(math.log2(must_exceed / IN_PROGRESS_INTERVAL + 1)) + 1
+    return math.floor(math.log2(must_exceed / _IN_PROGRESS_INTERVAL + 1)) + 1
 
 
 def retry_policy(function_timeout: Duration, business_errors: Sequence[str] = ()) -> list[sfn.RetryProps]:
     """The retriers of an idempotent task, in evaluation order (see the module docstring)."""
     return [
         sfn.RetryProps(errors=[*NON_RETRYABLE, *business_errors], max_attempts=0),
-        sfn.RetryProps(errors=[IN_PROGRESS], interval=Duration.seconds(IN_PROGRESS_INTERVAL), backoff_rate=BACKOFF,
+        sfn.RetryProps(errors=[IN_PROGRESS], interval=Duration.seconds(_IN_PROGRESS_INTERVAL), backoff_rate=_BACKOFF,
                        max_attempts=in_progress_attempts(function_timeout)),
-        sfn.RetryProps(errors=list(TRANSIENT), interval=Duration.seconds(2), backoff_rate=BACKOFF, max_attempts=6),
+        sfn.RetryProps(errors=list(TRANSIENT), interval=Duration.seconds(2), backoff_rate=_BACKOFF, max_attempts=6),
     ]
 
 
@@ -99,7 +97,7 @@ def require_redrive_horizon(table: IdempotencyTable, execution_timeout: Duration
     Raises ``ValueError`` when the table's fixed ``record_ttl`` is then shorter than the horizon.
     """
     running = execution_timeout.to_seconds() if execution_timeout is not None else 0
-    needed = int(REDRIVE_WINDOW.to_seconds() + running)
+    needed = int(_REDRIVE_WINDOW.to_seconds() + running)
     if table.horizon.operator_replay < needed:
         table.horizon = replace(table.horizon, operator_replay=needed)
     ttl, total = table.record_ttl_seconds, table.horizon.total_seconds
@@ -129,13 +127,13 @@ def idempotent_invoke(scope: Construct, state_name: str, function: IdempotentFun
 
     The table's horizon is raised to cover a redrive (see :func:`require_redrive_horizon`).
     """
-    timeout = task_timeout or Duration.seconds(function.timeout.to_seconds() + INIT_SECONDS)
+    timeout = task_timeout or Duration.seconds(function.timeout.to_seconds() + _INIT_SECONDS)
     if timeout.to_seconds() < function.timeout.to_seconds():
         raise ValueError(
             f"{scope.node.path}/{state_name}: task_timeout ({timeout.to_seconds():g}s) is shorter than the function "
             f"timeout ({function.timeout.to_seconds():g}s) of {function.node.path}. Step Functions would start a "
             "retry while the first invocation still runs, and that retry only finds TaskInProgress. Fix: set "
-            f"task_timeout to at least Duration.seconds({function.timeout.to_seconds() + INIT_SECONDS:g}) (the "
+            f"task_timeout to at least Duration.seconds({function.timeout.to_seconds() + _INIT_SECONDS:g}) (the "
             "function timeout + 10 s for Lambda's init phase), or leave it unset."
         )
     require_redrive_horizon(function.table)
@@ -203,7 +201,7 @@ class Saga(Construct):
     """
 
     def __init__(self, scope: Construct, construct_id: str, *, steps: Sequence[SagaStep],
-                 business_errors: Sequence[str] = (), timeout: Duration = DEFAULT_EXECUTION_TIMEOUT,
+                 business_errors: Sequence[str] = (), timeout: Duration = _DEFAULT_EXECUTION_TIMEOUT,
                  include_execution_data: bool = False, existing_log_group: logs.ILogGroup | None = None,
                  log_group_props: logs.LogGroupProps | None = None,
                  state_machine_props: Mapping[str, Any] | None = None) -> None:

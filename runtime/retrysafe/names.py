@@ -46,7 +46,7 @@ VISIBILITY_TIMEOUT_ENV = "RETRYSAFE_VISIBILITY_TIMEOUT_SECONDS"
 #: function is replaced); the decorator's ``operation=`` wins.
 OPERATION_ENV = "RETRYSAFE_OPERATION"
 #: The outbox target: an EventBridge bus name or ARN, an SNS topic ARN or an SQS queue URL (exactly one).
-EVENT_BUS_ENV = "RETRYSAFE_EVENT_BUS_NAME"
+EVENT_BUS_ENV = "RETRYSAFE_EVENT_BUS"
 TOPIC_ENV = "RETRYSAFE_TOPIC_ARN"
 QUEUE_ENV = "RETRYSAFE_QUEUE_URL"
 #: ``source`` of the events published to an EventBridge bus.

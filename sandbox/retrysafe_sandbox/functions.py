@@ -27,7 +27,6 @@ from .assembly import ACCOUNT, REGION
 from .provision import Provisioned
 from .worker import CODE_PATH_ENV, CRASH_EXIT_CODE
 
-VISIBILITY_ENV = names.VISIBILITY_TIMEOUT_ENV
 INIT_SECONDS = 10.0
 #: The error of an invocation the sandbox's own stop cut short (or refused after it).
 STOPPED = "Sandbox.Stopped"
@@ -81,8 +80,8 @@ def function_specs(done: Provisioned, visibility_timeout: int | None = None) -> 
         paths += [str(d / "python") for d in map(stack.asset_dir, layers) if d is not None]
         environment = {k: str(v) for k, v in
                        done.intrinsics.resolve(props.get("Environment", {}).get("Variables", {})).items()}
-        if visibility_timeout is not None and VISIBILITY_ENV in environment:
-            environment[VISIBILITY_ENV] = str(visibility_timeout)
+        if visibility_timeout is not None and names.VISIBILITY_TIMEOUT_ENV in environment:
+            environment[names.VISIBILITY_TIMEOUT_ENV] = str(visibility_timeout)
         specs[resource.logical_id] = FunctionSpec(
             resource.logical_id, done.intrinsics.ref(resource.logical_id), props["Handler"], tuple(paths),
             environment, float(props.get("Timeout", 3)), int(props.get("MemorySize", 128)))

@@ -33,6 +33,9 @@ from retrysafe_cdk import (
     IdempotentFunction,
     IdempotentStreamConsumer,
     IdempotentTopicSubscription,
+    Outbox,
+    OutboxPipe,
+    OutboxTarget,
 )
 from retrysafe_cdk.horizon import SNS_LAMBDA_DELIVERY_SECONDS
 
@@ -524,3 +527,46 @@ def test_existing_table_with_kinesis_props_says_what_omitting_it_does(stack: cdk
                                          r"apply.*or omit existing_table to consume a Kinesis stream with them\.$"):
         IdempotentStreamConsumer(stack, "Changes", function=inline_function(stack, table), existing_table=orders,
                                  retention_period=Duration.days(2))
+
+
+# -- the readers of a table's stream (DynamoDB Streams: at most two processes per shard) ------------------
+
+ORDERS_STREAM = "arn:aws:dynamodb:eu-west-1:123456789012:table/orders/stream/2026-12-01T00:00:00.000"
+
+
+@pytest.mark.parametrize("relay", [Outbox, OutboxPipe])
+def test_a_relay_and_one_consumer_share_a_table_stream_and_a_third_reader_is_refused_with_the_fix(
+        relay: type[Outbox | OutboxPipe]) -> None:
+    app = cdk.App()
+    env = cdk.Environment(account="123456789012", region="eu-west-1")
+    data, service = cdk.Stack(app, "Data", env=env), cdk.Stack(app, "Service", env=env)
+    orders = dynamodb.Table.from_table_attributes(data, "Orders", table_name="orders", table_stream_arn=ORDERS_STREAM)
+    table = IdempotencyTable(data, "Table", existing_table=orders)
+    relay(data, "Relay", table=table, target=OutboxTarget.event_bus(events.EventBus(data, "Bus")))
+    IdempotentStreamConsumer(data, "Audit", function=inline_function(data, table), existing_table=orders)
+    Template.from_stack(data)  # two readers synthesize
+    # the same stream imported again, in another stack, is the same stream
+    again = dynamodb.Table.from_table_attributes(service, "Orders", table_name="orders",
+                                                 table_stream_arn=ORDERS_STREAM)
+    fn = inline_function(service, IdempotencyTable(service, "Table"))
+    with pytest.raises(ValueError, match=r"^Service/Search: the stream of the table Service/Orders is already read "
+                                         r"by Data/Relay and Data/Audit, and DynamoDB Streams serves at most 2 "
+                                         r"processes reading one shard at the same time: a third reader's GetRecords "
+                                         r"calls are throttled.*Fix: read the stream once and fan out from there"):
+        IdempotentStreamConsumer(service, "Search", function=fn, existing_table=again)
+
+
+def test_two_consumers_of_a_business_tables_stream_are_fine_a_third_is_refused(
+        stack: cdk.Stack, table: IdempotencyTable) -> None:
+    orders = dynamodb.Table(stack, "Orders", partition_key=dynamodb.Attribute(
+        name="id", type=dynamodb.AttributeType.STRING), stream=dynamodb.StreamViewType.NEW_IMAGE)
+    IdempotentStreamConsumer(stack, "Audit", function=inline_function(stack, table, 10), existing_table=orders)
+    IdempotentStreamConsumer(stack, "Search", function=inline_function(stack, table, 11), existing_table=orders)
+    Template.from_stack(stack).resource_count_is("AWS::Lambda::EventSourceMapping", 2)
+    with pytest.raises(ValueError, match=r"^Sources/Billing: the stream of the table Sources/Orders is already read "
+                                         r"by Sources/Audit and Sources/Search, and DynamoDB Streams serves at most 2"):
+        IdempotentStreamConsumer(stack, "Billing", function=inline_function(stack, table, 12), existing_table=orders)
+    # another table's stream has its own two readers
+    other = dynamodb.Table(stack, "Payments", partition_key=dynamodb.Attribute(
+        name="id", type=dynamodb.AttributeType.STRING), stream=dynamodb.StreamViewType.NEW_IMAGE)
+    IdempotentStreamConsumer(stack, "Ledger", function=inline_function(stack, table, 13), existing_table=other)

@@ -4,7 +4,7 @@
 INSERTs (:mod:`retrysafe.outbox._stream`). Each event goes to exactly one
 target, chosen by the environment:
 
-``RETRYSAFE_EVENT_BUS_NAME``  EventBridge ``PutEvents`` (source ``RETRYSAFE_EVENT_SOURCE``, default
+``RETRYSAFE_EVENT_BUS``       EventBridge ``PutEvents`` (source ``RETRYSAFE_EVENT_SOURCE``, default
                               ``retrysafe.outbox``; detail-type = event type; detail = the envelope)
 ``RETRYSAFE_TOPIC_ARN``       SNS ``PublishBatch`` (message = the envelope)
 ``RETRYSAFE_QUEUE_URL``       SQS ``SendMessageBatch`` (body = the envelope)
