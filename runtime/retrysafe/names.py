@@ -172,9 +172,6 @@ WEBHOOK_HANDLER = "retrysafe.webhook.handler"
 HANDLERS = (OUTBOX_PUBLISHER_HANDLER, OUTBOX_SWEEPER_HANDLER, OUTBOX_PIPE_HANDLER, WEBHOOK_HANDLER)
 
 __all__ = [
-    "OPERATION_ENV",
-    "HOME_REGION_ENV",
-    "TENANT_HOME_REGIONS_ENV",
             "ADAPTERS",
             "AWS_SDK_REQUEST_HEADER",
             "CLAIM_CHECK_BUCKET_ENV",
@@ -190,6 +187,7 @@ __all__ = [
             "EVENT_TYPE_MESSAGE_ATTRIBUTE",
             "FUNCTION_ADAPTER",
             "HANDLERS",
+            "HOME_REGION_ENV",
             "HORIZON_ENV",
             "HTTP_ADAPTER",
             "IDEMPOTENCY_DISABLED_ENV",
@@ -203,6 +201,7 @@ __all__ = [
             "MAX_MESSAGE_BYTES",
             "METRICS_NAMESPACE_ENV",
             "MIN_HORIZON_SECONDS",
+            "OPERATION_ENV",
             "OUTBOX_INDEX",
             "OUTBOX_KIND",
             "OUTBOX_MAX_MESSAGE_ENV",
@@ -232,6 +231,7 @@ __all__ = [
             "TASK_RETRY_COUNT",
             "TASK_STATE",
             "TASK_STATE_MACHINE",
+            "TENANT_HOME_REGIONS_ENV",
             "TOPIC_ENV",
             "TTL_ATTRIBUTE",
             "UNPUBLISHED_ATTRIBUTE",
