@@ -42,6 +42,17 @@ def refuse_ignored(scope: Construct, existing: str, resource: object | None, pro
                      f"{', '.join(ignored)} here; or omit {existing} {otherwise}.")
 
 
+def refuse_owned(scope: Construct, props_name: str, values: Mapping[str, object], owned: Mapping[str, str]) -> None:
+    """Refuse (``ValueError``) fields of a ``<x>_props`` struct that the construct decides itself.
+
+    ``values``: the struct's set fields (:func:`struct_values`); ``owned``: field name -> where it goes instead.
+    """
+    refused = [name for name in owned if given(values.get(name))]
+    if refused:
+        raise ValueError(f"{scope.node.path}: {props_name} cannot set {', '.join(refused)}. Fix: "
+                         + "; ".join(f"{name}: {owned[name]}" for name in refused) + ".")
+
+
 def struct_values(props: object | None) -> dict[str, Any]:
     """The fields set on a jsii props struct (``lambda_.FunctionOptions(...)``), by their Python names."""
     if props is None:

@@ -17,7 +17,7 @@ from retrysafe import names
 
 from constructs import Construct
 
-from ._props import refuse_ignored
+from ._props import refuse_ignored, refuse_owned, struct_values
 from .function import IdempotentFunction
 from .nag import acknowledge
 
@@ -29,8 +29,9 @@ _PROBLEM = json.dumps({"type": "about:blank", "title": "Bad Request", "status": 
                        "detail": "$context.error.validationErrorString"})
 
 
-def _access_log_group(scope: Construct, retention: logs.RetentionDays) -> logs.LogGroup:
-    return logs.LogGroup(scope, "AccessLogs", retention=retention, removal_policy=RemovalPolicy.DESTROY)
+def _access_log_group(scope: Construct) -> logs.LogGroup:
+    return logs.LogGroup(scope, "AccessLogs", retention=logs.RetentionDays.ONE_MONTH,
+                         removal_policy=RemovalPolicy.DESTROY)
 
 
 _CLOUDWATCH_ROLE_FLAG = "@aws-cdk/aws-apigateway:disableCloudWatchRole"
@@ -55,24 +56,42 @@ def _has_bad_request_response(api: apigw.RestApi) -> bool:
                and stack.resolve(c.rest_api_id) == api_id for c in stack.node.find_all())
 
 
+def _union(ours: Sequence[str], theirs: Sequence[str] | None) -> list[str]:
+    return list(dict.fromkeys([*ours, *(theirs or ())]))
+
+
+def _rest_cors(user: apigw.CorsOptions | None) -> apigw.CorsOptions | None:
+    """The user's CORS with retrysafe's headers added (``Idempotency-Key`` allowed, replay headers exposed)."""
+    if user is None:
+        return None
+    values = struct_values(user)
+    return apigw.CorsOptions(**{"max_age": Duration.hours(1), **values,
+                                "allow_headers": _union(_ALLOW_HEADERS, values.get("allow_headers")),
+                                "expose_headers": _union(_EXPOSE_HEADERS, values.get("expose_headers"))})
+
+
 class IdempotentRestApi(Construct):
     """A REST API (API Gateway v1) routing methods to :class:`IdempotentFunction` s.
 
     :param authorizer: the authorizer every route uses (Lambda TOKEN/REQUEST or Cognito); the runtime
         reads the tenant from its context/claims. Required unless ``iam_authorization``.
     :param iam_authorization: use AWS_IAM instead (tenant = IAM caller). @default False.
-    :param cors_origins: allowed origins; ``Idempotency-Key`` is an allowed header, ``Idempotent-Replayed``,
-        ``Retry-After`` and ``Location`` are exposed. @default no CORS.
-    :param throttling_rate_limit: the stage's rate. @default 100 rps.
-    :param throttling_burst_limit: the stage's burst. @default 200.
-    :param stage_name: @default ``prod``.
-    :param log_retention: the access logs' retention. @default one month.
-    :param cloud_watch_role: create API Gateway's account-level CloudWatch Logs role (an
-        ``AWS::ApiGateway::Account``); never a second one in a stack that already has one. @default as CDK's
+    :param rest_api_props: every ``apigateway.RestApi`` setting of the API the construct creates, over
+        retrysafe's defaults. ``default_cors_preflight_options`` gets ``Idempotency-Key`` added to its allowed
+        headers, ``Idempotent-Replayed``, ``Retry-After`` and ``Location`` to its exposed ones (max age one
+        hour unless set). ``cloud_watch_role`` creates API Gateway's account-level CloudWatch Logs role (an
+        ``AWS::ApiGateway::Account``), never a second one in a stack that already has one. The stage's
+        throttling, access logs and name are not ``RestApiProps`` fields of their own but
+        ``deploy_options`` (a ``StageOptions``): that struct is merged field by field, so
+        ``deploy_options=StageOptions(throttling_rate_limit=50)`` keeps the access logs and the stage name;
+        an ``access_log_destination`` of your own replaces the log group the construct creates (which is
+        how to choose another retention). @default no CORS; ``cloud_watch_role`` as CDK's
         ``@aws-cdk/aws-apigateway:disableCloudWatchRole`` feature flag says (set: none; the account must then
-        already have the role, which execution logging needs).
+        already have the role, which execution logging needs), removal policy ``DESTROY``; ``deploy_options``:
+        stage ``prod``, throttling 100 rps / 200 burst, ERROR execution logging, JSON access logs to a new log
+        group kept one month.
     :param existing_rest_api: an ``apigateway.RestApi`` to add routes to instead of a new one. Its stage,
-        throttling, access logs and CORS are its own: the props above are refused with it, and no log group
+        throttling, access logs and CORS are its own: ``rest_api_props`` is refused with it, and no log group
         is created. Several wrappers may share one API (each has its own validator). @default a new API.
     :param problem_json_bad_request: add the API-wide ``BAD_REQUEST_PARAMETERS`` gateway response that answers a
         missing ``Idempotency-Key`` with a 400 problem+json. It applies to every route of the API (API Gateway
@@ -82,15 +101,14 @@ class IdempotentRestApi(Construct):
 
     Every method gets request validation (body and parameters); routes that require a key
     declare the ``Idempotency-Key`` header, so a request without it is refused with a 400
-    at the gateway. Attributes: ``rest_api``, ``access_logs`` (None with ``existing_rest_api``),
-    ``validator``, ``bad_request_response`` (None unless this wrapper added it), ``url``, ``cloud_watch_role`` and ``account`` (None unless this API created them).
+    at the gateway. Attributes: ``rest_api``, ``access_logs`` (None with ``existing_rest_api`` or an
+    ``access_log_destination`` of your own), ``validator``, ``bad_request_response`` (None unless this wrapper
+    added it), ``url``, ``cloud_watch_role`` and ``account`` (None unless this API created them).
     """
 
     def __init__(self, scope: Construct, construct_id: str, *, authorizer: apigw.IAuthorizer | None = None,
-                 iam_authorization: bool = False, cors_origins: Sequence[str] = (),
-                 throttling_rate_limit: int | None = None, throttling_burst_limit: int | None = None,
-                 stage_name: str | None = None, log_retention: logs.RetentionDays | None = None,
-                 cloud_watch_role: bool | None = None, existing_rest_api: apigw.RestApi | None = None,
+                 iam_authorization: bool = False, rest_api_props: apigw.RestApiProps | None = None,
+                 existing_rest_api: apigw.RestApi | None = None,
                  problem_json_bad_request: bool | None = None) -> None:
         super().__init__(scope, construct_id)
         if (authorizer is None) == (not iam_authorization):
@@ -102,18 +120,11 @@ class IdempotentRestApi(Construct):
         self.cloud_watch_role: iam.IRole | None = None
         self.account: apigw.CfnAccount | None = None
         self.access_logs: logs.LogGroup | None = None
-        if existing_rest_api is not None:
-            refuse_ignored(self, "existing_rest_api", existing_rest_api,
-                           {"cors_origins": cors_origins, "throttling_rate_limit": throttling_rate_limit,
-                            "throttling_burst_limit": throttling_burst_limit, "stage_name": stage_name,
-                            "log_retention": log_retention, "cloud_watch_role": cloud_watch_role},
-                           "configure them on that RestApi (deploy_options=StageOptions(stage_name=..., "
-                           "throttling_rate_limit=..., throttling_burst_limit=..., access_log_destination=...), "
-                           "default_cors_preflight_options=..., cloud_watch_role=...)")
-            self.rest_api = existing_rest_api
-        else:
-            self.rest_api = self._new_api(cors_origins, throttling_rate_limit, throttling_burst_limit, stage_name,
-                                          log_retention, cloud_watch_role)
+        refuse_ignored(self, "existing_rest_api", existing_rest_api, {"rest_api_props": struct_values(rest_api_props)},
+                       "configure that RestApi itself (deploy_options=StageOptions(stage_name=..., "
+                       "throttling_rate_limit=..., throttling_burst_limit=..., access_log_destination=...), "
+                       "default_cors_preflight_options=..., cloud_watch_role=...)")
+        self.rest_api = existing_rest_api or self._new_api(rest_api_props)
         # A child of this construct, not of the API: two wrappers can share one API.
         self.validator = apigw.RequestValidator(self, "Validator", rest_api=self.rest_api,
                                                 validate_request_body=True, validate_request_parameters=True)
@@ -125,24 +136,25 @@ class IdempotentRestApi(Construct):
                 status_code="400", response_headers={"Content-Type": "'application/problem+json'"},
                 templates={"application/json": _PROBLEM})
 
-    def _new_api(self, cors_origins: Sequence[str], rate: int | None, burst: int | None, stage_name: str | None,
-                 retention: logs.RetentionDays | None, cloud_watch_role: bool | None) -> apigw.RestApi:
-        self.access_logs = _access_log_group(self, retention or logs.RetentionDays.ONE_MONTH)
-        cors = apigw.CorsOptions(allow_origins=list(cors_origins), allow_headers=list(_ALLOW_HEADERS),
-                                 expose_headers=list(_EXPOSE_HEADERS), max_age=Duration.hours(1)) if cors_origins else None
-        role = _creates_cloudwatch_role(self, cloud_watch_role)
-        api = apigw.RestApi(
-            self, "Api", default_cors_preflight_options=cors, cloud_watch_role=role,
-            cloud_watch_role_removal_policy=RemovalPolicy.DESTROY if role else None,
-            deploy_options=apigw.StageOptions(
-                stage_name=stage_name or "prod", throttling_rate_limit=_DEFAULT_RATE if rate is None else rate,
-                throttling_burst_limit=_DEFAULT_BURST if burst is None else burst,
-                logging_level=apigw.MethodLoggingLevel.ERROR,
-                access_log_destination=apigw.LogGroupLogDestination(self.access_logs),
-                access_log_format=apigw.AccessLogFormat.json_with_standard_fields(
+    def _new_api(self, rest_api_props: apigw.RestApiProps | None) -> apigw.RestApi:
+        user = struct_values(rest_api_props)
+        stage = struct_values(user.pop("deploy_options", None))
+        if "access_log_destination" not in stage:
+            self.access_logs = _access_log_group(self)
+            stage["access_log_destination"] = apigw.LogGroupLogDestination(self.access_logs)
+        role = _creates_cloudwatch_role(self, user.pop("cloud_watch_role", None))
+        api = apigw.RestApi(self, "Api", **{
+            **user, "cloud_watch_role": role,
+            "cloud_watch_role_removal_policy": user.get("cloud_watch_role_removal_policy",
+                                                        RemovalPolicy.DESTROY) if role else None,
+            "default_cors_preflight_options": _rest_cors(user.get("default_cors_preflight_options")),
+            "deploy_options": apigw.StageOptions(**{
+                "stage_name": "prod", "throttling_rate_limit": _DEFAULT_RATE,
+                "throttling_burst_limit": _DEFAULT_BURST, "logging_level": apigw.MethodLoggingLevel.ERROR,
+                "access_log_format": apigw.AccessLogFormat.json_with_standard_fields(
                     caller=True, http_method=True, ip=True, protocol=True, request_time=True,
-                    resource_path=True, response_length=True, status=True, user=True)),
-        )
+                    resource_path=True, response_length=True, status=True, user=True),
+                **stage})})
         if role:
             self.cloud_watch_role = cast(iam.IRole, api.node.find_child("CloudWatchRole"))
             self.account = cast(apigw.CfnAccount, api.node.find_child("Account"))
@@ -194,16 +206,28 @@ class IdempotentRestApi(Construct):
         return self.rest_api.metric_client_error(**{"statistic": "Sum", **options})
 
 
+#: ``apigatewayv2.HttpApi`` props the construct decides itself, with where each one goes instead.
+_OWNED_HTTP_API_PROPS = {
+    "default_authorizer": "pass authorizer=... (every route uses it; the tenant comes from it)",
+    "create_default_stage": "the construct configures the default stage (throttling, access logs); "
+                            "add stages of your own with http_api.add_stage(...)",
+}
+
+
 class IdempotentHttpApi(Construct):
     """An HTTP API (API Gateway v2) routing methods to :class:`IdempotentFunction` s.
 
     :param authorizer: an ``IHttpRouteAuthorizer`` (JWT, Lambda or IAM; required: the tenant comes from it).
-    :param cors_origins: allowed origins (``Idempotency-Key`` allowed). @default no CORS.
-    :param throttling_rate_limit: @default 100 rps.
-    :param throttling_burst_limit: @default 200.
-    :param log_retention: the access logs' retention. @default one month.
+    :param http_api_props: every ``apigatewayv2.HttpApi`` setting of the API the construct creates
+        (``api_name``, ``description``, ``cors_preflight``, domain mapping...), except
+        ``default_authorizer`` and ``create_default_stage``, which are refused there (the construct decides
+        them). ``cors_preflight`` gets ``Idempotency-Key`` added to its allowed headers,
+        ``Idempotent-Replayed``, ``Retry-After`` and ``Location`` to its exposed ones (all methods and max
+        age one hour unless set). ``HttpApiProps`` has no stage settings, so the default stage's throttling
+        (100 rps / 200 burst) and JSON access logs (a new log group kept one month) are not props: change
+        them on ``http_api.default_stage.node.default_child`` (its ``CfnStage``). @default no CORS.
     :param existing_http_api: an ``HttpApi`` to add routes to (its stage, throttling, access logs and CORS are
-        its own: the props above are refused with it, and no log group is created). @default a new API.
+        its own: ``http_api_props`` is refused with it, and no log group is created). @default a new API.
 
     HTTP APIs have no request validation: the runtime answers a missing or malformed key with a
     400 problem+json. Attributes: ``http_api``, ``authorizer``, ``access_logs`` (None with
@@ -211,24 +235,27 @@ class IdempotentHttpApi(Construct):
     """
 
     def __init__(self, scope: Construct, construct_id: str, *, authorizer: apigwv2.IHttpRouteAuthorizer,
-                 cors_origins: Sequence[str] = (), throttling_rate_limit: int | None = None,
-                 throttling_burst_limit: int | None = None, log_retention: logs.RetentionDays | None = None,
+                 http_api_props: apigwv2.HttpApiProps | None = None,
                  existing_http_api: apigwv2.HttpApi | None = None) -> None:
         super().__init__(scope, construct_id)
         self.authorizer = authorizer
         self.access_logs: logs.LogGroup | None = None
+        user = struct_values(http_api_props)
+        refuse_ignored(self, "existing_http_api", existing_http_api, {"http_api_props": user},
+                       "configure that HttpApi's stage and CORS itself")
         if existing_http_api is not None:
-            refuse_ignored(self, "existing_http_api", existing_http_api,
-                           {"cors_origins": cors_origins, "throttling_rate_limit": throttling_rate_limit,
-                            "throttling_burst_limit": throttling_burst_limit, "log_retention": log_retention},
-                           "configure them on that HttpApi's stage and CORS")
             self.http_api = existing_http_api
             return
-        self.access_logs = _access_log_group(self, log_retention or logs.RetentionDays.ONE_MONTH)
-        cors = apigwv2.CorsPreflightOptions(
-            allow_origins=list(cors_origins), allow_headers=list(_ALLOW_HEADERS), expose_headers=list(_EXPOSE_HEADERS),
-            allow_methods=[apigwv2.CorsHttpMethod.ANY], max_age=Duration.hours(1)) if cors_origins else None
-        self.http_api = apigwv2.HttpApi(self, "Api", default_authorizer=authorizer, cors_preflight=cors)
+        refuse_owned(self, "http_api_props", user, _OWNED_HTTP_API_PROPS)
+        self.access_logs = _access_log_group(self)
+        cors = user.pop("cors_preflight", None)
+        if cors is not None:
+            values = struct_values(cors)
+            cors = apigwv2.CorsPreflightOptions(**{
+                "allow_methods": [apigwv2.CorsHttpMethod.ANY], "max_age": Duration.hours(1), **values,
+                "allow_headers": _union(_ALLOW_HEADERS, values.get("allow_headers")),
+                "expose_headers": _union(_EXPOSE_HEADERS, values.get("expose_headers"))})
+        self.http_api = apigwv2.HttpApi(self, "Api", **user, default_authorizer=authorizer, cors_preflight=cors)
         assert self.http_api.default_stage is not None
         stage = cast(apigwv2.CfnStage, self.http_api.default_stage.node.default_child)
         stage.access_log_settings = apigwv2.CfnStage.AccessLogSettingsProperty(
@@ -238,8 +265,7 @@ class IdempotentHttpApi(Construct):
                                "status": "$context.status", "responseLength": "$context.responseLength",
                                "integrationError": "$context.integrationErrorMessage"}))
         stage.default_route_settings = apigwv2.CfnStage.RouteSettingsProperty(
-            throttling_rate_limit=_DEFAULT_RATE if throttling_rate_limit is None else throttling_rate_limit,
-            throttling_burst_limit=_DEFAULT_BURST if throttling_burst_limit is None else throttling_burst_limit)
+            throttling_rate_limit=_DEFAULT_RATE, throttling_burst_limit=_DEFAULT_BURST)
 
     @property
     def url(self) -> str:

@@ -17,7 +17,7 @@ from retrysafe import names
 from constructs import Construct
 
 from . import snapstart
-from ._props import refuse_ignored, struct_values
+from ._props import refuse_ignored, refuse_owned, struct_values
 from .cutover import CutoverFromPowertools
 from .delegation import delegate
 from .layer import RUNTIME, runtime_layer
@@ -63,10 +63,7 @@ def with_defaults(defaults: Mapping[str, Any], function_props: lambda_.FunctionO
 def _settings(scope: Construct, function_props: lambda_.FunctionOptions | None) -> dict[str, Any]:
     """:data:`FUNCTION_DEFAULTS` under ``function_props``; the settings the constructs own are refused there."""
     user = struct_values(function_props)
-    owned = [name for name in _OWNED_FUNCTION_PROPS if name in user]
-    if owned:
-        raise ValueError(f"{scope.node.path}: function_props cannot set {', '.join(owned)}. Fix: "
-                         + "; ".join(f"{name}: {_OWNED_FUNCTION_PROPS[name]}" for name in owned) + ".")
+    refuse_owned(scope, "function_props", user, _OWNED_FUNCTION_PROPS)
     return {**FUNCTION_DEFAULTS, **user}
 
 

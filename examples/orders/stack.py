@@ -59,8 +59,9 @@ class OrdersStack(Stack):
             return IdempotentFunction(self, construct_id, table=table, code=code, handler=handler,
                                       business_tables=business, function_props=lambda_.FunctionOptions(environment=env))
 
-        api = IdempotentRestApi(self, "Api", authorizer=self._authorizer(code), cors_origins=["https://shop.example.com"],
-                                cloud_watch_role=True)
+        api = IdempotentRestApi(self, "Api", authorizer=self._authorizer(code), rest_api_props=apigw.RestApiProps(
+            default_cors_preflight_options=apigw.CorsOptions(allow_origins=["https://shop.example.com"]),
+            cloud_watch_role=True))
         api.add_route("POST", "/orders", function("CreateOrder", "orders.handler", [orders]))
         api.add_route("POST", "/orders/{id}/payments", function("CapturePayment", "payments.handler", [orders]))
 

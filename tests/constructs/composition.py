@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import aws_cdk as cdk
 from aws_cdk import Duration
+from aws_cdk import aws_apigateway as apigw
+from aws_cdk import aws_apigatewayv2 as apigwv2
 from aws_cdk import aws_apigatewayv2_authorizers as authorizers
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_events as events
@@ -65,10 +67,12 @@ def build(outdir: str) -> cdk.App:
                                   function_props=lambda_.FunctionOptions(timeout=Duration.seconds(30)))
     IdempotentQueueConsumer(stack, "OwnQueueConsumer", function=consumer, existing_queue=_queue(stack))
 
-    rest = IdempotentRestApi(stack, "Rest", iam_authorization=True, cloud_watch_role=True)
+    rest = IdempotentRestApi(stack, "Rest", iam_authorization=True,
+                             rest_api_props=apigw.RestApiProps(cloud_watch_role=True))
     rest.add_route("POST", "/orders", handler)
     http = IdempotentHttpApi(stack, "Http", authorizer=authorizers.HttpIamAuthorizer(),
-                             cors_origins=["https://example.com"])
+                             http_api_props=apigwv2.HttpApiProps(cors_preflight=apigwv2.CorsPreflightOptions(
+                                 allow_origins=["https://example.com"])))
     http.add_route("POST", "/orders", handler)
 
     target = OutboxTarget.event_bus(bus)

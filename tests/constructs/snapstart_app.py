@@ -4,6 +4,7 @@ consumer, the outbox relay, a webhook receiver and a saga's tasks."""
 from __future__ import annotations
 
 import aws_cdk as cdk
+from aws_cdk import aws_apigateway as apigw
 from aws_cdk import aws_apigatewayv2_authorizers as authorizers
 from aws_cdk import aws_events as events
 from aws_cdk import aws_lambda as lambda_
@@ -35,7 +36,8 @@ def build(outdir: str) -> cdk.App:
     table = IdempotencyTable(stack, "Idempotency")
     code = lambda_.Code.from_asset(HANDLERS, exclude=["__pycache__", "*.pyc"])
     orders = IdempotentFunction(stack, "Orders", table=table, code=code, handler="orders.handler", snap_start=True)
-    rest = IdempotentRestApi(stack, "Rest", iam_authorization=True, cloud_watch_role=True)
+    rest = IdempotentRestApi(stack, "Rest", iam_authorization=True,
+                             rest_api_props=apigw.RestApiProps(cloud_watch_role=True))
     rest.add_route("POST", "/orders", orders)
     IdempotentHttpApi(stack, "Http", authorizer=authorizers.HttpIamAuthorizer()).add_route("POST", "/orders", orders)
     worker = IdempotentFunction(stack, "Worker", table=table, code=code, handler="github.handler", snap_start=True)

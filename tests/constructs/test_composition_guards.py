@@ -130,10 +130,9 @@ def test_new_queue_visibility_error_names_the_value_to_pass(stack: cdk.Stack) ->
 
 def test_existing_rest_api_refuses_stage_props_and_creates_no_log_group(stack: cdk.Stack) -> None:
     own = apigw.RestApi(stack, "Own", cloud_watch_role=False)
-    with pytest.raises(ValueError, match="existing_rest_api=Guards/Own is given, so throttling_rate_limit, stage_name "
-                                         "would not apply"):
-        IdempotentRestApi(stack, "Refused", iam_authorization=True, existing_rest_api=own, throttling_rate_limit=5,
-                          stage_name="dev")
+    with pytest.raises(ValueError, match="existing_rest_api=Guards/Own is given, so rest_api_props would not apply"):
+        IdempotentRestApi(stack, "Refused", iam_authorization=True, existing_rest_api=own,
+                          rest_api_props=apigw.RestApiProps(deploy_options=apigw.StageOptions(stage_name="dev")))
     api = IdempotentRestApi(stack, "Api", iam_authorization=True, existing_rest_api=own)
     api.add_route("POST", "/orders", inline_function(stack, IdempotencyTable(stack, "Table")))
     assert api.access_logs is None and api.rest_api is own

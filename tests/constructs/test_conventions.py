@@ -6,6 +6,7 @@ from __future__ import annotations
 import aws_cdk as cdk
 import pytest
 from aws_cdk import Duration
+from aws_cdk import aws_apigateway as apigw
 from aws_cdk import aws_cloudwatch_actions as cw_actions
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_ec2 as ec2
@@ -102,8 +103,9 @@ def test_alarm_actions_and_single_alarms_off(stack: cdk.Stack) -> None:
     assert all(a["Properties"]["AlarmActions"] == [{"Ref": topic_id}] for a in alarms.values())
 
 
-def _api(stack: cdk.Stack, name: str, **options: object) -> IdempotentRestApi:
-    api = IdempotentRestApi(stack, name, iam_authorization=True, **options)  # type: ignore[arg-type]
+def _api(stack: cdk.Stack, name: str, cloud_watch_role: bool | None = None) -> IdempotentRestApi:
+    api = IdempotentRestApi(stack, name, iam_authorization=True,
+                            rest_api_props=apigw.RestApiProps(cloud_watch_role=cloud_watch_role))
     api.rest_api.root.add_method("GET")  # a REST API needs a method to synthesize
     return api
 

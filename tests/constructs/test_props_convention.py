@@ -12,6 +12,7 @@ import aws_cdk as cdk
 import pytest
 import retrysafe_cdk
 from aws_cdk import Duration
+from aws_cdk import aws_apigateway as apigw
 from aws_cdk import aws_apigatewayv2 as apigwv2
 from aws_cdk import aws_apigatewayv2_authorizers as authorizers
 from aws_cdk import aws_dynamodb as dynamodb
@@ -23,6 +24,8 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
+from aws_cdk.assertions import Template
+from aws_cdk.aws_apigatewayv2_integrations import HttpUrlIntegration
 from retrysafe import names
 from retrysafe_cdk import (
     IdempotencyTable,
@@ -69,7 +72,12 @@ def _queue(stack: cdk.Stack) -> None:
 def _http_api(stack: cdk.Stack) -> None:
     own = apigwv2.HttpApi(stack, "Own")
     IdempotentHttpApi(stack, "Api", authorizer=authorizers.HttpIamAuthorizer(), existing_http_api=own,
-                      cors_origins=["https://example.com"])
+                      http_api_props=apigwv2.HttpApiProps(api_name="mine"))
+
+
+def _rest_api(stack: cdk.Stack) -> None:
+    IdempotentRestApi(stack, "Api", iam_authorization=True, existing_rest_api=apigw.RestApi(stack, "Own"),
+                      rest_api_props=apigw.RestApiProps(deploy_options=apigw.StageOptions(throttling_rate_limit=5)))
 
 
 def _outbox(stack: cdk.Stack) -> None:
@@ -159,7 +167,8 @@ def _topic_dlq(stack: cdk.Stack) -> None:
 @pytest.mark.parametrize(("build", "existing", "resource", "props"), [
     (_table, "existing_table", "Own", "table_props, logical_id"),
     (_queue, "existing_dead_letter_queue", "Own", "dead_letter_queue_props"),
-    (_http_api, "existing_http_api", "Own", "cors_origins"),
+    (_rest_api, "existing_rest_api", "Own", "rest_api_props"),
+    (_http_api, "existing_http_api", "Own", "http_api_props"),
     (_outbox, "existing_failure_queue", "Own", "failure_queue_props"),
     (_pipe, "existing_failure_queue", "Own", "failure_queue_props"),
     (_webhook, "existing_bodies_bucket", "Own", "bodies_bucket_props"),
@@ -230,3 +239,54 @@ def test_every_prop_is_documented_once_with_its_default(name: str, function: Any
     undefaulted = [prop for prop, text in entries if prop in props
                    and "@default" not in text and "required" not in text.lower()]
     assert undefaulted == [], f"{name}: props without @default (or 'required')"
+
+
+def test_rest_api_props_are_merged_over_the_defaults_field_by_field() -> None:
+    stack = new_stack("Rest")
+    api = IdempotentRestApi(stack, "Api", iam_authorization=True, rest_api_props=apigw.RestApiProps(
+        description="mine", deploy_options=apigw.StageOptions(throttling_rate_limit=50),
+        default_cors_preflight_options=apigw.CorsOptions(allow_origins=["https://shop.example.com"],
+                                                         allow_headers=["X-Mine"])))
+    api.rest_api.root.add_method("GET")  # a REST API needs a method to synthesize
+    template = Template.from_stack(stack)
+    template.has_resource_properties("AWS::ApiGateway::RestApi", {"Description": "mine"})
+    stage = stack.resolve(api.rest_api.deployment_stage.node.default_child._cfn_properties)  # type: ignore[union-attr]
+    assert stage["stageName"] == "prod" and api.access_logs is not None
+    assert stage["accessLogSetting"]["destinationArn"] == stack.resolve(api.access_logs.log_group_arn)
+    assert [(s["throttlingRateLimit"], s["throttlingBurstLimit"]) for s in stage["methodSettings"]] == [(50, 200)]
+    preflight = next(r for r in template.find_resources("AWS::ApiGateway::Method").values()
+                     if r["Properties"]["HttpMethod"] == "OPTIONS")
+    headers = preflight["Properties"]["Integration"]["IntegrationResponses"][0]["ResponseParameters"]
+    allowed = headers["method.response.header.Access-Control-Allow-Headers"].strip("'").split(",")
+    assert allowed == ["Content-Type", "Authorization", names.IDEMPOTENCY_KEY_HEADER, "X-Mine"]
+    assert names.REPLAYED_HEADER in headers["method.response.header.Access-Control-Expose-Headers"]
+
+
+def test_an_access_log_destination_of_your_own_replaces_the_created_log_group() -> None:
+    stack = new_stack("OwnLogs")
+    own = logs.LogGroup(stack, "Own", retention=logs.RetentionDays.ONE_YEAR)
+    api = IdempotentRestApi(stack, "Api", iam_authorization=True, rest_api_props=apigw.RestApiProps(
+        deploy_options=apigw.StageOptions(access_log_destination=apigw.LogGroupLogDestination(own))))
+    api.rest_api.root.add_method("GET")
+    assert api.access_logs is None
+    Template.from_stack(stack).resource_count_is("AWS::Logs::LogGroup", 1)
+
+
+def test_http_api_props_pass_through_and_what_the_construct_decides_is_refused() -> None:
+    stack = new_stack("Http")
+    api = IdempotentHttpApi(stack, "Api", authorizer=authorizers.HttpIamAuthorizer(), http_api_props=apigwv2.HttpApiProps(
+        api_name="mine", cors_preflight=apigwv2.CorsPreflightOptions(allow_origins=["https://shop.example.com"])))
+    api.http_api.add_routes(path="/x", methods=[apigwv2.HttpMethod.GET], integration=HttpUrlIntegration(
+        "X", "https://example.com"))
+    template = Template.from_stack(stack)
+    template.has_resource_properties("AWS::ApiGatewayV2::Api", {"Name": "mine", "CorsConfiguration": {
+        "AllowOrigins": ["https://shop.example.com"], "AllowMethods": ["*"], "MaxAge": 3600,
+        "AllowHeaders": ["Content-Type", "Authorization", names.IDEMPOTENCY_KEY_HEADER],
+        "ExposeHeaders": [names.REPLAYED_HEADER, "Retry-After", "Location"]}})
+    template.has_resource_properties("AWS::ApiGatewayV2::Stage", {"DefaultRouteSettings": {
+        "ThrottlingRateLimit": 100, "ThrottlingBurstLimit": 200}})
+    with pytest.raises(ValueError, match=r"Http/Refused: http_api_props cannot set default_authorizer, "
+                                         r"create_default_stage\. Fix: default_authorizer: pass authorizer="):
+        IdempotentHttpApi(stack, "Refused", authorizer=authorizers.HttpIamAuthorizer(),
+                          http_api_props=apigwv2.HttpApiProps(default_authorizer=authorizers.HttpIamAuthorizer(),
+                                                              create_default_stage=False))
