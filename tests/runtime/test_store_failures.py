@@ -132,7 +132,13 @@ def test_step_functions_sees_named_errors(ddb, faults, reason, error):
     from retrysafe.stepfunctions import RETRIABLE_ERRORS
 
     faults.cancel(reasons(reason, at=0), times=ALWAYS)
-    handler = idempotent_task(lambda task_input, context, txn: {"ok": True}, engine=engine_of(faults))
+
+    def charge(task_input: Any, context: Any, txn: Any) -> dict[str, bool]:
+        # a business write: the completion is a transaction, whose cancellation reasons are under test
+        txn.update({"pk": "balance"}, "ADD n :one", table=ORDERS, values={":one": 1})
+        return {"ok": True}
+
+    handler = idempotent_task(charge, engine=engine_of(faults))
     with pytest.raises(Exception) as caught:
         handler(payload("Charge", {"amount": 1}), DrillContext())
     assert type(caught.value) is error  # its __name__ is the Lambda errorType Step Functions matches

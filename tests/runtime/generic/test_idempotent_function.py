@@ -62,7 +62,7 @@ def test_a_claim_first_function_runs_once_and_replays_its_dataclass(ddb: Any, en
 
     calls.reset()
     first = charge(order=Order("o-1", Decimal("12.50")))
-    assert calls.calls == {"PutItem": 1, "TransactWriteItems": 1}  # claim-first: claim, then complete
+    assert calls.calls == {"PutItem": 2}  # claim-first: the claim, then its owner-conditioned completion
     calls.reset()
     again = charge(Order("o-1", Decimal("12.50")))  # positional works too
     assert calls.calls == {"PutItem": 1}
