@@ -22,7 +22,9 @@ Hinted retries
     rules (no :meth:`~retrysafe.Transaction.step`; an unstorable result releases the key
     instead of parking it: atomic work has no foreign effects). An un-hinted atomic
     intent that meets a hinted claim whose lease lapsed (its invocation crashed) takes
-    the same route, so the key is not held until the record expires.
+    the same route, so the key is not held until the record expires: it takes the claim over and
+    commits the run it already made under it (the work does not run again), so the answer to a
+    first execution is always the result that committed.
 
 Results that cannot be stored (:class:`~retrysafe.errors.UnstorableResultError`) are
 refused when the work returns, before any commit. Atomic mode writes nothing. Claim
@@ -312,9 +314,9 @@ class Engine:
                 if _written_by(conflict.current, writer, COMPLETED):
                     break  # our own commit: its response was lost and botocore retried
                 if _lapsed_claim(conflict.current, intent, self.clock()):
-                    # A hinted invocation claimed this key and crashed: take its claim over (the work
-                    # runs again; its writes above were never committed).
-                    return self._claim_first(intent, work, self.clock(), remaining_ms)
+                    # A claim whose invocation crashed: take it over and commit this run under it. The work
+                    # does not run again, so what this invocation answers is what it commits.
+                    return self._take_over(intent, txn, completion, now, expires_at, remaining_ms)
                 return self._resolve(intent, conflict.current, self.clock())
             except TransactionRaced:
                 if attempt == RACE_RETRIES:
@@ -324,10 +326,9 @@ class Engine:
         return self._executed(intent, record, completion)
 
     # -- claim first -------------------------------------------------------
-    def _claim_first(self, intent: Intent, work: Work, now: float,
-                     remaining_ms: Callable[[], int] | None) -> Outcome:
-        owner = new_token()  # the fencing token
-        expires_at = int(now) + intent.retention.horizon_seconds
+    def _claim(self, intent: Intent, owner: str, now: float, expires_at: int,
+               remaining_ms: Callable[[], int] | None) -> Record | Outcome:
+        """Claim the key as ``owner``: the record now held, or the answer for a key already taken."""
         lease = self._lease_seconds(intent, remaining_ms)
         claim = Record(record_id=intent.scope.record_id, state=PENDING, fingerprint=intent.fingerprint,
                        expires_at=expires_at, created_at_ms=int(now * 1000), operation=intent.scope.operation,
@@ -346,7 +347,25 @@ class Engine:
             raise
         if claimed.previous is not None:
             self._count(TAKEOVER, intent)
-        held = claimed.held
+        return claimed.held
+
+    def _take_over(self, intent: Intent, txn: Transaction, completion: Completion, now: float, expires_at: int,
+                   remaining_ms: Callable[[], int] | None) -> Outcome:
+        """Atomic mode met a lapsed claim: claim the key, then commit the run that already happened under it."""
+        owner = new_token()
+        held = self._claim(intent, owner, self.clock(), expires_at, remaining_ms)
+        if isinstance(held, Outcome):
+            return held
+        record = self._completed(intent, completion, now, expires_at, owner)
+        return self._complete_claim(intent, owner, record, txn, completion, keep=bool(held.checkpoints))
+
+    def _claim_first(self, intent: Intent, work: Work, now: float,
+                     remaining_ms: Callable[[], int] | None) -> Outcome:
+        owner = new_token()  # the fencing token
+        expires_at = int(now) + intent.retention.horizon_seconds
+        held = self._claim(intent, owner, now, expires_at, remaining_ms)
+        if isinstance(held, Outcome):
+            return held
         steps = _Steps()
         foreign = intent.mode is Mode.CLAIM_FIRST  # else a hinted atomic intent: atomic mode's rules
         txn = Transaction(intent.scope, self.store.table_name, expires_at, held.checkpoints,
@@ -370,6 +389,11 @@ class Engine:
             self._release(intent, owner, keep=steps.keep(txn))
             self._count(NOT_STORED, intent)
             return Outcome(completion.result, replayed=False, stored=False)
+        return self._complete_claim(intent, owner, record, txn, completion, keep=steps.keep(txn))
+
+    def _complete_claim(self, intent: Intent, owner: str, record: Record, txn: Transaction, completion: Completion,
+                        *, keep: bool) -> Outcome:
+        """Commit ``record`` and ``txn``'s writes under ``owner``'s claim (``keep``: the claim holds checkpoints)."""
         try:
             self._commit_claimed(record, txn, owner)
         except RecordConflict as conflict:
@@ -381,7 +405,7 @@ class Engine:
                 return self._replay(intent, current)
             raise FencingError("this invocation's claim was taken over; its writes were discarded") from None
         except BaseException as error:
-            if self._release(intent, owner, keep=steps.keep(txn)) is COMPLETED and isinstance(error, Exception):
+            if self._release(intent, owner, keep=keep) is COMPLETED and isinstance(error, Exception):
                 return self._executed(intent, record, completion)  # the commit had been applied after all
             raise
         return self._executed(intent, record, completion)
