@@ -111,3 +111,24 @@ def test_the_function_url_handler_scopes_by_iam_caller_and_ignores_sent_at(table
     public = snippet.handler(function_url_event({"amount": 1, "currency": "EUR"}, key="k2"), DrillContext())
     assert public["statusCode"] == 401  # AuthType NONE: no caller, and tenant=None was not chosen
     assert len(boto3.client("dynamodb").scan(TableName="orders")["Items"]) == 1
+
+
+def test_the_function_url_role_tenant_survives_a_credential_refresh(tables: DynamoStore) -> None:
+    """Two sessions of one role: new tenants by default (the retry runs again), one tenant by role."""
+    snippet = fresh("function_url")
+    sessions = [f"arn:aws:sts::123456789012:assumed-role/checkout/botocore-session-{n}" for n in (1700000000, 1700003600)]
+    # The default rule: the session name is part of the tenant, so the retry after a refresh runs again.
+    default = [snippet.handler(function_url_event({"amount": 5, "currency": "EUR"}, key="k-default", iam_caller=s),
+                               DrillContext()) for s in sessions]
+    assert [r["statusCode"] for r in default] == [201, 201]
+    assert names.REPLAYED_HEADER not in default[1]["headers"]
+    # role_tenant: one role, one tenant; the retry replays the first answer.
+    by_role = [snippet.per_role(function_url_event({"amount": 5}, key="k-role", iam_caller=s), DrillContext())
+               for s in sessions]
+    assert by_role[1]["headers"][names.REPLAYED_HEADER] == "true" and by_role[1]["body"] == by_role[0]["body"]
+    # Other roles stay other tenants; a non-assumed-role caller (an IAM user) keeps its ARN.
+    other = snippet.per_role(function_url_event({"amount": 5}, key="k-role",
+                                                iam_caller="arn:aws:sts::123456789012:assumed-role/refunds/s1"),
+                             DrillContext())
+    assert other["statusCode"] == 201 and names.REPLAYED_HEADER not in other.get("headers", {})
+    assert len(boto3.client("dynamodb").scan(TableName="orders")["Items"]) == 4
