@@ -374,6 +374,12 @@ class FunctionIdempotency(_Idempotency):
         return self.run(key, lambda: self.argument_fingerprint(value), call, None, value)
 
 
+def _qualified_name(func: Callable[..., Any]) -> str:
+    """``module.qualname``: the default operation of a function, so ``payments.apply`` and
+    ``refunds.apply`` never share records (a ``__qualname__`` alone would make them one operation)."""
+    return f"{getattr(func, '__module__', None) or '?'}.{getattr(func, '__qualname__', 'function')}"
+
+
 def idempotent_function(*, data_keyword_argument: str, namespace: str, key: Selector | None = None,
                         fingerprint: Selector | None = None, operation: str | None = None,
                         mode: Mode | str | None = None, key_required: bool = True,
@@ -387,7 +393,9 @@ def idempotent_function(*, data_keyword_argument: str, namespace: str, key: Sele
     keyword or position). ``key``/``fingerprint`` select from it (a JMESPath expression,
     searched in its JSON form, dataclasses and pydantic models as dicts, or a callable given
     the argument itself); default both: the whole argument, hashed (then another
-    argument is another intent). The other options are those of :func:`idempotent`.
+    argument is another intent). ``operation`` defaults to the function's ``module.qualname``
+    (``payments.apply`` and ``refunds.apply`` never share records). The other options are those of
+    :func:`idempotent`.
 
     A function with a ``txn`` parameter gets the :class:`~retrysafe.Transaction` there and
     runs in atomic mode (its writes commit with its record, one round trip; callers never
@@ -409,7 +417,7 @@ def idempotent_function(*, data_keyword_argument: str, namespace: str, key: Sele
         chosen = mode if mode is not None else (Mode.ATOMIC if takes_txn else Mode.CLAIM_FIRST)
         idempotency = FunctionIdempotency(
             func, data_keyword_argument=data_keyword_argument, namespace=namespace,
-            operation=operation or str(getattr(func, "__qualname__", "function")), key=key, fingerprint=fingerprint,
+            operation=operation or _qualified_name(func), key=key, fingerprint=fingerprint,
             mode=chosen, key_required=key_required,
             serializer=serializer if serializer is not None else serializer_for(func), lease_seconds=lease_seconds,
             horizon_seconds=horizon_seconds, powertools_cutover=powertools_cutover, store=store, engine=engine)

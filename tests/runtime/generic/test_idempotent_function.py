@@ -19,6 +19,7 @@ from retrysafe.errors import (
 from retrysafe.names import RECORD_PREFIX
 
 from tests.helpers import ORDERS, TABLE
+from tests.runtime.generic import ledger_payments, ledger_refunds
 
 
 @dataclass
@@ -187,3 +188,23 @@ def test_a_dataclass_result_without_its_annotation_is_refused_rather_than_replay
     with pytest.raises(UnstorableResultError, match="return annotation does not name that class"):
         invoice(order={"order_id": "o-1"})
     assert [i for i in ddb.scan(TableName=TABLE)["Items"] if i["pk"]["S"].startswith(RECORD_PREFIX)] == []
+
+
+
+def test_two_functions_with_one_name_in_two_modules_keep_their_own_records(ddb: Any, engine: Engine,
+                                                                           calls: Any) -> None:
+    """``payments.apply`` and ``refunds.apply`` under one namespace: each runs and answers its own result."""
+    payments = idempotent_function(data_keyword_argument="order", namespace="ledger", key="order_id",
+                                   engine=engine)(ledger_payments.apply)
+    refunds = idempotent_function(data_keyword_argument="order", namespace="ledger", key="order_id",
+                                  engine=engine)(ledger_refunds.apply)
+    assert payments.__qualname__ == refunds.__qualname__ == "apply"
+    assert payments(order={"order_id": "o-1"}) == "payment#o-1"
+    assert refunds(order={"order_id": "o-1"}) == "refund#o-1"
+    for pk in ("payment#o-1", "refund#o-1"):
+        item = ddb.get_item(TableName=ORDERS, Key={"pk": {"S": pk}}, ConsistentRead=True)["Item"]
+        assert item["n"] == {"N": "1"}
+    # Each replays its own record.
+    calls.reset()
+    assert payments(order={"order_id": "o-1"}) == "payment#o-1"
+    assert refunds(order={"order_id": "o-1"}) == "refund#o-1"

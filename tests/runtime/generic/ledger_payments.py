@@ -1,0 +1,15 @@
+"""A module with an ``apply`` (tests/runtime/generic/test_idempotent_function.py: same name, two modules)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from retrysafe import Transaction
+
+from tests.helpers import ORDERS
+
+
+def apply(order: dict[str, Any], txn: Transaction) -> str:
+    """Count one payment of the order and answer which module ran."""
+    txn.update({"pk": f"payment#{order['order_id']}"}, "ADD n :one", values={":one": 1}, table=ORDERS)
+    return f"payment#{order['order_id']}"
