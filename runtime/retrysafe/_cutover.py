@@ -54,7 +54,7 @@ class PowertoolsCutover(Value):
     ``function_name``: what Powertools keyed on, ``module.qualname`` of the decorated function
     (``"app.lambda_handler"``, ``"app.record_handler"``); Powertools prefixes it with the Lambda's
     ``AWS_LAMBDA_FUNCTION_NAME``, as here. ``key_prefix``: Powertools' ``key_prefix=`` when the old
-    code passed one (then ``function_name`` is not used). ``event_key_jmespath``,
+    code passed one (then ``function_name`` is not used and may be left out; one of the two is required). ``event_key_jmespath``,
     ``payload_validation_jmespath``, ``hash_function``: the old ``IdempotencyConfig``'s (an event
     in which it finds no key has no Powertools record: it runs). The table's attribute names: the old ``DynamoDBPersistenceLayer``'s
     (its defaults here too). ``table_name`` (default ``RETRYSAFE_POWERTOOLS_TABLE``, set by the
@@ -70,7 +70,7 @@ class PowertoolsCutover(Value):
     data_attr: str
     event_key_jmespath: str
     expiry_attr: str
-    function_name: str
+    function_name: str | None
     hash_function: str
     in_progress_expiry_attr: str
     key_attr: str
@@ -83,7 +83,7 @@ class PowertoolsCutover(Value):
     until: float
     validation_key_attr: str
 
-    def __init__(self, *, function_name: str, event_key_jmespath: str = "", payload_validation_jmespath: str = "",
+    def __init__(self, *, function_name: str | None = None, event_key_jmespath: str = "", payload_validation_jmespath: str = "",
                  hash_function: str = "md5", key_prefix: str | None = None, table_name: str | None = None,
                  until: float | datetime | None = None, key_attr: str = "id", sort_key_attr: str | None = None,
                  static_pk_value: str | None = None, expiry_attr: str = "expiration",

@@ -469,10 +469,17 @@ def test_a_composite_key_table_sha256_and_a_key_prefix_as_powertools_configured_
 
     charge(order={"order_id": "o-6", "amount": 1})
     new = new_charge(ddb, Engine(store, cache=None), PowertoolsCutover(
-        function_name="unused", key_prefix="charges", event_key_jmespath="order_id", hash_function="sha256",
+        key_prefix="charges", event_key_jmespath="order_id", hash_function="sha256",
         table_name="composite", key_attr="pk", sort_key_attr="sk", status_attr="state", data_attr="response",
         until=window()))
     assert new(order={"order_id": "o-6", "amount": 1}) == {"receipt": "r-old"} and applied(ddb, "charge") == 1
+
+
+def test_a_key_prefix_needs_no_function_name_and_neither_is_refused_by_name() -> None:
+    """``key_prefix=`` alone is a whole configuration (Powertools then ignores the function's name)."""
+    assert PowertoolsCutover(key_prefix="charges", table_name="old", until=window()).function_name is None
+    with pytest.raises(ConfigurationError, match="function_name= .* or the old key_prefix="):
+        PowertoolsCutover(table_name="old", until=window())
 
 
 def test_an_event_without_the_powertools_key_runs_without_a_warning(store: Any, ddb: Any, old_table: str,
