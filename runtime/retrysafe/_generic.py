@@ -97,6 +97,12 @@ def _other_adapter(event: Mapping[str, Any]) -> str | None:
     return None
 
 
+def _has_sequencer(event: Mapping[str, Any]) -> bool:
+    s3 = event["Records"][0].get("s3")
+    obj = s3.get("object") if isinstance(s3, Mapping) else None
+    return isinstance(obj, Mapping) and bool(obj.get("sequencer"))
+
+
 def natural_key(event: Any) -> str:
     """The key of an event that has one (EventBridge, SNS, S3); else :class:`KeyNotFoundError`."""
     if isinstance(event, Mapping):
@@ -106,6 +112,12 @@ def natural_key(event: Any) -> str:
         if source == "aws:sns":
             return _SNS_KEY(event)
         if source == "aws:s3":
+            if not _has_sequencer(event):
+                # S3 sets the sequencer only for object creation and deletion: a restore, tagging or ACL
+                # notification has no natural key that tells its redeliveries from a new notification.
+                raise KeyNotFoundError("this S3 notification carries no sequencer (S3 sets it only on object "
+                                       "creation and deletion), so it has no natural key: pass key=, e.g. "
+                                       "bucket, object key, versionId, eventName and eventTime")
             return _S3_KEY(event)
         other = _other_adapter(event)
         if other is not None:

@@ -335,3 +335,44 @@ def test_a_direct_invoke_retried_with_its_key_is_a_no_op_in_one_round_trip(ddb: 
     assert job({"job_id": 17, "table": "orders"}, DrillContext()) == {"job": 17, "rows": 3}
     assert calls.calls == {"TransactWriteItems": 1}
     assert applied(ddb, "job#17") == 1
+
+
+def _s3_without_sequencer(event_name: str, version: str) -> dict[str, Any]:
+    """An S3 notification of a kind that carries no ``sequencer`` (AWS: it is only set for PUTs and DELETEs)."""
+    notification = copy.deepcopy(S3)
+    record = notification["Records"][0]
+    record.update(eventVersion=version, eventName=event_name)
+    record["s3"]["object"] = {"key": "invoices/4111111111111111-SENTINEL.pdf", "size": 1024,
+                              "eTag": "0123456789abcdef0123456789abcdef", "versionId": "3HL4kqtJlcpXroDTDmJ"}
+    if event_name.startswith("ObjectRestore"):
+        record["glacierEventData"] = {"restoreEventData": {"lifecycleRestorationExpiryTime": "1970-01-08T00:00:00.000Z",
+                                                           "lifecycleRestoreStorageClass": "Standard"}}
+    return notification
+
+
+@pytest.mark.parametrize(("event_name", "version"), [("ObjectRestore:Completed", "2.1"), ("ObjectTagging:Put", "2.3")])
+def test_an_s3_notification_without_a_sequencer_is_refused_with_the_fix_and_key_makes_it_run(
+        ddb: Any, engine: Engine, calls: Any, event_name: str, version: str) -> None:
+    runs: list[str] = []
+
+    @idempotent(namespace="restores", engine=engine)
+    def unkeyed(event: dict[str, Any], context: Any, txn: Transaction) -> None:
+        runs.append("unkeyed")
+
+    notification = _s3_without_sequencer(event_name, version)
+    with pytest.raises(KeyNotFoundError) as refused:
+        unkeyed(notification, DrillContext())
+    message = str(refused.value)
+    assert "carries no sequencer" in message and "pass key=" in message and "SENTINEL" not in message
+    assert runs == [] and calls.calls == {}
+
+    @idempotent(namespace="restores", engine=engine,
+                key="[Records[0].s3.bucket.name, Records[0].s3.object.key, Records[0].s3.object.versionId, "
+                    "Records[0].eventName, Records[0].eventTime]")
+    def keyed(event: dict[str, Any], context: Any, txn: Transaction) -> None:
+        runs.append("keyed")
+        count(txn, "restored")
+
+    keyed(notification, DrillContext())
+    keyed(copy.deepcopy(notification), DrillContext())  # Lambda's async retry: the same notification again
+    assert runs == ["keyed", "keyed"] and applied(ddb, "restored") == 1
