@@ -222,9 +222,15 @@ def encode_text(result: Any) -> str:
     Raises :class:`~retrysafe.errors.UnstorableResultError` for what cannot be stored.
     """
     try:
-        return _encode_json(result)  # the C encoder: plain JSON results, the common case
+        text = _encode_json(result)  # the C encoder: plain JSON results, the common case
     except (TypeError, ValueError):
         pass
+    else:
+        # The C encoder writes an int, float, bool or None member name as text: {17: 3} would replay as
+        # {"17": 3}, and {1: "a", "1": "b"} would lose a member. A walk of the containers (no copy)
+        # finds such names; a response-sized result costs a few microseconds.
+        _check_names(result)
+        return text
     document = to_document(result)
     return TAGGED + _encode_json(document)
 
@@ -248,9 +254,30 @@ def to_document(value: Any) -> Any:
         raise UnstorableResultError("the result is nested too deeply (or refers to itself) to be stored") from None
 
 
-def _document(value: Any) -> Any:
+def _check_names(value: Any) -> None:
+    """Refuses a dict member name that is not text, anywhere in ``value`` (JSON names are text)."""
+    if isinstance(value, dict):
+        for name, item in value.items():
+            _name(name)
+            if isinstance(item, (dict, list, tuple)):
+                _check_names(item)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            if isinstance(item, (dict, list, tuple)):
+                _check_names(item)
+
+
+def _document(value: Any, member: bool = False) -> Any:
+    """``value``'s tagged form; ``member``: ``value`` is a member of a set, so it must replay hashable."""
     if value is None or isinstance(value, (str, int, float)):
         return value
+    if member:
+        if isinstance(value, tuple):  # a list would replay unhashable: the tuple keeps its tag
+            return {_TAG: "tup", "v": [_document(item, member=True) for item in value]}
+        if isinstance(value, (set, Mapping)) or (dataclasses.is_dataclass(value) and not isinstance(value, type)) \
+                or is_model(value):
+            raise UnstorableResultError(f"a set in the result holds a {type(value).__name__}, which would replay "
+                                        "as an unhashable dict or set: use a frozenset, a tuple or a list")
     if isinstance(value, Mapping):
         members = {_name(name): _document(item) for name, item in value.items()}
         return {_TAG: "map", "v": members} if _TAG in members else members
@@ -270,7 +297,7 @@ def _document(value: Any) -> Any:
         return {_TAG: "b64", "v": base64.b64encode(value).decode("ascii")}
     if isinstance(value, (set, frozenset)):
         # Sorted by their stored text: the same set is stored the same way, whatever its iteration order.
-        items = sorted((_document(item) for item in value), key=_encode_json)
+        items = sorted((_document(item, member=True) for item in value), key=_encode_json)
         return {_TAG: "fset" if isinstance(value, frozenset) else "set", "v": items}
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return _document({f.name: getattr(value, f.name) for f in dataclasses.fields(value)})
@@ -283,12 +310,11 @@ def _document(value: Any) -> Any:
 
 
 def _name(name: Any) -> str:
-    """A member name as JSON writes it (``json.dumps`` turns int, float, bool and None names into text)."""
+    """A member name, which must be text: JSON would turn ``17`` into ``"17"`` (and merge ``1`` with ``"1"``)."""
     if isinstance(name, str):
         return name
-    if name is None or isinstance(name, (int, float)):
-        return _encode_json(name)
-    raise UnstorableResultError(f"a dict in the result has a {type(name).__name__} member name; JSON names are text")
+    raise UnstorableResultError(f"a dict in the result has a {type(name).__name__} member name, which would "
+                                "replay as text (or merge with a text name): use text names")
 
 
 _DECODERS: dict[str, Callable[[Any], Any]] = {
@@ -301,6 +327,7 @@ _DECODERS: dict[str, Callable[[Any], Any]] = {
     "b64": base64.b64decode,
     "set": lambda items: {from_document(item) for item in items},
     "fset": lambda items: frozenset(from_document(item) for item in items),
+    "tup": lambda items: tuple(from_document(item) for item in items),
 }
 
 
