@@ -108,11 +108,8 @@ def _layout(negative: bool, digits: str, exponent: int) -> str:
 def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     obj = dict(pairs)
     if len(obj) != len(pairs):
-        seen: set[str] = set()
-        for name, _ in pairs:
-            if name in seen:
-                raise InvalidInputError(f"the JSON document repeats the object member name {_quoted(name)}")
-            seen.add(name)
+        # The repeated name is not quoted: it is a fragment of the payload (errors never carry one).
+        raise InvalidInputError("the JSON document repeats an object member name")
     return obj
 
 
@@ -185,9 +182,8 @@ def canonical_value(value: Any) -> bytes:
 def _utf8(text: str) -> bytes:
     try:
         return text.encode("utf-8")
-    except UnicodeEncodeError as error:
-        raise InvalidInputError("a string holds a lone surrogate "
-                                f"(\\u{ord(error.object[error.start]):04x}); it is not Unicode text") from None
+    except UnicodeEncodeError:
+        raise InvalidInputError("a string holds a lone surrogate; it is not Unicode text") from None
 
 
 def _write(value: Any, out: list[str]) -> None:
@@ -203,7 +199,7 @@ def _write(value: Any, out: list[str]) -> None:
         out.append(str(value) if -10 ** 21 < value < 10 ** 21 else _layout(*_decimal(str(value))))
     elif isinstance(value, float):
         if not math.isfinite(value):
-            raise InvalidInputError(f"{value} is not a JSON number")
+            raise InvalidInputError("NaN and infinities are not JSON numbers")
         negative, digits, exponent = _decimal(repr(value))
         out.append(_layout(negative, digits, exponent) if digits else "0")
     elif isinstance(value, _Number):
@@ -232,10 +228,6 @@ def _write(value: Any, out: list[str]) -> None:
 
 def _utf16(name: str) -> bytes:
     return name.encode("utf-16-be", "surrogatepass")
-
-
-def _quoted(text: str) -> str:
-    return json.dumps(text[:64])
 
 
 def is_unicode(text: str) -> bool:

@@ -33,12 +33,15 @@ JSON before it is hashed (``Decimal``, ``datetime``... as tagged JSON).
 
 from __future__ import annotations
 
+import binascii
+import json
+import zlib
 from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
 import jmespath
-from jmespath.exceptions import JMESPathError
+from jmespath.exceptions import JMESPathError, JMESPathTypeError
 
 from ._fingerprint import canonical_value, fingerprint, is_unicode
 from .errors import ConfigurationError, InvalidInputError, InvalidKeyError, KeyNotFoundError
@@ -69,8 +72,28 @@ class _Compiled:
             raise ConfigurationError(f"{option} must be a JMESPath expression or a callable, "
                                      f"not a {type(selector).__name__}")
 
-    def select(self, value: Any, as_document: Callable[[Any], Any]) -> Any:
-        return self._search(as_document(value) if self.expression else value)
+    def select(self, value: Any, as_document: Callable[[Any], Any]) -> tuple[Any, str | None]:
+        """``(selected, None)``, or ``(None, why)`` when the selector failed on this value.
+
+        ``why`` is a fixed text naming the function and the JSON type it found, never the value:
+        the messages of jmespath's and Powertools' errors (and of a callable's) quote the data.
+        The caller raises outside this ``except``, so the error carries no chained exception.
+        """
+        try:
+            return self._search(as_document(value) if self.expression else value), None
+        except JMESPathTypeError as error:
+            return None, (f"{error.function_name}() got a JSON {error.actual_type}, "
+                          f"expected {' or '.join(error.expected_types)}")
+        except json.JSONDecodeError:
+            return None, "powertools_json() got text that is not JSON"
+        except binascii.Error:
+            return None, "powertools_base64() got text that is not base64"
+        except (OSError, EOFError, zlib.error):  # gzip.BadGzipFile is an OSError
+            return None, "powertools_base64_gzip() got data that is not gzip"
+        except UnicodeDecodeError:
+            return None, "the decoded bytes are not UTF-8 text"
+        except Exception as error:  # noqa: BLE001 -- any other failure of the expression or the callable
+            return None, f"it raised {type(error).__name__}"
 
 
 def _compile(expression: str, description: str) -> Callable[[Any], Any]:
@@ -103,10 +126,9 @@ class KeySelector:
     def __call__(self, value: Any, as_document: Callable[[Any], Any] = _same) -> str:
         """The key ``value`` holds; raises :class:`~retrysafe.errors.KeyNotFoundError` or
         :class:`~retrysafe.errors.InvalidKeyError`."""
-        try:
-            selected = self._compiled.select(value, as_document)
-        except JMESPathError as error:  # e.g. powertools_json given text that is not JSON
-            raise InvalidKeyError(f"{self.description} cannot be evaluated: {error}") from None
+        selected, failure = self._compiled.select(value, as_document)
+        if failure is not None:
+            raise InvalidKeyError(f"{self.description} cannot be evaluated: {failure}")
         if isinstance(selected, list):
             if not selected:
                 raise KeyNotFoundError(f"{self.description} selected an empty list")
@@ -127,7 +149,7 @@ class KeySelector:
             return str(selected)
         if isinstance(selected, Decimal) and selected.is_finite() and selected == selected.to_integral_value():
             return str(int(selected))
-        raise InvalidKeyError(f"{self.description} selected a {type(selected).__name__}; "
+        raise InvalidKeyError(f"{self.description} selected a {json_type(selected)}; "
                               "a key is a string, an integer or a list of those")
 
 
@@ -148,13 +170,24 @@ class FingerprintSelector:
 
     def __call__(self, value: Any, as_document: Callable[[Any], Any] = _same) -> str:
         """The fingerprint of the part of ``value`` selected; raises :class:`InvalidInputError`."""
-        try:
-            selected = self._compiled.select(value, as_document)
-        except JMESPathError as error:
-            raise InvalidInputError(f"{self.description} cannot be evaluated: {error}") from None
+        selected, failure = self._compiled.select(value, as_document)
+        if failure is not None:
+            raise InvalidInputError(f"{self.description} cannot be evaluated: {failure}")
         if selected is None:
             raise InvalidInputError(f"{self.description} selected nothing to fingerprint")
         return fingerprint_document(self._to_json(selected))
+
+
+def json_type(value: Any) -> str:
+    """The JSON type of ``value`` (``JSON number``...), named in errors instead of the value itself."""
+    if isinstance(value, bool):
+        return "JSON boolean"
+    if isinstance(value, (int, float, Decimal)):
+        return "JSON number"
+    for kind, name in ((str, "string"), (dict, "object"), (list, "array")):
+        if isinstance(value, kind):
+            return f"JSON {name}"
+    return "null" if value is None else type(value).__name__
 
 
 def fingerprint_document(document: Any) -> str:

@@ -99,8 +99,8 @@ def test_one_json_document_has_one_canonical_form(a: str, b: str) -> None:
 
 
 @pytest.mark.parametrize("text, why", [
-    ('{"a":1,"a":2}', "repeats the object member name"),
-    ('[{"x":{"a":1,"a":1}}]', "repeats the object member name"),
+    ('{"a":1,"a":2}', "repeats an object member name"),
+    ('[{"x":{"a":1,"a":1}}]', "repeats an object member name"),
     ('{"x":"\\ud800"}', "lone surrogate"),
     ('{"\\udfff":1}', "lone surrogate"),
     ("[" * 100_000 + "]" * 100_000, "nested too deeply"),

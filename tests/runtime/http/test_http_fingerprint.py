@@ -90,7 +90,7 @@ def test_json_spelling_does_not_change_the_request(ddb, store, make_event):
 
 
 @pytest.mark.parametrize("make_event", [rest_event, http_event])
-@pytest.mark.parametrize("body, why", [('{"a": 1, "a": 2}', 'repeats the object member name "a"'),
+@pytest.mark.parametrize("body, why", [('{"a": 1, "a": 2}', "repeats an object member name"),
                                        ('{"x": "\\ud800"}', "lone surrogate")])
 def test_json_bodies_without_a_canonical_form_are_400_before_any_call(ddb, store, calls, make_event, body, why):
     api = OrdersApi()
