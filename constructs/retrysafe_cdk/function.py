@@ -241,7 +241,7 @@ class IdempotentFunction(Construct):
             if operation is not None and operation != self.operation:
                 raise ValueError(
                     f"{source.node.path}: {self.node.path} already has the operation {self.operation!r} (from "
-                    f"{self._operation_source}), and a function has one ({names.OPERATION_ENV}): operation={operation!r} "
+                    f"{self._operation_source}), and a function has one ({names.SUBSCRIBER_ENV}): operation={operation!r} "
                     "would replace it, and the first source's retries would no longer find their records. Fix: "
                     f"omit operation= here (or pass {self.operation!r}), or give this source its own "
                     "IdempotentFunction.")
@@ -249,7 +249,7 @@ class IdempotentFunction(Construct):
         chosen = operation or stack_relative_path(source)
         self.table.claim_operation(chosen, source)
         self.operation, self._operation_source = chosen, source.node.path
-        self.function.add_environment(names.OPERATION_ENV, chosen)
+        self.function.add_environment(names.SUBSCRIBER_ENV, chosen)
         return chosen
 
     @property

@@ -1,5 +1,10 @@
-"""The wiring the four adapters share (HTTP, SQS, webhook, Step Functions task), written once.
+"""The wiring every adapter shares, written once.
 
+- :class:`SubscriberName` and :func:`qualified_name`: the default scope. Records belong to a
+  subscriber (``subscriber=``, else the deployed function: :func:`deployed_function`) and an
+  operation (``operation=``, else the handler's ``module.qualname``), so two deployed functions, or
+  two functions of one name in two modules, never share records unless the user names one scope
+  for both on purpose;
 - :func:`wiring`: the retention (``horizon_seconds``, else the environment) and
   the engine (``engine=``, else one on ``store=``, else ``DynamoStore.from_env()``);
 - :func:`flushes_telemetry`: an entry point that flushes the invocation's
@@ -14,6 +19,7 @@
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Callable
 from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar, overload
 
@@ -21,6 +27,8 @@ from ._config import Retention
 from ._engine import Engine
 from ._observability import telemetry
 from ._store import DynamoStore
+from .errors import ConfigurationError
+from .names import LAMBDA_FUNCTION_NAME_ENV, LOCAL_SUBSCRIBER, SUBSCRIBER_ENV
 
 H = TypeVar("H")
 L = TypeVar("L")
@@ -29,6 +37,46 @@ L_co = TypeVar("L_co", covariant=True)
 F = TypeVar("F", bound=Callable[..., Any])
 #: The options: the builder's parameters after the handler (keyword-only, typed).
 O = ParamSpec("O")
+
+
+def deployed_function() -> str:
+    """The deployed function's name, the default subscriber of every adapter.
+
+    ``RETRYSAFE_SUBSCRIBER`` where the constructs set it (a name derived from the construct's path,
+    which survives the function's replacement), else the Lambda function's name
+    (``AWS_LAMBDA_FUNCTION_NAME``: a rename or a replacement with a generated name starts new
+    records), else ``"local"`` outside Lambda (tests, scripts).
+    """
+    return os.environ.get(SUBSCRIBER_ENV) or os.environ.get(LAMBDA_FUNCTION_NAME_ENV) or LOCAL_SUBSCRIBER
+
+
+def qualified_name(func: Any) -> str:
+    """``module.qualname`` of a handler or function: the default operation of the adapters that have one."""
+    module = getattr(func, "__module__", None)
+    name = getattr(func, "__qualname__", None) or getattr(func, "__name__", None) or type(func).__qualname__
+    return f"{module}.{name}" if module else str(name)
+
+
+class SubscriberName:
+    """An adapter's ``subscriber=`` option: the name given, else :func:`deployed_function`, read at first use.
+
+    Read at the first call, not at import or decoration, so a test that sets the environment after
+    importing a decorated handler gets what it set.
+    """
+
+    __slots__ = ("_name",)
+
+    def __init__(self, named: str | None) -> None:
+        if named is not None and (not isinstance(named, str) or not named.strip() or named != named.strip()):
+            raise ConfigurationError("subscriber= must be a non-empty name without leading or trailing spaces; "
+                                     "omit it to scope the records by the deployed function")
+        self._name = named
+
+    def __call__(self) -> str:
+        """The subscriber's name."""
+        if self._name is None:
+            self._name = deployed_function()
+        return self._name
 
 
 def wiring(horizon_seconds: int | None, store: DynamoStore | None,

@@ -276,7 +276,8 @@ class Engine:
                 telemetry.count(LEGACY_REPLAYED, scope.operation, "unkeyed")
                 return Outcome(found.result, replayed=True, stored=False)
         writer = new_token()
-        own = Scope(scope.tenant, scope.operation, f"unkeyed/{writer}", adapter=scope.adapter)
+        own = Scope(scope.tenant, scope.operation, f"unkeyed/{writer}", adapter=scope.adapter,
+                    subscriber=scope.subscriber)
 
         def commit_step(name: str, checkpoints: dict[str, Any], actions: list[dict[str, Any]]) -> None:
             self.store.transact(actions, token=request_token(writer, "step", name))

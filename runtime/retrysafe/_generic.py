@@ -1,10 +1,11 @@
 """``@idempotent`` (a Lambda handler of any event) and ``@idempotent_function`` (a plain function).
 
 Both run on the one engine: each call is an :class:`~retrysafe._engine.Intent` scoped
-``Scope(namespace, operation, key, adapter="event")`` (``"function"`` for plain functions).
-``namespace`` plays the part of the HTTP tenant
-and of ``idempotent_sqs``'s ``subscriber``: the records of two consumers of one event
-never meet unless they share a namespace and an operation.
+``Scope("", operation, key, adapter="event", subscriber=subscriber)`` (``"function"`` for plain
+functions). The subscriber defaults to the deployed function and the operation to the
+handler's or function's ``module.qualname`` (:mod:`retrysafe._adapter`): the records of two
+consumers of one event, two deployed functions or two functions of one name never meet unless
+they name one subscriber and one operation on purpose.
 
 Natural keys and default fingerprints of ``@idempotent`` (``key=None``, ``fingerprint=None``),
 by the shape of the event:
@@ -34,12 +35,11 @@ from __future__ import annotations
 
 import functools
 import inspect
-import os
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol, TypeVar, cast
 
 from . import names
-from ._adapter import flushes_telemetry, lambda_entry_point, wiring
+from ._adapter import SubscriberName, flushes_telemetry, lambda_entry_point, qualified_name, wiring
 from ._config import Mode
 from ._cutover import PowertoolsCutover, cutover
 from ._engine import Completion, Engine, Intent
@@ -161,17 +161,14 @@ class _Idempotency:
     #: The record namespace of the decorator's adapter (:data:`retrysafe.names.ADAPTERS`).
     adapter: str
 
-    def __init__(self, *, namespace: str, operation: str, key: Selector | None, fingerprint: Selector | None,
+    def __init__(self, *, subscriber: str | None, operation: str, key: Selector | None, fingerprint: Selector | None,
                  mode: Mode | str, key_required: bool, serializer: ResultSerializer[Any], lease_seconds: float | None,
                  horizon_seconds: int | None, powertools_cutover: PowertoolsCutover | None,
                  store: DynamoStore | None, engine: Engine | None,
                  to_json: Callable[[Any], Any] | None = None) -> None:
-        if not isinstance(namespace, str) or not namespace:
-            raise ConfigurationError("namespace= is required: it scopes this consumer's records "
-                                     "(as idempotent_sqs's subscriber does)")
         if lease_seconds is not None and lease_seconds <= 0:
             raise ConfigurationError(f"lease_seconds must be positive, got {lease_seconds}")
-        self.namespace = namespace
+        self.subscriber = SubscriberName(subscriber)
         self.operation = operation
         self.mode = Mode.parse(mode)
         self.key = KeySelector(key) if key is not None else None
@@ -185,7 +182,7 @@ class _Idempotency:
 
     def scope(self, key: str) -> Scope:
         """The scope of one call (built here only)."""
-        return Scope(self.namespace, self.operation, key, adapter=self.adapter)
+        return Scope("", self.operation, key, adapter=self.adapter, subscriber=self.subscriber())
 
     def run(self, key: str | None, fingerprint: Callable[[], str], call: Callable[[Transaction], Any],
             remaining_ms: Callable[[], int] | None, data: Any) -> Any:
@@ -222,7 +219,7 @@ class _Idempotency:
         except KeyNotFoundError as error:
             if self.key_required:
                 raise
-            telemetry.count(UNKEYED, self.operation, "unkeyed", namespace=self.namespace, reason=str(error),
+            telemetry.count(UNKEYED, self.operation, "unkeyed", subscriber=self.subscriber(), reason=str(error),
                             detail="no idempotency key: runs unprotected (key_required=False)")
             return None
 
@@ -264,7 +261,7 @@ class IdempotentHandler(Protocol[R_co]):
     def __call__(self, event: Any, context: Any, /) -> R_co: ...
 
 
-def idempotent(*, namespace: str, key: Selector | None = None, fingerprint: Selector | None = None,
+def idempotent(*, subscriber: str | None = None, key: Selector | None = None, fingerprint: Selector | None = None,
                operation: str | None = None, mode: Mode | str = Mode.ATOMIC, key_required: bool = True,
                serializer: ResultSerializer[Any] | None = None, lease_seconds: float | None = None,
                horizon_seconds: int | None = None, powertools_cutover: PowertoolsCutover | None = None,
@@ -274,14 +271,16 @@ def idempotent(*, namespace: str, key: Selector | None = None, fingerprint: Sele
 
     Options (keyword-only):
 
-    - ``namespace``: required; scopes the records (two consumers of one event use two).
+    - ``subscriber``: which consumer the records belong to; default the deployed function
+      (``RETRYSAFE_SUBSCRIBER``, set by the constructs, else ``AWS_LAMBDA_FUNCTION_NAME``), read at
+      the first call. Two functions share records only when they name one subscriber (and operation).
     - ``key``: a JMESPath expression (``"detail.order_id"``) or ``callable(event)``;
       default the event's natural key (see :mod:`retrysafe._generic`). A key that is not
       found raises :class:`~retrysafe.errors.KeyNotFoundError` and nothing runs.
     - ``fingerprint``: expression or callable selecting what must match between the first
       delivery and a replay; default the whole event without its transport fields. The
       same key with another fingerprint raises :class:`~retrysafe.errors.KeyReuseMismatchError`.
-    - ``operation``: default the handler's name. ``mode``: ``"atomic"`` (the handler's
+    - ``operation``: default the handler's ``module.qualname``. ``mode``: ``"atomic"`` (the handler's
       ``txn`` writes commit with the record, one round trip) or ``"claim_first"`` (foreign
       calls; ``txn.step`` and ``txn.derive_key``). ``key_required=False``: an event without
       a key runs unprotected (``Unkeyed`` metric and a warning log line).
@@ -296,7 +295,7 @@ def idempotent(*, namespace: str, key: Selector | None = None, fingerprint: Sele
 
     Example::
 
-        @idempotent(namespace="fulfilment", key="detail.order_id")
+        @idempotent(key="detail.order_id")
         def handler(event, context, txn):
             txn.put({"pk": f"shipment#{event['detail']['order_id']}"}, table="shipments")
             return {"shipped": event["detail"]["order_id"]}
@@ -304,10 +303,7 @@ def idempotent(*, namespace: str, key: Selector | None = None, fingerprint: Sele
 
     def decorate(func: EventHandler[R]) -> IdempotentHandler[R]:
         idempotency = EventIdempotency(
-            # The constructs name each deployed consumer (OPERATION_ENV): two functions sharing a handler name
-            # and namespace do not share (and acknowledge) each other's records.
-            func, namespace=namespace,
-            operation=operation or os.environ.get(names.OPERATION_ENV) or str(getattr(func, "__name__", "handler")), key=key,
+            func, subscriber=subscriber, operation=operation or qualified_name(func), key=key,
             fingerprint=fingerprint, mode=mode, key_required=key_required,
             serializer=serializer if serializer is not None else serializer_for(func), lease_seconds=lease_seconds,
             horizon_seconds=horizon_seconds, powertools_cutover=powertools_cutover, store=store, engine=engine)
@@ -386,13 +382,7 @@ class FunctionIdempotency(_Idempotency):
         return self.run(key, lambda: self.argument_fingerprint(value), call, None, value)
 
 
-def _qualified_name(func: Callable[..., Any]) -> str:
-    """``module.qualname``: the default operation of a function, so ``payments.apply`` and
-    ``refunds.apply`` never share records (a ``__qualname__`` alone would make them one operation)."""
-    return f"{getattr(func, '__module__', None) or '?'}.{getattr(func, '__qualname__', 'function')}"
-
-
-def idempotent_function(*, data_keyword_argument: str, namespace: str, key: Selector | None = None,
+def idempotent_function(*, data_keyword_argument: str, subscriber: str | None = None, key: Selector | None = None,
                         fingerprint: Selector | None = None, operation: str | None = None,
                         mode: Mode | str | None = None, key_required: bool = True,
                         serializer: ResultSerializer[Any] | None = None, lease_seconds: float | None = None,
@@ -419,7 +409,7 @@ def idempotent_function(*, data_keyword_argument: str, namespace: str, key: Sele
 
     Example::
 
-        @idempotent_function(data_keyword_argument="order", namespace="payments", key="order_id")
+        @idempotent_function(data_keyword_argument="order", key="order_id")
         def charge(order: Order) -> Receipt:
             return provider.charge(order.total, idempotency_key=order.order_id)
     """
@@ -428,8 +418,8 @@ def idempotent_function(*, data_keyword_argument: str, namespace: str, key: Sele
         takes_txn = TXN_PARAMETER in inspect.signature(func).parameters
         chosen = mode if mode is not None else (Mode.ATOMIC if takes_txn else Mode.CLAIM_FIRST)
         idempotency = FunctionIdempotency(
-            func, data_keyword_argument=data_keyword_argument, namespace=namespace,
-            operation=operation or _qualified_name(func), key=key, fingerprint=fingerprint,
+            func, data_keyword_argument=data_keyword_argument, subscriber=subscriber,
+            operation=operation or qualified_name(func), key=key, fingerprint=fingerprint,
             mode=chosen, key_required=key_required,
             serializer=serializer if serializer is not None else serializer_for(func), lease_seconds=lease_seconds,
             horizon_seconds=horizon_seconds, powertools_cutover=powertools_cutover, store=store, engine=engine)

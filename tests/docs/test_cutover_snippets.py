@@ -31,7 +31,7 @@ def cutover_env(lambda_container: None, retrysafe_table: DynamoStore,
     retrysafe_table.client.create_table(
         TableName=OLD_TABLE, KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
         AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}], BillingMode="PAY_PER_REQUEST")
-    monkeypatch.setenv("AWS_LAMBDA_FUNCTION_NAME", "orders")
+    monkeypatch.setenv(names.LAMBDA_FUNCTION_NAME_ENV, "orders")
     monkeypatch.setenv(names.POWERTOOLS_TABLE_ENV, OLD_TABLE)
     monkeypatch.setenv(names.POWERTOOLS_UNTIL_ENV, str(int(time.time()) + 3600))
     yield retrysafe_table

@@ -172,7 +172,7 @@ def _event(intent: str, engine: Engine, notes: list[str]) -> Callable[[], Answer
         effect(txn, event["detail"]["intent"])
         return {"intent": event["detail"]["intent"], "amount": Decimal(event["detail"]["amount"]) / 4}
 
-    adapter = EventAdapter(idempotent(namespace="explore", engine=engine)(ship), lambda variant: payload(intent))
+    adapter = EventAdapter(idempotent(subscriber="explore", engine=engine)(ship), lambda variant: payload(intent))
     return lambda: adapter.invoke(adapter.request(KEY))
 
 
@@ -186,7 +186,7 @@ def _function(intent: str, engine: Engine, notes: list[str], storable: bool) -> 
         effect(txn, order["intent"])
         return {"intent": order["intent"], "charged": Decimal(order["amount"]) / 4} if storable else _Unstorable()
 
-    function = idempotent_function(data_keyword_argument="order", namespace="explore", key="id", mode="claim_first",
+    function = idempotent_function(data_keyword_argument="order", subscriber="explore", key="id", mode="claim_first",
                                    lease_seconds=30, engine=engine)(charge)
     adapter = FunctionAdapter(function, lambda variant: payload(intent))
     return lambda: adapter.invoke(adapter.request(KEY))

@@ -168,7 +168,7 @@ EVENT_CASES: dict[str, tuple[dict[str, Any], Any, type[Exception]]] = {
 def test_idempotent_errors_carry_no_payload(store: Any, caplog: pytest.LogCaptureFixture,
                                             capsys: pytest.CaptureFixture[str], case: str) -> None:
     options, event, expected = EVENT_CASES[case]
-    handler = idempotent(namespace="payments", store=store, **options)(_ok)
+    handler = idempotent(subscriber="payments", store=store, **options)(_ok)
     _, error, texts = _run(lambda: handler(event, DrillContext()), caplog, capsys)
     assert isinstance(error, expected)
     _clean(texts)
@@ -179,7 +179,7 @@ def test_idempotent_errors_carry_no_payload(store: Any, caplog: pytest.LogCaptur
 def test_idempotent_function_errors_carry_no_payload(store: Any, caplog: pytest.LogCaptureFixture,
                                                      capsys: pytest.CaptureFixture[str], key: str,
                                                      value: Any) -> None:
-    @idempotent_function(data_keyword_argument="order", namespace="payments", key=key, store=store)
+    @idempotent_function(data_keyword_argument="order", subscriber="payments", key=key, store=store)
     def charge(order: Any) -> str:
         return "charged"
 
@@ -190,7 +190,7 @@ def test_idempotent_function_errors_carry_no_payload(store: Any, caplog: pytest.
 
 def test_idempotent_mismatch_carries_no_payload(store: Any, caplog: pytest.LogCaptureFixture,
                                                 capsys: pytest.CaptureFixture[str]) -> None:
-    handler = idempotent(namespace="payments", key="id", store=store)(_ok)
+    handler = idempotent(subscriber="payments", key="id", store=store)(_ok)
     handler({"id": "i-1", "card": SECRET}, DrillContext())
     _, error, texts = _run(lambda: handler({"id": "i-1", "card": SECRET + "2"}, DrillContext()), caplog, capsys)
     assert error is not None

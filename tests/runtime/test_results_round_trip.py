@@ -62,7 +62,7 @@ def _twice(store: Any, returns: Any, annotation: Any, order: dict[str, Any]) -> 
             return provider.call(returns)
 
         charge.__annotations__["return"] = annotation
-        return idempotent_function(data_keyword_argument="order", namespace="payments", key="order_id",
+        return idempotent_function(data_keyword_argument="order", subscriber="payments", key="order_id",
                                    engine=Engine(store, cache=None))(charge)
 
     first = make()(order=order)
@@ -93,7 +93,7 @@ def test_a_dict_with_names_that_are_not_text_is_refused_before_anything_is_commi
         store: Any, value: Any) -> None:
     provider = Provider()
 
-    @idempotent_function(data_keyword_argument="order", namespace="payments", key="order_id",
+    @idempotent_function(data_keyword_argument="order", subscriber="payments", key="order_id",
                          engine=Engine(store, cache=None))
     def charge(order: dict[str, Any]) -> Any:
         return provider.call(value)

@@ -12,7 +12,7 @@ from http import HTTPStatus
 from typing import Any
 
 from .. import names
-from .._adapter import flushes_telemetry, wiring
+from .._adapter import SubscriberName, flushes_telemetry, wiring
 from .._config import Mode
 from .._cutover import PowertoolsCutover, cutover
 from .._engine import Completion, Engine, Intent
@@ -105,7 +105,7 @@ class HttpIdempotency:
 
     def __init__(self, *, operation: str | None = None, mode: Mode | str = Mode.ATOMIC,
                  header: str = names.IDEMPOTENCY_KEY_HEADER, key_required: bool = True,
-                 tenant: TenantExtractor | None = default_tenant,
+                 subscriber: str | None = None, tenant: TenantExtractor | None = default_tenant,
                  fingerprint_query: Collection[str] | None = None, fingerprint: Selector | None = None,
                  replay_headers: Collection[str] = DEFAULT_REPLAY_HEADERS,
                  horizon_seconds: int | None = None, wait_for_in_flight: float = 0.0,
@@ -116,6 +116,7 @@ class HttpIdempotency:
         self.operation = operation
         self.header = header
         self.key_required = key_required
+        self.subscriber = SubscriberName(subscriber)
         self.tenant = tenant
         self.fingerprint_query = fingerprint_query
         self.fingerprint = FingerprintSelector(fingerprint) if fingerprint is not None else None
@@ -175,10 +176,10 @@ class HttpIdempotency:
         # Powertools' @idempotent hashed the whole Lambda event (its event_key_jmespath selects in it)
         predecessor = self.cutover.predecessor(event) if self.cutover is not None else None
         if key is None:  # key_required=False: a client of the old code may still retry without a key header
-            outcome = self.engine.execute_unkeyed(Scope(tenant, op, "", adapter=names.HTTP_ADAPTER), work,
+            outcome = self.engine.execute_unkeyed(Scope(tenant, op, "", adapter=names.HTTP_ADAPTER, subscriber=self.subscriber()), work,
                                                   self.retention, predecessor=predecessor)
         else:
-            intent = Intent(Scope(tenant, op, key, adapter=names.HTTP_ADAPTER),
+            intent = Intent(Scope(tenant, op, key, adapter=names.HTTP_ADAPTER, subscriber=self.subscriber()),
                             request.fingerprint(self.fingerprint_query, self.fingerprint),
                             self.mode, self.retention, wait_seconds=self.wait_for_in_flight,
                             hinted=self.retry_hints and is_retry(request))

@@ -36,6 +36,7 @@ def idempotent_http(
     mode: Mode | str = Mode.ATOMIC,
     header: str = names.IDEMPOTENCY_KEY_HEADER,
     key_required: bool = True,
+    subscriber: str | None = None,
     tenant: TenantExtractor | None = default_tenant,
     fingerprint_query: Collection[str] | None = None,
     fingerprint: Selector | None = None,
@@ -62,6 +63,9 @@ def idempotent_http(
     - ``header`` (default ``Idempotency-Key``): the key header.
     - ``key_required`` (default ``True``): refuse requests without a key (400); when ``False`` they run
       without dedup, each as its own intent (its own ``derive_key()`` values and event ids).
+    - ``subscriber`` (default: the deployed function, ``RETRYSAFE_SUBSCRIBER`` else
+      ``AWS_LAMBDA_FUNCTION_NAME``, read at the first call): the consumer the records belong to, so
+      two functions serving one route keep their own records.
     - ``tenant`` (default :func:`default_tenant`): extractor of the authenticated tenant, ``None``
       when the API has no tenants.
     - ``fingerprint_query`` (default ``None``: all): query parameters that are part of the request's identity.
@@ -100,7 +104,7 @@ def idempotent_http(
             return {"statusCode": 201, "body": json.dumps({"id": order_id})}
     """
     idempotency = HttpIdempotency(
-        operation=operation, mode=mode, header=header, key_required=key_required, tenant=tenant,
+        operation=operation, mode=mode, header=header, key_required=key_required, subscriber=subscriber, tenant=tenant,
         fingerprint_query=fingerprint_query, fingerprint=fingerprint, replay_headers=replay_headers,
         horizon_seconds=horizon_seconds, wait_for_in_flight=wait_for_in_flight, on_state_conflict=on_state_conflict,
         retry_hints=retry_hints, powertools_cutover=powertools_cutover, store=store, engine=engine)

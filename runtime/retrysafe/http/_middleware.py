@@ -50,6 +50,7 @@ class IdempotencyMiddleware(BaseMiddlewareHandler[Any]):
         mode: Mode | str = Mode.ATOMIC,
         header: str = names.IDEMPOTENCY_KEY_HEADER,
         key_required: bool = True,
+        subscriber: str | None = None,
         tenant: TenantExtractor | None = default_tenant,
         fingerprint_query: Collection[str] | None = None,
         fingerprint: Selector | None = None,
@@ -64,7 +65,7 @@ class IdempotencyMiddleware(BaseMiddlewareHandler[Any]):
     ) -> None:
         super().__init__()
         self.idempotency = HttpIdempotency(
-            operation=operation, mode=mode, header=header, key_required=key_required, tenant=tenant,
+            operation=operation, mode=mode, header=header, key_required=key_required, subscriber=subscriber, tenant=tenant,
             fingerprint_query=fingerprint_query, fingerprint=fingerprint, replay_headers=replay_headers, horizon_seconds=horizon_seconds,
             wait_for_in_flight=wait_for_in_flight, on_state_conflict=on_state_conflict,
             retry_hints=retry_hints, powertools_cutover=powertools_cutover, store=store, engine=engine)
