@@ -17,8 +17,13 @@ Result serializers (``serializer=`` of ``@idempotent`` and ``@idempotent_functio
     (``dump``) and a stored value back into the result (``load``, on replay).
     :func:`serializer_for` picks one from a return annotation: a dataclass or a
     pydantic v2 model class replays as an instance of that class, a ``tuple[...]``
-    as a tuple, a ``list``/``dict`` of dataclasses or models as those; anything else
-    is stored as the codec stores it. pydantic is imported only when a model is
+    as a tuple, a ``list``/``dict`` of dataclasses or models as those, ``X | None``
+    as ``X`` or ``None``; anything else is stored as the codec stores it. What a
+    replay could not rebuild (a union of a dataclass or model with another type, a
+    dataclass whose ``__init__`` needs more than its fields) is refused when
+    decorating. A dataclass replays built by ``__init__`` (so ``__post_init__``
+    runs again), its stored fields then set back (:class:`DataclassSerializer`).
+    pydantic is imported only when a model is
     actually met: it is never a dependency of the runtime. A tuple is stored as a
     list, as JSON does (whether or not the result holds tagged types); a
     ``tuple[...]`` return annotation replays it as a tuple.
