@@ -10,6 +10,7 @@ from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_sqs as sqs
+from aws_cdk.interfaces.aws_events import IEventBusRef
 
 from constructs import Construct
 
@@ -25,7 +26,7 @@ _MIN_EVENT_AGE = 60
 _MAX_RETRY_ATTEMPTS = 185
 
 
-def _check_own_bus(scope: Construct, bus: events.IEventBus) -> None:
+def _check_own_bus(scope: Construct, bus: IEventBusRef) -> None:
     """Refuse a bus of another account or region: a rule lives in its bus's account and region.
 
     The rule is created in ``scope``'s stack with the bus's name (``EventBusName``), so it would attach
