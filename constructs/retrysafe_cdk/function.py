@@ -22,7 +22,14 @@ from .cutover import CutoverFromPowertools
 from .delegation import delegate
 from .layer import RUNTIME, runtime_layer
 from .nag import acknowledge
-from .table import KEY_WRITE_ACTIONS, RECORD_ACTIONS, IdempotencyTable, check_same_region, grant_key
+from .table import (
+    KEY_WRITE_ACTIONS,
+    RECORD_ACTIONS,
+    BusinessTableCheck,
+    IdempotencyTable,
+    check_same_region,
+    grant_key,
+)
 
 #: What a function in a VPC needs for its network interfaces (AWSLambdaVPCAccessExecutionRole's actions).
 ENI_ACTIONS = ("ec2:CreateNetworkInterface", "ec2:DescribeNetworkInterfaces", "ec2:DeleteNetworkInterface",
@@ -272,6 +279,7 @@ class IdempotentFunction(Construct):
         grant = iam.Grant.add_to_principal(grantee=self._role, actions=list(RECORD_ACTIONS),
                                            resource_arns=[business.table_arn, *self.table.home_arns(self, business)])
         check_same_region(self, business, "the business table")
+        self.node.add_validation(BusinessTableCheck(self, self.table, business))
         if business.encryption_key is not None:
             grant_key(self._role, business.encryption_key, KEY_WRITE_ACTIONS)
         return grant
