@@ -137,7 +137,8 @@ class IdempotentFunction(Construct):
     :param code: e.g. ``Code.from_asset("handlers")`` (required).
     :param handler: e.g. ``"orders.handler"`` (required).
     :param business_tables: other tables its transactions write (same item-level actions; with the
-        table's ``home_regions``, also on their replicas in the home regions). @default none.
+        table's ``home_regions``, also on their replicas in the home regions, and a ``Table`` or
+        ``TableV2`` of this app without a replica in each home region fails synthesis). @default none.
     :param runtime: @default ``Runtime.PYTHON_3_14``.
     :param powertools_layer: the public Powertools layer (``LayerVersion.from_layer_version_arn(...)``);
         the retrysafe layer then ships without Powertools. @default Powertools inside the retrysafe layer.

@@ -401,9 +401,11 @@ class IdempotencyTable(Construct):
     :param encryption_key: a customer-managed KMS key. @default the AWS-managed key.
     :param stream: create the table with a NEW_IMAGE stream. @default False (enabled once an outbox is attached).
     :param home_regions: the multi-region strategy, required once the table has replicas (a global
-        table: ``table_props={"replication_regions": [...]}`` or an existing ``TableV2`` with
-        replicas; a table with replicas and no strategy fails synthesis, as does one in multi-Region
-        strong consistency). Every claim and commit of a tenant is sent to its home region's replica;
+        table: an existing ``TableV2`` with ``replicas=``, or its ``TableV2.replica(region)``;
+        ``table_props={"replication_regions": [...]}`` is refused, CDK's replica custom resource
+        fails cdk-nag). A table with replicas and no strategy fails synthesis, as do one in
+        multi-Region strong consistency and two different mappings for one table (by its name) in
+        the app. Every claim and commit of a tenant is sent to its home region's replica;
         the functions get the mapping in their environment and a grant on the home regions' replicas;
         the outbox relay must run in the stack of ``home_regions.default``. @default none (one region).
 
