@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_cdk import Duration, Stack
+from aws_cdk import Duration, Stack, Token
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_sqs as sqs
+from aws_cdk.interfaces.aws_events import IEventBusRef
 
 from constructs import Construct
 
@@ -23,6 +24,27 @@ from .horizon import LAMBDA_ASYNC_MAX_EVENT_AGE, async_redelivery
 _MAX_EVENT_AGE = Duration.hours(24)
 _MIN_EVENT_AGE = 60
 _MAX_RETRY_ATTEMPTS = 185
+
+
+def _check_own_bus(scope: Construct, bus: IEventBusRef) -> None:
+    """Refuse a bus of another account or region: a rule lives in its bus's account and region.
+
+    The rule is created in ``scope``'s stack with the bus's name (``EventBusName``), so it would attach
+    to a same-named bus of this account and region, while the grants and the alarms named the other.
+    An environment that is a token (an environment-agnostic stack) is not compared.
+    """
+    own = Stack.of(scope)
+    for what, theirs, ours in (("account", bus.env.account, own.account), ("region", bus.env.region, own.region)):
+        if Token.is_unresolved(theirs) or Token.is_unresolved(ours) or theirs == ours:
+            continue
+        raise ValueError(
+            f"{scope.node.path}: the event bus {bus.node.path} is in the {what} {theirs}, this stack in {ours}. "
+            "A rule is created in its bus's account and region, and CloudFormation names the bus by its name "
+            "here, so the rule would attach to a same-named bus of this stack's account and region (or fail), "
+            "while grant_put_events and the alarms named the other one. Fix: in the bus owner's account and "
+            "region, add a rule on that bus targeting an event bus of this account and region "
+            "(events_targets.EventBus(...)), and put this IdempotentEventRule on this account's bus "
+            "(rule_props=events.RuleProps(event_bus=events.EventBus.from_event_bus_name(...)) or a new bus).")
 
 
 class IdempotentEventRule(Construct):
@@ -110,6 +132,8 @@ class IdempotentEventRule(Construct):
         self.operation = function.bind_operation(self, operation)
         self.rule: events.Rule = existing_rule or events.Rule(self, "Rule", **struct_values(rule_props))
         bus = rule_props.event_bus if rule_props is not None else None
+        if bus is not None:
+            _check_own_bus(self, bus)
         self._bus_arn = bus.event_bus_ref.event_bus_arn if bus is not None else None
         self.target = targets.LambdaFunction(function.invoke_target, event=event,
                                              dead_letter_queue=self.dead_letter_queue,

@@ -22,7 +22,14 @@ from .cutover import CutoverFromPowertools
 from .delegation import delegate
 from .layer import RUNTIME, runtime_layer
 from .nag import acknowledge
-from .table import KEY_WRITE_ACTIONS, RECORD_ACTIONS, IdempotencyTable, check_same_region, grant_key
+from .table import (
+    KEY_WRITE_ACTIONS,
+    RECORD_ACTIONS,
+    BusinessTableCheck,
+    IdempotencyTable,
+    check_same_region,
+    grant_key,
+)
 
 #: What a function in a VPC needs for its network interfaces (AWSLambdaVPCAccessExecutionRole's actions).
 ENI_ACTIONS = ("ec2:CreateNetworkInterface", "ec2:DescribeNetworkInterfaces", "ec2:DeleteNetworkInterface",
@@ -130,7 +137,8 @@ class IdempotentFunction(Construct):
     :param code: e.g. ``Code.from_asset("handlers")`` (required).
     :param handler: e.g. ``"orders.handler"`` (required).
     :param business_tables: other tables its transactions write (same item-level actions; with the
-        table's ``home_regions``, also on their replicas in the home regions). @default none.
+        table's ``home_regions``, also on their replicas in the home regions, and a ``Table`` or
+        ``TableV2`` of this app without a replica in each home region fails synthesis). @default none.
     :param runtime: @default ``Runtime.PYTHON_3_14``.
     :param powertools_layer: the public Powertools layer (``LayerVersion.from_layer_version_arn(...)``);
         the retrysafe layer then ships without Powertools. @default Powertools inside the retrysafe layer.
@@ -272,6 +280,7 @@ class IdempotentFunction(Construct):
         grant = iam.Grant.add_to_principal(grantee=self._role, actions=list(RECORD_ACTIONS),
                                            resource_arns=[business.table_arn, *self.table.home_arns(self, business)])
         check_same_region(self, business, "the business table")
+        self.node.add_validation(BusinessTableCheck(self, self.table, business))
         if business.encryption_key is not None:
             grant_key(self._role, business.encryption_key, KEY_WRITE_ACTIONS)
         return grant

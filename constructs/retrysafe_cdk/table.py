@@ -22,10 +22,12 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_pipes as pipes
 from retrysafe import HomeRegions, names
 from retrysafe import metrics as runtime_metrics
 
-from constructs import Construct, IValidation
+from constructs import Construct, IConstruct, IValidation
 
 from ._props import refuse_ignored
 from .alarms import AlarmOptions, add_alarm
@@ -95,20 +97,58 @@ def add_stream_reader(table: dynamodb.ITable, reader: Construct) -> None:
     Readers are counted per app, across stacks: by the stream's ARN when it is a literal (an
     imported table, however many times it is imported), else by the table construct.
     """
-    registry: dict[str, list[str]] = vars(reader.node.root).setdefault(_STREAM_READERS, {})
+    registry: dict[str, list[Construct]] = vars(reader.node.root).setdefault(_STREAM_READERS, {})
     arn = table.table_stream_arn
     readers = registry.setdefault(arn if arn is not None and not Token.is_unresolved(arn) else table.node.path, [])
     if len(readers) >= _MAX_STREAM_READERS:
-        raise ValueError(
-            f"{reader.node.path}: the stream of the table {table.node.path} is already read by "
-            f"{' and '.join(readers)}, and DynamoDB Streams serves at most {_MAX_STREAM_READERS} processes reading "
-            "one shard at the same time: a third reader's GetRecords calls are throttled and every reader falls "
-            "behind (a growing IteratorAge), with no error at deploy time. Fix: read the stream once and fan out "
-            "from there: one consumer (or an EventBridge Pipe) publishing the changes to an EventBridge bus, with "
-            "an IdempotentEventRule per service (for the outbox: publish it to a bus or topic the services "
-            "subscribe to); or stream the table to Kinesis (Table(kinesis_stream=...)) and consume that with "
+        raise ValueError(_too_many_readers(reader.node.path, table.node.path, [r.node.path for r in readers]))
+    if not readers:  # checked once per stream, at synthesis: the app's other mappings may come later
+        reader.node.add_validation(_StreamReaderCheck(table, readers))
+    readers.append(reader)
+
+
+def _too_many_readers(path: str, table: str, readers: Sequence[str]) -> str:
+    return (f"{path}: the stream of the table {table} is already read by {' and '.join(readers)}, and DynamoDB "
+            f"Streams serves at most {_MAX_STREAM_READERS} processes reading one shard at the same time: a third "
+            "reader's GetRecords calls are throttled and every reader falls behind (a growing IteratorAge), with no "
+            "error at deploy time. Fix: read the stream once and fan out from there: one consumer (or an "
+            "EventBridge Pipe) publishing the changes to an EventBridge bus, with an IdempotentEventRule per "
+            "service (for the outbox: publish it to a bus or topic the services subscribe to); or stream the "
+            "table to Kinesis (Table(kinesis_stream=...)) and consume that with "
             "IdempotentStreamConsumer(existing_stream=...).")
-    readers.append(reader.node.path)
+
+
+def _stream_sources(scope: IConstruct) -> list[tuple[IConstruct, str]]:
+    """Every event source mapping and EventBridge Pipe at or below ``scope``, with the ARN it reads."""
+    found: list[tuple[IConstruct, str]] = []
+    for child in scope.node.find_all():
+        if isinstance(child, lambda_.CfnEventSourceMapping) and child.event_source_arn is not None:
+            found.append((child, child.event_source_arn))
+        elif isinstance(child, pipes.CfnPipe):
+            found.append((child, child.source))
+    return found
+
+
+@jsii.implements(IValidation)
+class _StreamReaderCheck:
+    """The retrysafe readers of one stream plus the app's own mappings and pipes on it (a
+    ``DynamoEventSource``, a ``CfnEventSourceMapping``, a Pipe): at synthesis, when all are there."""
+
+    def __init__(self, table: dynamodb.ITable, readers: list[Construct]) -> None:
+        self._table, self._readers = table, readers
+
+    def validate(self) -> list[str]:
+        readers = self._readers
+        arns = {arn for reader in readers for _, arn in _stream_sources(reader)}
+        if self._table.table_stream_arn is not None:
+            arns.add(self._table.table_stream_arn)
+        owned = {source.node.path for reader in readers for source, _ in _stream_sources(reader)}
+        others = [source.node.path for source, arn in _stream_sources(readers[0].node.root)
+                  if arn in arns and source.node.path not in owned]
+        if len(readers) + len(others) <= _MAX_STREAM_READERS:
+            return []
+        return [_too_many_readers(readers[-1].node.path, self._table.node.path,
+                                  [*(r.node.path for r in readers[:-1]), *others])]
 
 
 @jsii.implements(IResolvable)
@@ -180,14 +220,26 @@ def _stream_view(cfn: dynamodb.CfnTable | dynamodb.CfnGlobalTable) -> str | None
     return str(view) if view is not None else None
 
 
+def _global_table(table: dynamodb.ITable) -> IConstruct | None:
+    """The ``TableV2`` of this app whose replica ``table`` is (``TableV2.replica(region)`` imports the replica
+    below that table), else None."""
+    scope = table.node.scope
+    if table.node.default_child is None and scope is not None and \
+            isinstance(scope.node.default_child, dynamodb.CfnGlobalTable):
+        return scope
+    return None
+
+
 def replica_regions(table: dynamodb.ITable) -> tuple[list[str | None], str | None]:
     """The regions of ``table``'s replicas other than its own (``None`` for one unknown at synthesis) and its
-    global table consistency mode (``EVENTUAL``/``STRONG``; ``None`` when not a TableV2). An imported table
-    has none that synthesis can see."""
-    stack = Stack.of(table)
-    cfn = table.node.default_child
+    global table consistency mode (``EVENTUAL``/``STRONG``; ``None`` when not a TableV2). A replica of a
+    ``TableV2`` (``TableV2.replica(region)``) has that table's other regions; an imported table has none
+    that synthesis can see."""
+    source = _global_table(table) or table
+    stack = Stack.of(source)
+    cfn = source.node.default_child
     if isinstance(cfn, dynamodb.CfnGlobalTable):
-        own = stack.resolve(stack.region)
+        own = stack.resolve(stack.region) if source is table else _region(table)
         regions = [replica.get("region") for replica in stack.resolve(cfn.replicas) or []]
         mode = stack.resolve(cfn.multi_region_consistency)
         return ([r if isinstance(r, str) else None for r in regions if r != own],
@@ -198,6 +250,58 @@ def replica_regions(table: dynamodb.ITable) -> tuple[list[str | None], str | Non
             region = stack.resolve(child._cfn_properties).get("Region")
             found.append(region if isinstance(region, str) else None)
     return found, None
+
+
+def _missing_homes(homes: HomeRegions, table: dynamodb.ITable) -> tuple[list[str], list[str]] | None:
+    """The home regions where ``table`` has no replica, and the regions it has; None when synthesis cannot
+    know (an imported table, or an environment-agnostic stack)."""
+    replicas, _ = replica_regions(table)
+    known = {_region(table), *replicas}
+    if (table.node.default_child is None and _global_table(table) is None) or None in known:
+        return None
+    regions = sorted(r for r in known if r is not None)
+    return sorted(homes.regions - set(regions)), regions
+
+
+#: Where the app's root keeps its IdempotencyTables by the DynamoDB table they use, across stacks.
+_TABLES = "_retrysafe_idempotency_tables"
+
+
+def _table_identity(table: dynamodb.ITable) -> str:
+    """One key per DynamoDB table, all its replicas included: its name when literal (however often it is
+    imported, in whichever region), with its account when the stack names one (account-agnostic stacks
+    deploy to the one account of the deploying credentials); else the table construct (or its global table's)."""
+    source = _global_table(table) or table
+    cfn = source.node.default_child
+    name = cfn.table_name if isinstance(cfn, (dynamodb.CfnTable, dynamodb.CfnGlobalTable)) else table.table_name
+    if name is None or Token.is_unresolved(name):
+        return source.node.path
+    account = table.env.account
+    return f"{'*' if Token.is_unresolved(account) else account}/{name}"
+
+
+@jsii.implements(IValidation)
+class BusinessTableCheck:
+    """A business table that home regions send transactions to must have a replica in each home region
+    (checked at synthesis, so replicas added later count)."""
+
+    def __init__(self, scope: Construct, owner: IdempotencyTable, business: dynamodb.ITable) -> None:
+        self._scope, self._owner, self._business = scope, owner, business
+
+    def validate(self) -> list[str]:
+        """The refusal, with the fix, when a home region lacks a replica of the business table."""
+        homes, business = self._owner.home_regions, self._business
+        found = _missing_homes(homes, business) if homes is not None else None
+        if not found or not found[0]:
+            return []
+        missing, regions = found
+        return [(f"{self._scope.node.path}: the business table {business.node.path} has no replica in "
+                 f"{', '.join(missing)} (it is in {', '.join(regions)}), and the home_regions of "
+                 f"{self._owner.node.path} send the transactions of the tenants homed there to that region, where "
+                 "they would fail (ResourceNotFoundException) at run time. Fix: make it a global table with a "
+                 "replica in each home region (dynamodb.TableV2(..., replicas=[dynamodb.ReplicaTableProps("
+                 "region=...)]); in another region's stack pass its TableV2.replica(region)), or home those "
+                 "tenants where the table is.")]
 
 
 @jsii.implements(IValidation)
@@ -218,27 +322,43 @@ class _RegionCheck:
                     "in multi-Region eventual consistency (the default) with IdempotencyTable(home_regions="
                     "HomeRegions(...)), or without replicas.")]
         homes = owner.home_regions
+        peers = [t for t in vars(owner.node.root).get(_TABLES, {}).get(_table_identity(owner.table), [])
+                 if t is not owner]
         if replicas and homes is None:
             regions = ", ".join(r or "a region unknown at synthesis" for r in [_region(owner.table), *replicas])
-            return [(f"{where} has replicas ({regions}) and no stated multi-region strategy. A global table in "
-                    "multi-Region eventual consistency evaluates each condition against the replica of the region "
-                    "that receives the write, keeps a transaction atomic in that region only, and resolves "
-                    "concurrent writes last-writer-wins: an invocation of one intent in each region would both "
-                    "win the claim and both commit their effect. Fix: pass home_regions=HomeRegions("
-                    "'<region>', tenants={...}) (every claim and commit of a tenant is then sent to its home "
-                    "region's replica: one more cross-region hop for functions elsewhere, no extra round "
-                    "trip), or remove the replicas. See the multi-region page of the docs.")]
+            return [f"{where} has replicas ({regions}) and no stated multi-region strategy. {_LAST_WRITER_WINS}"]
         if homes is None:
+            stated = [p.node.path for p in peers if p.home_regions is not None or replica_regions(p.table)[0]]
+            if stated:  # the same table, with replicas or home regions there: this is one of its replicas
+                return [(f"{where} is also the table of {' and '.join(stated)}, a global table (replicas or "
+                         f"home_regions there), and has no stated multi-region strategy here. {_LAST_WRITER_WINS}")]
             return []
-        known = {_region(owner.table), *replicas}
-        if owner.table.node.default_child is None or None in known:
-            return []  # an imported table, or an environment-agnostic stack: its replicas are not known here
-        missing = sorted(homes.regions - {r for r in known if r is not None})
-        if missing:
-            return [(f"{owner.node.path}: home_regions names {', '.join(missing)}, where the table "
-                     f"{owner.table.node.path} has no replica (it has {', '.join(sorted(r for r in known if r))}). "
-                     "Fix: add a replica there or home those tenants in a region that has one.")]
-        return []
+        problems = []
+        others = [p.node.path for p in peers if p.home_regions is not None and p.home_regions != homes]
+        if others:
+            problems.append(
+                f"{where} is also the table of {' and '.join(others)}, whose home_regions differ from these: a "
+                "tenant would have one home in this stack's functions and another in theirs, and both regions "
+                "would claim and commit its keys, each on its own replica. Fix: one mapping per global table: "
+                "pass the same HomeRegions to every IdempotencyTable of it (one constant the stacks import, as "
+                "on the multi-region page of the docs).")
+        found = _missing_homes(homes, owner.table)
+        if found and found[0]:
+            missing, present = found
+            problems.append(f"{owner.node.path}: home_regions names {', '.join(missing)}, where the table "
+                            f"{owner.table.node.path} has no replica (it has {', '.join(present)}). "
+                            "Fix: add a replica there or home those tenants in a region that has one.")
+        return problems
+
+
+#: Why a table with replicas needs a strategy, and the fix.
+_LAST_WRITER_WINS = (
+    "A global table in multi-Region eventual consistency evaluates each condition against the replica of the "
+    "region that receives the write, keeps a transaction atomic in that region only, and resolves concurrent "
+    "writes last-writer-wins: an invocation of one intent in each region would both win the claim and both "
+    "commit their effect. Fix: pass home_regions=HomeRegions('<region>', tenants={...}) (every claim and commit "
+    "of a tenant is then sent to its home region's replica: one more cross-region hop for functions elsewhere, "
+    "no extra round trip), or remove the replicas. See the multi-region page of the docs.")
 
 
 @jsii.implements(IValidation)
@@ -281,9 +401,11 @@ class IdempotencyTable(Construct):
     :param encryption_key: a customer-managed KMS key. @default the AWS-managed key.
     :param stream: create the table with a NEW_IMAGE stream. @default False (enabled once an outbox is attached).
     :param home_regions: the multi-region strategy, required once the table has replicas (a global
-        table: ``table_props={"replication_regions": [...]}`` or an existing ``TableV2`` with
-        replicas; a table with replicas and no strategy fails synthesis, as does one in multi-Region
-        strong consistency). Every claim and commit of a tenant is sent to its home region's replica;
+        table: an existing ``TableV2`` with ``replicas=``, or its ``TableV2.replica(region)``;
+        ``table_props={"replication_regions": [...]}`` is refused, CDK's replica custom resource
+        fails cdk-nag). A table with replicas and no strategy fails synthesis, as do one in
+        multi-Region strong consistency and two different mappings for one table (by its name) in
+        the app. Every claim and commit of a tenant is sent to its home region's replica;
         the functions get the mapping in their environment and a grant on the home regions' replicas;
         the outbox relay must run in the stack of ``home_regions.default``. @default none (one region).
 
@@ -305,6 +427,15 @@ class IdempotencyTable(Construct):
             raise ValueError(f"{self.node.path}: table_props cannot set {', '.join(fixed)}: the runtime reads and "
                              f"writes items keyed by {names.PARTITION_KEY!r} alone and expires them through "
                              f"{names.TTL_ATTRIBUTE!r}.")
+        if "replication_regions" in (table_props or {}):
+            raise ValueError(
+                f"{self.node.path}: table_props cannot set replication_regions: a Table's replicas are made by "
+                "CDK's replica custom resource (a Lambda function and a provider framework), which cdk-nag "
+                "flags and which creates the replicas one at a time. Fix: create a dynamodb.TableV2 with "
+                f"replicas=[dynamodb.ReplicaTableProps(region=...)] (partition key {names.PARTITION_KEY!r} (S), "
+                f"TTL on {names.TTL_ATTRIBUTE!r}, the {names.OUTBOX_INDEX!r} index, a NEW_IMAGE stream for an "
+                "outbox) and pass existing_table=it, "
+                "home_regions=HomeRegions(...); the multi-region page of the docs has it.")
         if isinstance(existing_table, CfnResource):
             raise TypeError(f"{self.node.path}: existing_table={existing_table.node.path} is an L1 CfnTable, which "
                             "has no table_arn or table_stream_arn to grant on. Fix: pass dynamodb.Table."
@@ -357,6 +488,7 @@ class IdempotencyTable(Construct):
                 created.node.default_child.override_logical_id(logical_id)  # type: ignore[union-attr]
             if stream:
                 self.enable_stream()
+        vars(self.node.root).setdefault(_TABLES, {}).setdefault(_table_identity(self.table), []).append(self)
         self.node.add_validation(_RegionCheck(self))
         self._check_ttl()
 

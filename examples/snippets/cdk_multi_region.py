@@ -24,8 +24,17 @@ class HomeStack(Stack):
         super().__init__(scope, construct_id, env=Environment(region="eu-west-1"), **kwargs)
         from retrysafe_cdk import IdempotencyTable, IdempotentFunction, Outbox, OutboxTarget
 
-        table = IdempotencyTable(self, "Idempotency", home_regions=HOMES, table_props={
-            "table_name": "idempotency", "replication_regions": ["us-east-1"]})
+        text = dynamodb.AttributeType.STRING
+        global_table = dynamodb.TableV2(  # the idempotency table's schema, with a replica in us-east-1
+            self, "Table", table_name="idempotency", partition_key=dynamodb.Attribute(name="pk", type=text),
+            time_to_live_attribute="exp", dynamo_stream=dynamodb.StreamViewType.NEW_IMAGE,
+            point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
+                point_in_time_recovery_enabled=True),
+            global_secondary_indexes=[dynamodb.GlobalSecondaryIndexPropsV2(
+                index_name="outbox-unpublished", partition_key=dynamodb.Attribute(name="obq", type=text),
+                sort_key=dynamodb.Attribute(name="at", type=text))],
+            replicas=[dynamodb.ReplicaTableProps(region="us-east-1")])
+        table = IdempotencyTable(self, "Idempotency", existing_table=global_table, home_regions=HOMES)
         Outbox(self, "Outbox", table=table, target=OutboxTarget.event_bus(events.EventBus(self, "Bus")))
         IdempotentFunction(self, "CreateOrder", table=table, code=lambda_.Code.from_asset(HANDLERS),
                            handler="http_atomic.handler")

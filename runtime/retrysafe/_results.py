@@ -17,8 +17,13 @@ Result serializers (``serializer=`` of ``@idempotent`` and ``@idempotent_functio
     (``dump``) and a stored value back into the result (``load``, on replay).
     :func:`serializer_for` picks one from a return annotation: a dataclass or a
     pydantic v2 model class replays as an instance of that class, a ``tuple[...]``
-    as a tuple, a ``list``/``dict`` of dataclasses or models as those; anything else
-    is stored as the codec stores it. pydantic is imported only when a model is
+    as a tuple, a ``list``/``dict`` of dataclasses or models as those, ``X | None``
+    as ``X`` or ``None``; anything else is stored as the codec stores it. What a
+    replay could not rebuild (a union of a dataclass or model with another type, a
+    dataclass whose ``__init__`` needs more than its fields) is refused when
+    decorating. A dataclass replays built by ``__init__`` (so ``__post_init__``
+    runs again), its stored fields then set back (:class:`DataclassSerializer`).
+    pydantic is imported only when a model is
     actually met: it is never a dependency of the runtime. A tuple is stored as a
     list, as JSON does (whether or not the result holds tagged types); a
     ``tuple[...]`` return annotation replays it as a tuple.
@@ -28,12 +33,14 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import inspect
 import json
 import sys
+import types
 from collections.abc import Callable, Mapping
 from datetime import date, datetime, time
 from decimal import Decimal
-from typing import Any, Generic, Protocol, TypeVar, get_type_hints
+from typing import Any, Generic, Protocol, TypeVar, Union, get_args, get_origin, get_type_hints
 from uuid import UUID
 
 from .errors import ConfigurationError, UnstorableResultError
@@ -89,9 +96,15 @@ class StoredAsIs:
 class DataclassSerializer(Generic[T]):
     """A dataclass result: stored as its fields, replayed as an instance of ``cls``.
 
-    Fields annotated with a dataclass (or a pydantic model), or with ``list``/``tuple``/
-    ``dict`` of one, are rebuilt as that class; other fields come back as the
+    Fields annotated with a dataclass (or a pydantic model), with ``X | None`` of one, or with
+    ``list``/``tuple``/``dict`` of one, are rebuilt as that class; other fields come back as the
     codec stores them (``Decimal``, ``datetime``... keep their types).
+
+    A replay builds the instance with ``__init__`` from the stored fields it takes (so
+    ``__post_init__`` runs again: its validation applies, and so would any side effect, so
+    keep those out of it), then sets every stored field, ``init=False`` ones included, to its
+    stored value (``object.__setattr__``, frozen dataclasses too): a replay's fields are the
+    first call's, whatever ``__post_init__`` computes now.
     """
 
     def __init__(self, cls: type[T]) -> None:
@@ -131,6 +144,27 @@ class PydanticSerializer(Generic[T]):
         return self.cls.model_validate(stored)  # type: ignore[attr-defined,no-any-return]
 
 
+class OptionalSerializer(Generic[T]):
+    """A result annotated ``X | None`` (``Optional[X]``): ``None`` replays as ``None``, anything else as ``inner``'s."""
+
+    def __init__(self, inner: ResultSerializer[T]) -> None:
+        self.inner = inner
+
+    def dump(self, result: T | None, /) -> Any:
+        """``None``, or what ``inner`` stores for ``result``."""
+        if result is None:
+            return None
+        stored = self.inner.dump(result)
+        if stored is None:  # e.g. a pydantic RootModel of None: it would replay as None, not as the model
+            raise UnstorableResultError(f"the result is a {type(result).__name__} stored as null; it would "
+                                        "replay as None, not as what the first call returned")
+        return stored
+
+    def load(self, stored: Any, /) -> T | None:
+        """``None``, or what ``inner`` replays from ``stored``."""
+        return None if stored is None else self.inner.load(stored)
+
+
 class AnnotationSerializer:
     """A result annotated with a container type (``tuple[int, str]``, ``list[Order]``, ``dict[str, Order]``).
 
@@ -158,27 +192,104 @@ def _rebuilds(annotation: Any) -> bool:
     """True when a replay of a value of type ``annotation`` differs from what the codec reads back."""
     if isinstance(annotation, type):
         return dataclasses.is_dataclass(annotation) or _is_model_class(annotation)
-    origin = getattr(annotation, "__origin__", None)
+    members = _union_members(annotation)
+    if members is not None:
+        return any(_rebuilds(member) for member in members)
+    origin = get_origin(annotation)
     if origin is tuple:
         return True
-    return origin in (list, dict) and any(_rebuilds(argument) for argument in getattr(annotation, "__args__", ()))
+    return origin in (list, dict) and any(_rebuilds(argument) for argument in get_args(annotation))
+
+
+def _union_members(annotation: Any) -> tuple[Any, ...] | None:
+    """The members of ``Union[...]`` or ``X | Y`` (``None`` as ``NoneType``), else ``None``."""
+    return get_args(annotation) if get_origin(annotation) in (Union, types.UnionType) else None
+
+
+def _without_none(annotation: Any) -> tuple[Any, bool]:
+    """``(X, True)`` for ``X | None``; ``(annotation, False)`` for anything else (other unions included)."""
+    members = _union_members(annotation)
+    if members is not None and type(None) in members:
+        kinds = [member for member in members if member is not type(None)]
+        if len(kinds) == 1:
+            return kinds[0], True
+    return annotation, False
 
 
 def serializer_for(func: Callable[..., Any]) -> ResultSerializer[Any]:
-    """The serializer ``func``'s return annotation asks for (a dataclass or pydantic model class), else :class:`StoredAsIs`."""
+    """The serializer ``func``'s return annotation asks for (a dataclass or pydantic model class), else :class:`StoredAsIs`.
+
+    ``X | None`` (``Optional[X]``) is ``X``'s serializer, with ``None`` stored and replayed as
+    ``None``. Raises :class:`~retrysafe.errors.ConfigurationError` for what a replay could not
+    rebuild: an annotation that does not resolve, a union of two or more types one of which is
+    a dataclass or model (the stored fields do not say which class they were; pass
+    ``serializer=``), a dataclass whose ``__init__`` its stored fields cannot call (an
+    ``InitVar`` without a default).
+    """
+    where = f"the return annotation of {getattr(func, '__qualname__', func)!r}"
+    annotation: Any = _hints(func, where).get("return")
+    _check(annotation, where, set())
+    inner, optional = _without_none(annotation)
+    serializer: ResultSerializer[Any]
+    if isinstance(inner, type) and dataclasses.is_dataclass(inner):
+        serializer = DataclassSerializer(inner)
+    elif _is_model_class(inner):
+        serializer = PydanticSerializer(inner)
+    elif get_origin(inner) in (tuple, list, dict) and _rebuilds(inner):
+        serializer = AnnotationSerializer(inner)
+    else:
+        return StoredAsIs()
+    return OptionalSerializer(serializer) if optional else serializer
+
+
+def _hints(target: Any, where: str) -> dict[str, Any]:
+    """``target``'s resolved annotations (a function's or a dataclass's)."""
     try:
-        annotation: Any = get_type_hints(func).get("return")
+        return get_type_hints(target)
     except (NameError, TypeError) as error:  # e.g. a class imported only under TYPE_CHECKING
-        raise ConfigurationError(f"the return annotation of {getattr(func, '__qualname__', func)!r} does not "
-                                 f"resolve ({error}): a replay could not rebuild the result's type; import the "
-                                 "class at run time or pass serializer=") from None
-    if isinstance(annotation, type) and dataclasses.is_dataclass(annotation):
-        return DataclassSerializer(annotation)
-    if _is_model_class(annotation):
-        return PydanticSerializer(annotation)
-    if getattr(annotation, "__origin__", None) in (tuple, list, dict) and _rebuilds(annotation):
-        return AnnotationSerializer(annotation)
-    return StoredAsIs()
+        raise ConfigurationError(f"{where} does not resolve ({error}): a replay could not rebuild the "
+                                 "result's type; import the class at run time or pass serializer=") from None
+
+
+def _check(annotation: Any, where: str, seen: set[type]) -> None:
+    """Refuses, when decorating, an ``annotation`` a replay could not rebuild as the first call's result.
+
+    Walks what :func:`_build` walks: unions, ``list``/``tuple``/``dict`` and the fields of
+    dataclasses (``seen``: those already walked, for dataclasses that refer to themselves).
+    """
+    members = _union_members(annotation)
+    if members is not None:
+        kinds = [member for member in members if member is not type(None)]
+        if len(kinds) > 1 and any(_rebuilds(kind) for kind in kinds):
+            names = " | ".join(getattr(kind, "__qualname__", repr(kind)) for kind in kinds)
+            raise ConfigurationError(
+                f"{where} is {names}: a union of two or more types, one of them a dataclass or pydantic model, "
+                "cannot be replayed (its stored fields do not say which class they were). Annotate one class "
+                "(X | None is fine) or pass serializer=")
+        for kind in kinds:
+            _check(kind, where, seen)
+    elif isinstance(annotation, type):
+        if dataclasses.is_dataclass(annotation) and annotation not in seen:
+            seen.add(annotation)
+            _check_init(annotation)
+            hints = _hints(annotation, f"a field annotation of {annotation.__qualname__}")
+            for item in dataclasses.fields(annotation):
+                _check(hints.get(item.name), f"the field {annotation.__qualname__}.{item.name}", seen)
+    elif get_origin(annotation) in (list, tuple, dict):
+        for argument in get_args(annotation):
+            _check(argument, where, seen)
+
+
+def _check_init(cls: type) -> None:
+    """Refuses a dataclass whose ``__init__`` cannot be called with its ``init`` fields alone, as a replay does."""
+    names = [item.name for item in dataclasses.fields(cls) if item.init]
+    try:
+        inspect.signature(cls).bind(**dict.fromkeys(names))
+    except (TypeError, ValueError) as error:
+        raise ConfigurationError(
+            f"{cls.__qualname__}.__init__ cannot be called with its stored fields alone ({error}), as a replay "
+            "calls it: give the InitVar (or the parameter of its own __init__) a default, or pass serializer=") \
+            from None
 
 
 def _is_model_class(cls: Any) -> bool:
@@ -195,13 +306,17 @@ def _build(annotation: Any, stored: Any) -> Any:
     """``stored`` rebuilt as ``annotation`` where that is a dataclass or a model (also in list/tuple/dict)."""
     if isinstance(annotation, type):
         if dataclasses.is_dataclass(annotation) and isinstance(stored, dict):
-            hints = get_type_hints(annotation)
-            return annotation(**{name: _build(hints.get(name), value) for name, value in stored.items()})
+            return _build_dataclass(annotation, stored)
         if _is_model_class(annotation):
             return annotation.model_validate(stored)  # type: ignore[attr-defined]
         return stored
-    origin = getattr(annotation, "__origin__", None)
-    arguments: tuple[Any, ...] = getattr(annotation, "__args__", ())
+    members = _union_members(annotation)
+    if members is not None:
+        # serializer_for refused a union of two types of which one is rebuilt: at most one is left
+        kinds = [member for member in members if member is not type(None)]
+        return _build(kinds[0], stored) if stored is not None and len(kinds) == 1 else stored
+    origin = get_origin(annotation)
+    arguments: tuple[Any, ...] = get_args(annotation)
     if origin in (list, tuple) and isinstance(stored, (list, tuple)) and arguments:
         if origin is tuple and Ellipsis not in arguments and len(arguments) == len(stored):  # tuple[A, B]
             items = [_build(kind, item) for kind, item in zip(arguments, stored, strict=True)]
@@ -211,6 +326,21 @@ def _build(annotation: Any, stored: Any) -> Any:
     if origin is dict and isinstance(stored, dict) and len(arguments) == 2:
         return {name: _build(arguments[1], value) for name, value in stored.items()}
     return stored
+
+
+def _build_dataclass(cls: type, stored: dict[str, Any]) -> Any:
+    """An instance of ``cls`` with the stored fields: built with its ``init`` fields, then every field set.
+
+    ``init=False`` fields are not ``__init__`` parameters; the fields ``__post_init__``
+    computes or changes are set back to what the first call stored.
+    """
+    hints = get_type_hints(cls)
+    values = {item.name: (item, _build(hints.get(item.name), stored[item.name]))
+              for item in dataclasses.fields(cls) if item.name in stored}
+    instance = cls(**{name: value for name, (item, value) in values.items() if item.init})
+    for name, (_item, value) in values.items():
+        object.__setattr__(instance, name, value)  # frozen dataclasses refuse setattr()
+    return instance
 
 
 # -- the record codec's tagged values ------------------------------------------------------------------

@@ -419,6 +419,29 @@ def test_grant_put_events_names_the_rules_bus_only(stack: cdk.Stack, table: Idem
     assert "event-bus/default" in json.dumps(statements[1]["Resource"])
 
 
+@pytest.mark.parametrize(("arn", "what"), [
+    ("arn:aws:events:eu-west-1:210987654321:event-bus/shop", "account 210987654321, this stack in 123456789012"),
+    ("arn:aws:events:us-east-1:123456789012:event-bus/shop", "region us-east-1, this stack in eu-west-1"),
+])
+def test_a_rule_on_a_bus_of_another_account_or_region_is_refused_with_the_pattern(arn: str, what: str) -> None:
+    """The rule would be created here on a same-named bus of this account, while grants and alarms name the other."""
+    stack = cdk.Stack(cdk.App(), "Consumer", env=cdk.Environment(account="123456789012", region="eu-west-1"))
+    table = IdempotencyTable(stack, "Table")
+    foreign = events.EventBus.from_event_bus_arn(stack, "Shop", arn)
+    with pytest.raises(ValueError, match=rf"^Consumer/OnShop: the event bus Consumer/Shop is in the {what}\. "
+                                         r".*would attach to a same-named bus.*Fix: in the bus owner's account and "
+                                         r"region, add a rule on that bus targeting an event bus of this account"):
+        IdempotentEventRule(stack, "OnShop", function=inline_function(stack, table), rule_props=events.RuleProps(
+            event_bus=foreign, event_pattern=events.EventPattern(source=["shop.orders"])))
+    # the same bus imported by ARN in its own account and region, and an environment-agnostic stack, are fine
+    own = cdk.Stack(cdk.App(), "Owner", env=cdk.Environment(account=arn.split(":")[4], region=arn.split(":")[3]))
+    agnostic = new_stack("Agnostic")
+    for where in (own, agnostic):
+        IdempotentEventRule(where, "OnShop", function=inline_function(where, IdempotencyTable(where, "Table")),
+                            rule_props=events.RuleProps(event_bus=events.EventBus.from_event_bus_arn(where, "Shop", arn),
+                                                        event_pattern=events.EventPattern(source=["shop.orders"])))
+
+
 # -- one operation per function, one function per operation and table --------------------------------------
 
 
@@ -570,3 +593,45 @@ def test_two_consumers_of_a_business_tables_stream_are_fine_a_third_is_refused(
     other = dynamodb.Table(stack, "Payments", partition_key=dynamodb.Attribute(
         name="id", type=dynamodb.AttributeType.STRING), stream=dynamodb.StreamViewType.NEW_IMAGE)
     IdempotentStreamConsumer(stack, "Ledger", function=inline_function(stack, table, 13), existing_table=other)
+
+
+def test_the_apps_own_mappings_of_a_stream_count_as_its_readers() -> None:
+    """A DynamoEventSource already on the stream plus two consumers are three readers (and so is a raw
+    CfnEventSourceMapping or a Pipe): refused at synthesis, naming every reader."""
+    from aws_cdk import aws_lambda_event_sources as lambda_sources
+    from aws_cdk import aws_pipes as pipes
+
+    stack = new_stack("Sources")
+    table = IdempotencyTable(stack, "Table")
+    orders = dynamodb.Table(stack, "Orders", partition_key=dynamodb.Attribute(
+        name="id", type=dynamodb.AttributeType.STRING), stream=dynamodb.StreamViewType.NEW_IMAGE)
+    legacy = lambda_.Function(stack, "Legacy", runtime=lambda_.Runtime.PYTHON_3_13, handler="index.handler",
+                              code=lambda_.Code.from_inline("x = 1"))
+    legacy.add_event_source(lambda_sources.DynamoEventSource(orders, starting_position=lambda_.StartingPosition.LATEST))
+    audit = IdempotentStreamConsumer(stack, "Audit", function=inline_function(stack, table, 10), existing_table=orders)
+    IdempotentStreamConsumer(stack, "Search", function=inline_function(stack, table, 11), existing_table=orders)
+    (error,) = audit.node.validate()
+    assert error.startswith("Sources/Search: the stream of the table Sources/Orders is already read by Sources/Audit "
+                            "and Sources/Legacy/DynamoDBEventSource:SourcesOrders")
+    assert "DynamoDB Streams serves at most 2 processes" in error and "Fix: read the stream once" in error
+    with pytest.raises(RuntimeError, match="DynamoDB Streams serves at most 2"):
+        Template.from_stack(stack)
+
+    # a raw mapping and a pipe on an imported stream, each next to one consumer
+    for kind in ("mapping", "pipe"):
+        other = new_stack("Raw")
+        imported = dynamodb.Table.from_table_attributes(other, "Orders", table_name="orders",
+                                                        table_stream_arn=ORDERS_STREAM)
+        if kind == "mapping":
+            lambda_.CfnEventSourceMapping(other, "Raw", function_name="legacy", event_source_arn=ORDERS_STREAM,
+                                          starting_position="LATEST")
+        else:
+            pipes.CfnPipe(other, "Raw", role_arn="arn:aws:iam::123456789012:role/pipe", source=ORDERS_STREAM,
+                          target="arn:aws:sqs:eu-west-1:123456789012:q")
+        own = IdempotencyTable(other, "Table")
+        first = IdempotentStreamConsumer(other, "Audit", function=inline_function(other, own, 10),
+                                         existing_table=imported)
+        assert first.node.validate() == []  # two readers
+        IdempotentStreamConsumer(other, "Search", function=inline_function(other, own, 11), existing_table=imported)
+        (error,) = first.node.validate()
+        assert error.startswith("Raw/Search: the stream of the table Raw/Orders is already read by Raw/Audit and Raw/Raw")

@@ -128,7 +128,8 @@ def test_multi_region_stacks_route_both_regions_to_the_home_and_relay_once() -> 
         assert HomeRegions("eu-west-1", tenants=json.loads(variables[names.TENANT_HOME_REGIONS_ENV])) == HOMES
     far_policies = json.dumps([r for r in templates["far"]["Resources"].values() if r["Type"] == "AWS::IAM::Policy"])
     assert ":dynamodb:eu-west-1:" in far_policies and ":dynamodb:us-east-1:" in far_policies
-    replicas = [r for r in templates["home"]["Resources"].values() if r["Type"] == "Custom::DynamoDBReplica"]
-    assert [r["Properties"]["Region"] for r in replicas] == ["us-east-1"]
+    (global_table,) = [r for r in templates["home"]["Resources"].values() if r["Type"] == "AWS::DynamoDB::GlobalTable"]
+    assert sorted(r["Region"] for r in global_table["Properties"]["Replicas"]) == ["eu-west-1", "us-east-1"]
+    assert not [r for r in templates["home"]["Resources"].values() if r["Type"] == "Custom::DynamoDBReplica"]
     assert not [r for r in templates["far"]["Resources"].values() if r["Type"] == "AWS::Lambda::EventSourceMapping"]
     assert [r for r in templates["home"]["Resources"].values() if r["Type"] == "AWS::Lambda::EventSourceMapping"]
