@@ -181,7 +181,7 @@ class IdempotentEventRule(Construct):
         """The function's ``DestinationDeliveryFailures``: failed invocations Lambda could not put in the DLQ."""
         return metric_destination_delivery_failures(self._function, **options)
 
-    def bus_arns(self) -> list[str]:
+    def _archive_bus_arns(self) -> list[str]:
         """The ARN of the rule's bus, as the app may spell it (its token, or the bus's name in an ARN)."""
         if self._bus_arn is not None:
             return [self._bus_arn]
@@ -198,7 +198,7 @@ def _archived_bus(archive: events.CfnArchive, rule: IdempotentEventRule) -> bool
     """Whether ``archive`` keeps the events of ``rule``'s bus (an unknown source is not counted)."""
     stack = Stack.of(archive)
     source = archive.source_arn
-    for arn in rule.bus_arns():
+    for arn in rule._archive_bus_arns():
         if source == arn or stack.resolve(source) == stack.resolve(arn):
             return True
         if Token.is_unresolved(source) or not Token.is_unresolved(arn):
