@@ -93,7 +93,8 @@ def test_alarm_actions_and_single_alarms_off(stack: cdk.Stack) -> None:
     options = AlarmOptions(actions=[cw_actions.SnsAction(topic)], disabled={"IteratorAgeAlarm"})
     outbox = Outbox(stack, "Outbox", table=table, target=OutboxTarget.event_bus(events.EventBus(stack, "Bus")),
                     alarms=options)
-    assert [a.node.id for a in outbox.alarms] == ["PublisherErrorsAlarm", "FailureQueueAlarm", "ParkedEventsAlarm"]
+    assert [a.node.id for a in outbox.alarms] == ["PublisherErrorsAlarm", "FailureQueueAlarm", "ParkedEventsAlarm",
+                                                  "DestinationDeliveryFailuresAlarm"]
     consumer = IdempotentQueueConsumer(stack, "Consumer", function=inline_function(stack, table), alarms=False)
     assert consumer.dlq_alarm is None
     table.add_fencing_alarm(actions=[cw_actions.SnsAction(topic)])
