@@ -4,7 +4,8 @@ During the cut-over window, a first request (no retrysafe record, not in the rec
 looks up the record Powertools would have written for the same event, in Powertools' table:
 
 - ``COMPLETED`` and not expired: answered from its stored data (the response Powertools would
-  replay), and recorded in retrysafe's table so later retries need no second lookup;
+  replay), and recorded in retrysafe's table so later retries need no second lookup, where the
+  adapter would have stored it (HTTP: not a 5xx) and until Powertools' record expires;
 - ``INPROGRESS`` (its in-progress expiry not passed): in flight, :class:`RequestInFlightError`;
 - expired, absent, or an in-progress record whose invocation timed out: the request runs.
 
@@ -137,14 +138,16 @@ class Cutover:
     """One adapter's cut-over: Powertools' persistence layer, configured once, on the store's client.
 
     ``convert`` turns the response Powertools stored (its JSON, decoded as Powertools decodes it)
-    into the adapter's stored result: what the adapter's own replay answers with.
+    into the adapter's stored result: what the adapter's own replay answers with. ``stores``: whether
+    the adapter would store that result (HTTP: not a 5xx); ``None``, it would store any.
     """
 
     def __init__(self, options: PowertoolsCutover, store: DynamoStore, convert: Callable[[Any], Any],
-                 clock: Callable[[], float]) -> None:
+                 clock: Callable[[], float], stores: Callable[[Any], bool] | None = None) -> None:
         self.options = options
         self.store = store
         self.convert = convert
+        self.stores = stores
         self.clock = clock
         self._layer: Any = None
 
@@ -191,7 +194,10 @@ class Cutover:
             return None
         status = record.status  # Powertools' own reading: EXPIRED once its expiry has passed
         if status == "COMPLETED":
-            return Adopted(self.convert(record.response_json_as_dict()))
+            result = self.convert(record.response_json_as_dict())
+            expiry = record.expiry_timestamp  # a Decimal, as boto3 deserializes numbers
+            return Adopted(result, store=self.stores is None or self.stores(result),
+                           expires_at=int(expiry) if expiry is not None else None)
         if status == "INPROGRESS":
             now_ms = self.clock() * 1000
             stored = record.in_progress_expiry_timestamp  # a Decimal, as boto3 deserializes numbers
@@ -228,7 +234,8 @@ def _is_botocore(error: Exception) -> bool:
     return isinstance(error, BotoCoreError)
 
 
-def cutover(options: PowertoolsCutover | None, engine: Engine, convert: Callable[[Any], Any]) -> Cutover | None:
+def cutover(options: PowertoolsCutover | None, engine: Engine, convert: Callable[[Any], Any],
+            stores: Callable[[Any], bool] | None = None) -> Cutover | None:
     """An adapter's :class:`Cutover` on its engine's store and clock, or ``None`` when it has none."""
-    return Cutover(options, engine.store, convert, engine.clock) if options is not None else None
+    return Cutover(options, engine.store, convert, engine.clock, stores) if options is not None else None
 

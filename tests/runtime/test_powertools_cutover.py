@@ -146,6 +146,43 @@ def test_http_retry_across_the_deploy_is_answered_from_powertools_record(
         assert dict(calls.calls) == {"PutItem": 1}
 
 
+def idempotency_records(ddb: Any) -> list[dict[str, Any]]:
+    """retrysafe's records (not the business table's items)."""
+    return [item for item in ddb.scan(TableName=TABLE)["Items"]
+            if item[retrysafe_names.PARTITION_KEY]["S"].startswith(retrysafe_names.RECORD_PREFIX)]
+
+
+@pytest.mark.parametrize("mode", [Mode.ATOMIC, Mode.CLAIM_FIRST])
+def test_http_a_5xx_powertools_stored_is_replayed_and_recorded_nowhere(
+        store: Any, ddb: Any, old_table: str, mode: Mode) -> None:
+    """Powertools stored the handler's 500 as COMPLETED; retrysafe never stores a 5xx (docs/http.md), so the
+    answer is replayed as the old code would have, and not recorded: once Powertools' record expires, it runs."""
+    @idempotent(config=IdempotencyConfig(event_key_jmespath=HEADER_KEY), persistence_store=old_layer())
+    def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        effect(ddb, "http")
+        return {"statusCode": 503, "headers": {"Content-Type": "application/json"}, "body": '{"error": "down"}'}
+
+    assert lambda_handler(http_event({}, key="k-1"), DrillContext())["statusCode"] == 503
+    new = new_http_handler(ddb, Engine(store, cache=RecordCache(16)),
+                           http_cutover("test_http_a_5xx_powertools_stored_is_replayed_and_recorded_nowhere"), mode)
+    retry = new(http_event({}, key="k-1"), DrillContext())
+    assert retry["statusCode"] == 503 and retry["headers"][retrysafe_names.REPLAYED_HEADER] == "true"
+    assert applied(ddb, "http") == 1 and idempotency_records(ddb) == []
+    expire_powertools_records(ddb)
+    ran = new(http_event({}, key="k-1"), DrillContext())
+    assert ran["statusCode"] == 201 and applied(ddb, "http") == 2
+
+
+def test_an_adopted_answer_expires_when_powertools_record_would_have(store: Any, ddb: Any, old_table: str) -> None:
+    """Powertools kept its record until ``expiration`` (expires_after_seconds); the adopted one is not kept longer."""
+    old_http_handler(ddb, IdempotencyConfig(event_key_jmespath=HEADER_KEY, expires_after_seconds=600))(
+        http_event({}, key="k-1"), DrillContext())
+    [old_record] = powertools_items(ddb)
+    new_http_handler(ddb, Engine(store, cache=None), http_cutover())(http_event({}, key="k-1"), DrillContext())
+    [record] = idempotency_records(ddb)
+    assert record[retrysafe_names.TTL_ATTRIBUTE]["N"] == old_record["expiration"]["N"]
+
+
 def test_http_replay_from_the_record_cache_makes_no_lookup(store: Any, ddb: Any, old_table: str,
                                                            calls: CallCounter) -> None:
     old_http_handler(ddb, IdempotencyConfig(event_key_jmespath=HEADER_KEY))(http_event({}, key="k-1"), DrillContext())
