@@ -54,8 +54,13 @@ class PowertoolsCutover(Value):
 
     ``function_name``: what Powertools keyed on, ``module.qualname`` of the decorated function
     (``"app.lambda_handler"``, ``"app.record_handler"``); Powertools prefixes it with the Lambda's
-    ``AWS_LAMBDA_FUNCTION_NAME``, as here. ``key_prefix``: Powertools' ``key_prefix=`` when the old
-    code passed one (then ``function_name`` is not used and may be left out; one of the two is required). ``event_key_jmespath``,
+    ``AWS_LAMBDA_FUNCTION_NAME``. ``lambda_function_name``: that name, the old function's, when the
+    new function has another one (default ``RETRYSAFE_POWERTOOLS_LAMBDA_FUNCTION_NAME``, set by the
+    constructs' ``CutoverFromPowertools(function=...)``, else this function's own name).
+    ``key_prefix``: Powertools' ``key_prefix=`` when the old code passed one (default
+    ``RETRYSAFE_POWERTOOLS_KEY_PREFIX`` when the code passes neither it nor ``lambda_function_name``;
+    then ``function_name`` and the Lambda's name are not used and may be left out; ``function_name``
+    or ``key_prefix`` is required). ``event_key_jmespath``,
     ``payload_validation_jmespath``, ``hash_function``: the old ``IdempotencyConfig``'s (an event
     in which it finds no key has no Powertools record: it runs). The table's attribute names: the old ``DynamoDBPersistenceLayer``'s
     (its defaults here too). ``table_name`` (default ``RETRYSAFE_POWERTOOLS_TABLE``, set by the
@@ -64,8 +69,8 @@ class PowertoolsCutover(Value):
     """
 
     __slots__ = ("data_attr", "event_key_jmespath", "expiry_attr", "function_name", "hash_function",
-                 "in_progress_expiry_attr", "key_attr", "key_prefix", "payload_validation_jmespath",
-                 "sort_key_attr", "static_pk_value", "status_attr", "table_name",
+                 "in_progress_expiry_attr", "key_attr", "key_prefix", "lambda_function_name",
+                 "payload_validation_jmespath", "sort_key_attr", "static_pk_value", "status_attr", "table_name",
                  "until", "validation_key_attr")
 
     data_attr: str
@@ -76,6 +81,7 @@ class PowertoolsCutover(Value):
     in_progress_expiry_attr: str
     key_attr: str
     key_prefix: str | None
+    lambda_function_name: str | None
     payload_validation_jmespath: str
     sort_key_attr: str | None
     static_pk_value: str | None
@@ -89,7 +95,12 @@ class PowertoolsCutover(Value):
                  until: float | datetime | None = None, key_attr: str = "id", sort_key_attr: str | None = None,
                  static_pk_value: str | None = None, expiry_attr: str = "expiration",
                  in_progress_expiry_attr: str = "in_progress_expiration", status_attr: str = "status",
-                 data_attr: str = "data", validation_key_attr: str = "validation") -> None:
+                 data_attr: str = "data", validation_key_attr: str = "validation",
+                 lambda_function_name: str | None = None) -> None:
+        if key_prefix is None and lambda_function_name is None:  # the code says nothing of the keys' prefix
+            key_prefix = os.environ.get(names.POWERTOOLS_KEY_PREFIX_ENV) or None
+        if lambda_function_name is None:
+            lambda_function_name = os.environ.get(names.POWERTOOLS_LAMBDA_FUNCTION_NAME_ENV) or None
         if not function_name and not key_prefix:
             raise ConfigurationError("PowertoolsCutover needs function_name= (module.qualname of the function the "
                                      "old @idempotent decorated) or the old key_prefix=")
@@ -105,6 +116,7 @@ class PowertoolsCutover(Value):
         set_field(self, "payload_validation_jmespath", payload_validation_jmespath)
         set_field(self, "hash_function", hash_function)
         set_field(self, "key_prefix", key_prefix)
+        set_field(self, "lambda_function_name", lambda_function_name)
         set_field(self, "table_name", table)
         set_field(self, "until", _until(until))
         set_field(self, "key_attr", key_attr)
@@ -223,7 +235,9 @@ class Cutover:
             config = IdempotencyConfig(event_key_jmespath=o.event_key_jmespath,
                                        payload_validation_jmespath=o.payload_validation_jmespath,
                                        hash_function=o.hash_function, use_local_cache=False)
-            layer.configure(config, function_name=o.function_name, key_prefix=o.key_prefix)
+            # Powertools' own prefix is f"{AWS_LAMBDA_FUNCTION_NAME}.{function_name}": the old name in its place
+            renamed = f"{o.lambda_function_name}.{o.function_name}" if o.lambda_function_name else None
+            layer.configure(config, function_name=o.function_name, key_prefix=o.key_prefix or renamed)
             self._layer = layer
         return self._layer
 

@@ -519,6 +519,35 @@ def test_a_key_prefix_needs_no_function_name_and_neither_is_refused_by_name() ->
         PowertoolsCutover(table_name="old", until=window())
 
 
+def test_a_renamed_function_finds_the_records_keyed_on_the_old_function_name(
+        store: Any, ddb: Any, old_table: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Powertools keyed on ``<AWS_LAMBDA_FUNCTION_NAME>.<module>.<qualname>``: the new function has another name."""
+    missed, found = {"order_id": "o-10", "amount": 2}, {"order_id": "o-11", "amount": 2}
+    old_charge(ddb)(order=missed)  # the old code, run as FUNCTION
+    old_charge(ddb)(order=found)
+    monkeypatch.setenv("AWS_LAMBDA_FUNCTION_NAME", "orders-api-NewFunction-1A2B3C")
+    qualname = f"{__name__}.old_charge.<locals>.charge"
+    unnamed = PowertoolsCutover(function_name=qualname, event_key_jmespath="order_id", table_name=POWERTOOLS_TABLE,
+                                until=window())
+    assert new_charge(ddb, Engine(store, cache=None), unnamed)(order=missed)["receipt"] == "new-o-10"
+    named = PowertoolsCutover(function_name=qualname, lambda_function_name=FUNCTION, event_key_jmespath="order_id",
+                              table_name=POWERTOOLS_TABLE, until=window())
+    assert new_charge(ddb, Engine(store, cache=None), named)(order=found) == {"receipt": "r-o-11", "amount": 2}
+    assert applied(ddb, "charge") == 3  # o-10 twice (the new code missed it), o-11 once
+
+
+def test_the_old_function_name_and_key_prefix_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What ``CutoverFromPowertools(function=..., key_prefix=...)`` sets; the code's own options win."""
+    monkeypatch.setenv(retrysafe_names.POWERTOOLS_LAMBDA_FUNCTION_NAME_ENV, "orders-api")
+    options = PowertoolsCutover(function_name="app.h", table_name="old", until=window())
+    assert (options.lambda_function_name, options.key_prefix) == ("orders-api", None)
+    assert PowertoolsCutover(function_name="app.h", lambda_function_name="other", table_name="old",
+                             until=window()).lambda_function_name == "other"
+    monkeypatch.setenv(retrysafe_names.POWERTOOLS_KEY_PREFIX_ENV, "charges")
+    assert PowertoolsCutover(table_name="old", until=window()).key_prefix == "charges"  # no function_name needed
+    assert PowertoolsCutover(key_prefix="mine", table_name="old", until=window()).key_prefix == "mine"
+
+
 def test_an_event_without_the_powertools_key_runs_without_a_warning(store: Any, ddb: Any, old_table: str,
                                                                     recwarn: pytest.WarningsRecorder) -> None:
     charge = new_charge(ddb, Engine(store, cache=None), PowertoolsCutover(
@@ -555,6 +584,7 @@ def test_incomplete_configuration_is_refused_at_cold_start(options: dict[str, An
                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(retrysafe_names.POWERTOOLS_TABLE_ENV, raising=False)
     monkeypatch.delenv(retrysafe_names.POWERTOOLS_UNTIL_ENV, raising=False)
+    monkeypatch.delenv(retrysafe_names.POWERTOOLS_KEY_PREFIX_ENV, raising=False)
     with pytest.raises(ConfigurationError, match=message):
         PowertoolsCutover(**options)
 

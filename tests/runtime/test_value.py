@@ -78,7 +78,8 @@ SAMPLES: dict[type[Value], st.SearchStrategy[Value]] = {
     _Answered: st.builds(_Answered, json_values),
     PowertoolsCutover: st.builds(PowertoolsCutover, function_name=st.text(min_size=1, max_size=8),
                                  event_key_jmespath=text, hash_function=st.sampled_from(sorted(HASH_FUNCTIONS)),
-                                 key_prefix=st.none() | text, table_name=st.text(min_size=1, max_size=8),
+                                 key_prefix=st.none() | text, lambda_function_name=st.none() | text,
+                                 table_name=st.text(min_size=1, max_size=8),
                                  until=st.floats(0, 2e9), sort_key_attr=st.none() | text),
 }
 
