@@ -60,12 +60,12 @@ class PowertoolsCutover(Value):
     ``key_prefix``: Powertools' ``key_prefix=`` when the old code passed one (default
     ``RETRYSAFE_POWERTOOLS_KEY_PREFIX`` when the code passes neither it nor ``lambda_function_name``;
     then ``function_name`` and the Lambda's name are not used and may be left out; ``function_name``
-    or ``key_prefix`` is required). ``event_key_jmespath``,
-    ``payload_validation_jmespath``, ``hash_function``: the old ``IdempotencyConfig``'s (an event
-    in which it finds no key has no Powertools record: it runs). The table's attribute names: the old ``DynamoDBPersistenceLayer``'s
-    (its defaults here too). ``table_name`` (default ``RETRYSAFE_POWERTOOLS_TABLE``, set by the
-    constructs' ``powertools_cutover``) and ``until`` (default ``RETRYSAFE_POWERTOOLS_UNTIL``,
-    epoch seconds) are required one way or the other.
+    or ``key_prefix`` is required). ``event_key_jmespath``, ``payload_validation_jmespath``,
+    ``hash_function``: the old ``IdempotencyConfig``'s (an event in which it finds no key has no
+    Powertools record: it runs). The table's attribute names: the old ``DynamoDBPersistenceLayer``'s
+    (its defaults here too). ``table_name``, its name or ARN (default ``RETRYSAFE_POWERTOOLS_TABLE``,
+    the ARN the constructs' ``powertools_cutover`` sets), and ``until`` (default
+    ``RETRYSAFE_POWERTOOLS_UNTIL``, epoch seconds) are required one way or the other.
     """
 
     __slots__ = ("data_attr", "event_key_jmespath", "expiry_attr", "function_name", "hash_function",
