@@ -428,6 +428,10 @@ class Cutover:
         request = api_event(json.dumps(payload("A")), headers={"Content-Type": "application/json",
                                                                names.IDEMPOTENCY_KEY_HEADER: KEY})  # as HttpAdapter
         layer.save_success(data=request, result=_order_response("A"))
+        # Powertools dated its expiry by the wall clock; the old code ran at the exploration's time instead
+        [record] = client.scan(TableName=POWERTOOLS, ConsistentRead=True)["Items"]
+        client.update_item(TableName=POWERTOOLS, Key={"id": record["id"]}, UpdateExpression="SET expiration = :exp",
+                           ExpressionAttributeValues={":exp": {"N": str(int(clock()) + 3600)}})
         client.update_item(TableName=BUSINESS, Key={"pk": {"S": "effect#A#main"}}, UpdateExpression="ADD #n :one",
                            ExpressionAttributeNames={"#n": "n"}, ExpressionAttributeValues={":one": {"N": "1"}})
 
