@@ -258,7 +258,7 @@ class Schedule:
         self.expired = False
         self.env_used = 0
         self.faults = 0
-        #: The position of each invocation, by name (its region's).
+        #: Each invocation's position, by name (it picks the invocation's region).
         self.positions: dict[str, int] = {}
 
     # -- running ---------------------------------------------------------------------
