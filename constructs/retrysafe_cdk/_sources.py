@@ -121,3 +121,22 @@ def depth_alarm(owner: Construct, alarm_id: str, queue: sqs.IQueue, options: Ala
         return None
     return add_alarm(owner, alarm_id, metric_depth(queue), threshold=1, options=options,
                      description=f"{owner.node.path}: {what}")
+
+
+def metric_destination_delivery_failures(function: IdempotentFunction, **options: Any) -> cloudwatch.Metric:
+    """``DestinationDeliveryFailures`` of ``function`` (``AWS/Lambda``, every version and alias; sum per 5 minutes).
+
+    Lambda could not hand an asynchronous invocation record, or an event source mapping's failed batch, to
+    the on-failure destination (permissions, the queue's size limit, a deleted queue): that event is dropped.
+    """
+    return function.function.metric("DestinationDeliveryFailures",
+                                    **{"statistic": "Sum", "period": Duration.minutes(5), **options})
+
+
+def delivery_failures_alarm(owner: Construct, function: IdempotentFunction, options: AlarmOptions,
+                            what: str) -> cloudwatch.Alarm | None:
+    """``DestinationDeliveryFailuresAlarm`` (``DestinationDeliveryFailures`` >= 1), unless ``options`` turn it off."""
+    if not options.wants("DestinationDeliveryFailuresAlarm"):
+        return None
+    return add_alarm(owner, "DestinationDeliveryFailuresAlarm", metric_destination_delivery_failures(function),
+                     threshold=1, options=options, description=f"{owner.node.path}: {what}")

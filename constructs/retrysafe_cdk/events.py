@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_cdk import Duration, Stack, Token
+import jsii
+from aws_cdk import Arn, ArnFormat, Duration, Stack, Token
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
@@ -12,13 +13,22 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_sqs as sqs
 from aws_cdk.interfaces.aws_events import IEventBusRef
 
-from constructs import Construct
+from constructs import Construct, IValidation
 
 from ._props import refuse_ignored, struct_values
-from ._sources import add_redelivery, configure_async, dead_letter_queue, depth_alarm, metric_depth
+from ._sources import (
+    add_redelivery,
+    configure_async,
+    dead_letter_queue,
+    delivery_failures_alarm,
+    depth_alarm,
+    metric_depth,
+    metric_destination_delivery_failures,
+)
 from .alarms import AlarmOptions, add_alarm
 from .function import IdempotentFunction
-from .horizon import LAMBDA_ASYNC_MAX_EVENT_AGE, async_redelivery
+from .horizon import DAY, LAMBDA_ASYNC_MAX_EVENT_AGE, async_redelivery
+from .table import IdempotencyTable
 
 #: EventBridge's retry policy limits for a target (and its defaults: 24 hours, 185 attempts).
 _MAX_EVENT_AGE = Duration.hours(24)
@@ -83,10 +93,16 @@ class IdempotentEventRule(Construct):
         @default 6 hours.
     :param async_retry_attempts: Lambda's retries of a failed invocation, 0..2. @default 2.
     :param alarms: ``True``, ``False`` or :class:`AlarmOptions`. @default True: ``DlqDepthAlarm``
-        (DLQ depth >= 1) and ``DlqSendFailedAlarm`` (``InvocationsFailedToBeSentToDlq`` >= 1: events lost).
+        (DLQ depth >= 1), ``DlqSendFailedAlarm`` (``InvocationsFailedToBeSentToDlq`` >= 1: events lost) and
+        ``DestinationDeliveryFailuresAlarm`` (the function's ``DestinationDeliveryFailures`` >= 1: Lambda
+        could not put a failed invocation's record in the DLQ, so that event is lost).
+
+    An EventBridge archive of the rule's bus (``events.Archive``, ``bus.archive(...)``, ``CfnArchive``)
+    that keeps events longer than the table's records live (its retention, 0 = forever) is refused at
+    synthesis: replaying it after the records expired would run the effect again.
 
     Attributes: ``rule``, ``dead_letter_queue``, ``target``, ``redelivery_seconds``, ``operation``,
-    ``dlq_alarm``, ``lost_alarm``. ``grant_put_events`` lets a producer put events on the rule's bus.
+    ``dlq_alarm``, ``lost_alarm``, ``delivery_failures_alarm``. ``grant_put_events`` lets a producer put events on the rule's bus.
     The function's asynchronous invocation settings are its (or its SnapStart alias's)
     ``EventInvokeConfig``, and a function has one: further rules or subscriptions of the same
     function must pass the same ``async_*`` settings and the first one's ``dead_letter_queue`` as
@@ -146,6 +162,10 @@ class IdempotentEventRule(Construct):
             self, "DlqSendFailedAlarm", self.metric_dlq_send_failures(), threshold=1, options=options,
             description=f"{self.node.path}: events lost, the dead-letter queue refused them",
         ) if options.wants("DlqSendFailedAlarm") else None
+        self._function = function
+        self.delivery_failures_alarm = delivery_failures_alarm(
+            self, function, options, "failed invocations lost, Lambda could not put them in the dead-letter queue")
+        self.node.add_validation(_ArchiveCheck(self, function.table))
 
     def metric_dlq_depth(self, **options: Any) -> cloudwatch.Metric:
         """Messages waiting in the DLQ (maximum per 5 minutes; ``options``: ``MetricOptions`` fields)."""
@@ -180,3 +200,77 @@ class IdempotentEventRule(Construct):
     def metric_dlq_send_failures(self, **options: Any) -> cloudwatch.Metric:
         """``InvocationsFailedToBeSentToDlq``: events lost because the DLQ refused them (permissions, size)."""
         return self.metric("InvocationsFailedToBeSentToDlq", **options)
+
+    def metric_destination_delivery_failures(self, **options: Any) -> cloudwatch.Metric:
+        """The function's ``DestinationDeliveryFailures``: failed invocations Lambda could not put in the DLQ."""
+        return metric_destination_delivery_failures(self._function, **options)
+
+    def _archive_bus_arns(self) -> list[str]:
+        """The ARN of the rule's bus, as the app may spell it (its token, or the bus's name in an ARN)."""
+        if self._bus_arn is not None:
+            return [self._bus_arn]
+        cfn: events.CfnRule = self.rule.node.default_child  # type: ignore[assignment]
+        name = cfn.event_bus_name
+        # An existing rule on a bus of this app names it by its Ref: that bus's ARN is its GetAtt.
+        buses = [bus.event_bus_arn for bus in self.node.root.node.find_all()
+                 if isinstance(bus, events.EventBus) and name is not None and bus.event_bus_name == name]
+        return buses or [Stack.of(self.rule).format_arn(service="events", resource="event-bus",
+                                                        resource_name=name or "default")]
+
+
+def _archived_bus(archive: events.CfnArchive, rule: IdempotentEventRule) -> bool:
+    """Whether ``archive`` keeps the events of ``rule``'s bus (an unknown source is not counted)."""
+    stack = Stack.of(archive)
+    source = archive.source_arn
+    for arn in rule._archive_bus_arns():
+        if source == arn or stack.resolve(source) == stack.resolve(arn):
+            return True
+        if Token.is_unresolved(source) or not Token.is_unresolved(arn):
+            continue
+        # A literal ARN of a bus the rule names by a partly resolved ARN (the default bus, in its stack's env).
+        own, their = Arn.split(source, ArnFormat.SLASH_RESOURCE_NAME), Stack.of(rule)
+        parsed = Arn.split(arn, ArnFormat.SLASH_RESOURCE_NAME)
+        if (own.service, own.resource, own.resource_name) == ("events", "event-bus", parsed.resource_name) and \
+                all(Token.is_unresolved(mine) or mine == theirs
+                    for mine, theirs in ((their.region, own.region), (their.account, own.account))):
+            return True
+    return False
+
+
+@jsii.implements(IValidation)
+class _ArchiveCheck:
+    """Archives of the rule's bus, looked for at synthesis: one added after the rule counts, and so does the horizon."""
+
+    def __init__(self, rule: IdempotentEventRule, table: IdempotencyTable) -> None:
+        self._rule, self._table = rule, table
+
+    def validate(self) -> list[str]:
+        rule, table = self._rule, self._table
+        problems = []
+        for archive in rule.node.root.node.find_all():
+            if not isinstance(archive, events.CfnArchive) or not _archived_bus(archive, rule):
+                continue
+            days = Stack.of(archive).resolve(archive.retention_days)
+            if days is not None and not isinstance(days, (int, float)):
+                continue  # a token synthesis cannot read
+            ttl = table.retention_seconds
+            if days and days * DAY <= ttl:
+                continue
+            if days:
+                kept = f"keeps its events {days:g} days ({int(days * DAY)}s)"
+                raise_it = ("or raise the horizon to at least the archive's retention (IdempotencyTable(record_ttl="
+                            f"Duration.days({days:g})) or more RetryHorizon parts)")
+            else:
+                kept, raise_it = "keeps its events forever (retention 0 or unset)", "(no horizon covers forever)"
+            # Named as the app names it: the events.Archive whose L1 this is (jsii proxies: compare paths).
+            owner, where = archive.node.scope, archive.node.path
+            if owner is not None and owner.node.default_child is not None and \
+                    owner.node.default_child.node.path == where:
+                where = owner.node.path
+            problems.append(
+                f"{rule.node.path}: the archive {where} of the rule's bus {kept}, longer than the records "
+                f"of {table.node.path} live ({ttl}s = {ttl / DAY:g} days: its record_ttl or retry horizon). "
+                "Replaying the archive after a record expired delivers the event again as a first request, and "
+                f"the effect runs twice. Fix: shorten the archive's retention to at most {ttl // DAY} days "
+                f"(retention=Duration.days({ttl // DAY})), {raise_it}.")
+        return problems

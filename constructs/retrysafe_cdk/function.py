@@ -18,7 +18,7 @@ from constructs import Construct
 
 from . import snapstart
 from ._props import refuse_ignored, refuse_owned, struct_values
-from .cutover import CutoverFromPowertools
+from .cutover import CutoverFromPowertools, cutover_environment
 from .delegation import delegate
 from .layer import RUNTIME, runtime_layer
 from .nag import acknowledge
@@ -162,10 +162,12 @@ class IdempotentFunction(Construct):
     :param record_actions: the item-level actions granted on the table. @default what claims,
         commits, replays and releases need (``RECORD_ACTIONS``); the outbox relays grant only what
         they call.
-    :param powertools_cutover: while switching from Powertools idempotency, the old table and the
-        end of the window (:class:`~retrysafe_cdk.CutoverFromPowertools`): ``GetItem`` on that
-        table only, and its name and the window's end in the environment. Refused when the window
-        has no time zone or the table is in another region. @default none.
+    :param powertools_cutover: while switching from Powertools idempotency, the old table, the
+        end of the window and the old function (:class:`~retrysafe_cdk.CutoverFromPowertools`):
+        ``GetItem`` on that table only, and its ARN, the window's end and the old function's name in
+        the environment. Refused when the window has no time zone or is already over, when the table
+        is in another region, and when the keys' prefix cannot be known (no old function, no key
+        prefix, and a generated function name). @default none.
 
     Attributes: ``function``, ``role``, ``log_group``, ``table``, ``layer`` (the retrysafe layer),
     ``alias`` (the SnapStart alias, None without SnapStart), ``invoke_target``, ``lease_source``
@@ -189,7 +191,11 @@ class IdempotentFunction(Construct):
         own: dict[str, Any] = {"environment": {names.TABLE_ENV: table.table.table_name, names.HORIZON_ENV: table.retention_env(),
                                                **table.home_environment()}}
         if powertools_cutover is not None:
-            own["environment"].update(self._cutover_environment(powertools_cutover))
+            check_same_region(self, powertools_cutover.table, "the Powertools idempotency table",
+                              why="The runtime's DynamoDB client calls its own region, where GetItem on that "
+                                  "table's ARN fails.")
+            named = struct_values(function_props).get("function_name") is not None
+            own["environment"].update(cutover_environment(self, powertools_cutover, named=named))
         if snap_start:
             snapstart.check(self, runtime, struct_values(function_props))
             own.update(snapstart.function_props(f"{self.node.path}: a published SnapStart version"))
@@ -210,16 +216,6 @@ class IdempotentFunction(Construct):
             iam.Grant.add_to_principal(grantee=self._role, actions=list(CUTOVER_ACTIONS), resource_arns=[old.table_arn])
             if old.encryption_key is not None:
                 grant_key(self._role, old.encryption_key, KEY_READ_ACTIONS)
-
-    def _cutover_environment(self, cutover: CutoverFromPowertools) -> dict[str, str]:
-        """The runtime's view of the cut-over (``retrysafe.PowertoolsCutover`` reads it when its code omits it)."""
-        if cutover.until.tzinfo is None:
-            raise ValueError(f"{self.node.path}: powertools_cutover.until={cutover.until.isoformat()} has no time "
-                             "zone, so the window's end would depend on the synthesizing machine's clock. Fix: "
-                             "datetime(..., tzinfo=timezone.utc).")
-        check_same_region(self, cutover.table, "the Powertools idempotency table")
-        return {names.POWERTOOLS_TABLE_ENV: cutover.table.table_name,
-                names.POWERTOOLS_UNTIL_ENV: str(int(cutover.until.timestamp()))}
 
     def bind_lease(self, source: Construct, seconds: int) -> None:
         """Give the function the claim lease of the one event source that feeds it (``source``).

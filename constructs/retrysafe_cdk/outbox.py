@@ -20,6 +20,7 @@ from retrysafe import names
 from constructs import Construct
 
 from ._props import refuse_ignored, struct_values
+from ._sources import delivery_failures_alarm, metric_destination_delivery_failures
 from .alarms import AlarmOptions, add_alarm
 from .function import IdempotentFunction, python_function, with_defaults
 from .layer import runtime_layer
@@ -86,11 +87,20 @@ class Outbox(Construct):
     :param sweep_after: unpublished events older than this are re-published by the sweeper. @default 900 s.
     :param alarms: @default True (``PublisherErrorsAlarm``, ``IteratorAgeAlarm`` > 5 min, ``FailureQueueAlarm``
         depth >= 1, ``ParkedEventsAlarm``: ``OutboxEventParked`` >= 1, an event the target refuses permanently;
-        see ``python -m retrysafe.outbox.parked``); False for none, or :class:`AlarmOptions` for actions and
-        turning single alarms off.
+        see ``python -m retrysafe.outbox.parked``; ``DestinationDeliveryFailuresAlarm``: the publisher's
+        ``DestinationDeliveryFailures`` >= 1, a failed batch Lambda could not put in the failure queue); False
+        for none, or :class:`AlarmOptions` for actions and turning single alarms off.
     :param function_props: ``lambda_.FunctionOptions`` for the publisher and the sweeper (``memory_size``,
         ``vpc``, ``tracing``...). @default as :class:`IdempotentFunction`, with timeouts of 60 s (publisher)
         and 2 minutes (sweeper).
+    :param existing_publisher_log_group: a log group for the publisher. @default a new one
+        (``publisher_log_group_props``).
+    :param publisher_log_group_props: the publisher's created log group's ``logs.LogGroupProps``. @default
+        retention one month, ``DESTROY``. Refused with ``existing_publisher_log_group``.
+    :param existing_sweeper_log_group: a log group for the sweeper. @default a new one
+        (``sweeper_log_group_props``).
+    :param sweeper_log_group_props: the sweeper's created log group's ``logs.LogGroupProps``. @default
+        retention one month, ``DESTROY``. Refused with ``existing_sweeper_log_group``.
     :param powertools_layer: as :class:`IdempotentFunction`. @default none.
     :param snap_start: as :class:`IdempotentFunction`; the stream mapping and the schedule then invoke the
         aliases. @default False.
@@ -103,15 +113,27 @@ class Outbox(Construct):
                  existing_failure_queue: sqs.IQueue | None = None, failure_queue_props: sqs.QueueProps | None = None,
                  sweep_every: Duration = _SWEEP_EVERY, sweep_after: Duration = _SWEEP_AFTER,
                  alarms: bool | AlarmOptions = True, function_props: lambda_.FunctionOptions | None = None,
-                 powertools_layer: lambda_.ILayerVersion | None = None, snap_start: bool = False) -> None:
+                 powertools_layer: lambda_.ILayerVersion | None = None, snap_start: bool = False,
+                 existing_publisher_log_group: logs.ILogGroup | None = None,
+                 publisher_log_group_props: logs.LogGroupProps | None = None,
+                 existing_sweeper_log_group: logs.ILogGroup | None = None,
+                 sweeper_log_group_props: logs.LogGroupProps | None = None) -> None:
         super().__init__(scope, construct_id)
         _validate(self, max_record_age, retry_attempts)
+        # Refused here, under these props' own names (IdempotentFunction would name its own).
+        refuse_ignored(self, "existing_publisher_log_group", existing_publisher_log_group,
+                       {"publisher_log_group_props": publisher_log_group_props},
+                       "set retention and removal policy on that log group")
+        refuse_ignored(self, "existing_sweeper_log_group", existing_sweeper_log_group,
+                       {"sweeper_log_group_props": sweeper_log_group_props},
+                       "set retention and removal policy on that log group")
         self.table = table
         env = target.environment()
         self.failure_queue = _failure_queue(self, existing_failure_queue, failure_queue_props)
         self.publisher = IdempotentFunction(
             self, "Publisher", table=table, code=_runtime_only(), handler=names.OUTBOX_PUBLISHER_HANDLER,
             powertools_layer=powertools_layer, snap_start=snap_start, record_actions=("dynamodb:UpdateItem",),
+            existing_log_group=existing_publisher_log_group, log_group_props=publisher_log_group_props,
             function_props=with_defaults({"environment": env, "timeout": Duration.seconds(60),
                                           "description": "retrysafe outbox publisher"}, function_props))
         table.grant_stream_read(self.publisher.role)
@@ -126,6 +148,7 @@ class Outbox(Construct):
         self.sweeper = IdempotentFunction(
             self, "Sweeper", table=table, code=_runtime_only(), handler=names.OUTBOX_SWEEPER_HANDLER,
             powertools_layer=powertools_layer, snap_start=snap_start, record_actions=(),
+            existing_log_group=existing_sweeper_log_group, log_group_props=sweeper_log_group_props,
             function_props=with_defaults({"environment": {**env, names.SWEEP_AFTER_ENV: str(int(sweep_after.to_seconds()))},
                                           "timeout": Duration.minutes(2), "description": "retrysafe outbox sweeper"},
                                          function_props))
@@ -148,6 +171,10 @@ class Outbox(Construct):
         """``OutboxEventParked``: events the target refused permanently (too large, malformed), set aside."""
         return self.table.metric_parked_events(**options)
 
+    def metric_destination_delivery_failures(self, **options: Any) -> cloudwatch.Metric:
+        """The publisher's ``DestinationDeliveryFailures``: failed batches Lambda could not put in the failure queue."""
+        return metric_destination_delivery_failures(self.publisher, **options)
+
     def _alarms(self, options: AlarmOptions) -> list[cloudwatch.Alarm]:
         made = []
         if options.wants("PublisherErrorsAlarm"):
@@ -163,7 +190,9 @@ class Outbox(Construct):
             made.append(add_alarm(self, "ParkedEventsAlarm", self.metric_parked_events(), threshold=1, options=options,
                                   description=f"{self.node.path}: outbox events parked (refused permanently by "
                                   "the target); fix, then republish with python -m retrysafe.outbox.parked"))
-        return made
+        lost = delivery_failures_alarm(self, self.publisher, options, "Lambda could not put a failed batch's "
+                                       "metadata in the failure queue (the sweeper still republishes its events)")
+        return made + ([lost] if lost is not None else [])
 
 
 class OutboxPipe(Construct):

@@ -6,13 +6,15 @@ import math
 from dataclasses import dataclass
 from typing import Any, TypedDict
 
-from aws_cdk import Duration
+import jsii
+from aws_cdk import Duration, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as sources
 from aws_cdk import aws_sqs as sqs
 
-from constructs import Construct
+from constructs import Construct, IValidation
 
 from ._props import refuse_ignored, struct_values
 from .alarms import AlarmOptions, add_alarm
@@ -152,6 +154,7 @@ class IdempotentQueueConsumer(Construct):
         function.invoke_target.add_event_source(self.event_source)
         options = AlarmOptions.of(alarms)
         self.dlq_alarm = self.add_dlq_alarm(options) if options.wants("DlqDepthAlarm") else None
+        self.node.add_validation(_TimeoutCheck(self, function))
 
     def _check_fifo(self, queue: sqs.IQueue, dlq: sqs.IQueue) -> None:
         """SQS refuses a FIFO queue with a standard DLQ (and the reverse) only at deploy time."""
@@ -288,6 +291,34 @@ class IdempotentQueueConsumer(Construct):
         return add_alarm(self, "DlqDepthAlarm", self.metric_dlq_depth(), threshold=1,
                          description=f"{self.node.path}: messages in the dead-letter queue",
                          options=options or AlarmOptions())
+
+
+@jsii.implements(IValidation)
+class _TimeoutCheck:
+    """The visibility check again at synthesis, on the function's L1: a timeout raised there after the consumer
+    was wired (``function.node.default_child.timeout = ...``) bypasses the L2's ``timeout``."""
+
+    def __init__(self, consumer: IdempotentQueueConsumer, function: IdempotentFunction) -> None:
+        self._consumer, self._function = consumer, function
+
+    def validate(self) -> list[str]:
+        consumer, function = self._consumer, self._function
+        cfn = function.function.node.default_child
+        if not isinstance(cfn, lambda_.CfnFunction):
+            return []
+        timeout = Stack.of(cfn).resolve(cfn.timeout)
+        if not isinstance(timeout, (int, float)):
+            return []  # unset (the L2 always sets it) or a token synthesis cannot read
+        needed = _VISIBILITY_FACTOR * math.ceil(timeout)
+        if consumer.visibility_seconds >= needed:
+            return []
+        return [(f"{consumer.node.path}: the function {function.node.path} now has a timeout of {math.ceil(timeout)}s "
+                f"(set on its CfnFunction after this consumer was wired), and the queue's visibility timeout "
+                f"({consumer.visibility_seconds}s) must be at least {_VISIBILITY_FACTOR}x it ({needed}s), or messages "
+                "are redelivered while still being processed (and the claim lease, "
+                "RETRYSAFE_VISIBILITY_TIMEOUT_SECONDS, lapses before the function ends). Fix: set the timeout "
+                "through function_props=lambda_.FunctionOptions(timeout=...) so the consumer sizes the queue from "
+                f"it, or raise the queue's visibility timeout to {needed}s, or lower the timeout.")]
 
 
 def _pinned(queue: sqs.Queue, logical_id: str | None) -> sqs.Queue:

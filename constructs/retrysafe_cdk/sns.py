@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from aws_cdk import Duration
+from aws_cdk import Annotations, Duration, Stack, Token
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
@@ -16,7 +16,15 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from ._props import pin_logical_id, refuse_ignored, struct_values
-from ._sources import add_redelivery, configure_async, dead_letter_queue, depth_alarm, metric_depth
+from ._sources import (
+    add_redelivery,
+    configure_async,
+    dead_letter_queue,
+    delivery_failures_alarm,
+    depth_alarm,
+    metric_depth,
+    metric_destination_delivery_failures,
+)
 from .alarms import AlarmOptions, add_alarm
 from .function import IdempotentFunction
 from .horizon import LAMBDA_ASYNC_MAX_EVENT_AGE, SNS_LAMBDA_DELIVERY_SECONDS, async_redelivery
@@ -58,11 +66,14 @@ class IdempotentTopicSubscription(Construct):
         @default 6 hours.
     :param async_retry_attempts: Lambda's retries of a failed invocation, 0..2. @default 2.
     :param alarms: ``True``, ``False`` or :class:`AlarmOptions`. @default True: ``DlqDepthAlarm``
-        (DLQ depth >= 1) and ``DlqSendFailedAlarm`` (the topic's
-        ``NumberOfNotificationsFailedToRedriveToDlq`` >= 1: messages lost).
+        (DLQ depth >= 1), ``DlqSendFailedAlarm`` (the topic's ``NumberOfNotificationsFailedToRedriveToDlq``
+        >= 1: messages lost; not created, with a warning, for a topic of another account or region, where
+        SNS publishes that metric) and ``DestinationDeliveryFailuresAlarm`` (the function's
+        ``DestinationDeliveryFailures`` >= 1: Lambda could not put a failed invocation's record in the DLQ).
 
     Attributes: ``topic``, ``dead_letter_queue``, ``subscription``, ``redelivery_seconds``, ``operation``,
-    ``dlq_alarm``, ``lost_alarm``.
+    ``dlq_alarm``, ``lost_alarm`` (None for a topic of another account or region),
+    ``delivery_failures_alarm``.
     The function's asynchronous invocation settings are its (or its SnapStart alias's)
     ``EventInvokeConfig``, and a function has one: further rules or subscriptions of the same
     function must pass the same ``async_*`` settings and the first one's ``dead_letter_queue`` as
@@ -112,10 +123,34 @@ class IdempotentTopicSubscription(Construct):
         options = AlarmOptions.of(alarms)
         self.dlq_alarm = depth_alarm(self, "DlqDepthAlarm", self.dead_letter_queue, options,
                                      "messages in the dead-letter queue (undelivered, or failed every attempt)")
+        elsewhere = self._topic_elsewhere() if options.wants("DlqSendFailedAlarm") else None
+        if elsewhere is not None:
+            Annotations.of(self).add_warning_v2("retrysafe:DlqSendFailedAlarmElsewhere", (
+                f"{self.node.path}: no DlqSendFailedAlarm: the topic {self.topic.node.path} is in {elsewhere}, and "
+                "SNS publishes NumberOfNotificationsFailedToRedriveToDlq only in the topic's account and region, "
+                "so an alarm here could never fire. Fix: alarm on that metric of the topic in its own account "
+                "and region, or pass alarms=AlarmOptions(disabled={'DlqSendFailedAlarm'}) to silence this."))
         self.lost_alarm = add_alarm(
             self, "DlqSendFailedAlarm", self.metric_dlq_send_failures(), threshold=1, options=options,
             description=f"{self.node.path}: messages lost, the dead-letter queue refused them",
-        ) if options.wants("DlqSendFailedAlarm") else None
+        ) if options.wants("DlqSendFailedAlarm") and elsewhere is None else None
+        self._function = function
+        self.delivery_failures_alarm = delivery_failures_alarm(
+            self, function, options, "failed invocations lost, Lambda could not put them in the dead-letter queue")
+
+    def _topic_elsewhere(self) -> str | None:
+        """The topic's other account or region (``"account 1111..., region ..."``), None if the same or unknown.
+
+        What synthesis cannot read (a token: an environment-agnostic stack, an imported ARN that is a
+        token) counts as the same, so the alarm is kept. ``Token.compare_strings`` says the same, but
+        its jsii result cannot be compared in Python (each call returns a new proxy object).
+        """
+        stack = Stack.of(self)
+        differs = [f"{what} {theirs} (this stack: {ours})"
+                   for what, theirs, ours in (("account", self.topic.env.account, stack.account),
+                                              ("region", self.topic.env.region, stack.region))
+                   if not Token.is_unresolved(theirs) and not Token.is_unresolved(ours) and theirs != ours]
+        return ", ".join(differs) if differs else None
 
     def _new_topic(self, props: sns.TopicProps | None, logical_id: str | None) -> sns.Topic:
         settings = struct_values(props)
@@ -142,3 +177,7 @@ class IdempotentTopicSubscription(Construct):
     def metric_dlq_depth(self, **options: Any) -> cloudwatch.Metric:
         """Messages waiting in the DLQ (maximum per 5 minutes; ``options``: ``MetricOptions`` fields)."""
         return metric_depth(self.dead_letter_queue, **options)
+
+    def metric_destination_delivery_failures(self, **options: Any) -> cloudwatch.Metric:
+        """The function's ``DestinationDeliveryFailures``: failed invocations Lambda could not put in the DLQ."""
+        return metric_destination_delivery_failures(self._function, **options)

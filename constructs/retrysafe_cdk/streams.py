@@ -17,7 +17,14 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from ._props import pin_logical_id, refuse_ignored, struct_values
-from ._sources import add_redelivery, dead_letter_queue, depth_alarm, metric_depth
+from ._sources import (
+    add_redelivery,
+    dead_letter_queue,
+    delivery_failures_alarm,
+    depth_alarm,
+    metric_depth,
+    metric_destination_delivery_failures,
+)
 from .alarms import AlarmOptions, add_alarm
 from .function import IdempotentFunction
 from .table import KEY_READ_ACTIONS, STREAM_ACTIONS, add_stream_reader, check_same_region, grant_key
@@ -83,7 +90,9 @@ class IdempotentStreamConsumer(Construct):
     :param filters: event filtering patterns (``lambda_.FilterCriteria.filter(...)``). @default none.
     :param alarms: ``True``, ``False`` or :class:`AlarmOptions`. @default True: ``IteratorAgeAlarm``
         (the function more than ``iterator_age_threshold`` behind the stream for 15 minutes) and
-        ``FailureQueueAlarm`` (on-failure queue depth >= 1).
+        ``FailureQueueAlarm`` (on-failure queue depth >= 1) and ``DestinationDeliveryFailuresAlarm`` (the
+        function's ``DestinationDeliveryFailures`` >= 1: Lambda could not put a failed batch's metadata in the
+        on-failure queue, so nothing says which records to replay).
     :param iterator_age_threshold: the ``IteratorAgeAlarm``'s threshold. @default 5 minutes.
 
     Attributes: ``stream`` (None for a DynamoDB table), ``table`` (None for Kinesis),
@@ -184,6 +193,8 @@ class IdempotentStreamConsumer(Construct):
     def _table_stream(self, table: dynamodb.ITable) -> str:
         cfn = table.node.default_child
         arn = table.table_stream_arn
+        if arn is None and isinstance(cfn, dynamodb.CfnTable) and cfn.stream_specification is not None:
+            arn = cfn.attr_stream_arn  # a stream switched on through the L1 (IdempotencyTable's): the L2 never knew
         if arn is None or (isinstance(cfn, dynamodb.CfnTable) and cfn.stream_specification is None):
             raise ValueError(f"{self.node.path}: the table {table.node.path} has no stream. Create it with "
                              "stream=StreamViewType.NEW_AND_OLD_IMAGES (or NEW_IMAGE), or import it with "
@@ -224,4 +235,10 @@ class IdempotentStreamConsumer(Construct):
                                   f"{int(threshold.to_seconds())}s behind the stream"))
         failed = depth_alarm(self, "FailureQueueAlarm", self.failure_queue, options,
                              "batches that failed every attempt (replay them from the stream before it expires)")
-        return made + ([failed] if failed is not None else [])
+        lost = delivery_failures_alarm(self, self._function, options, "failed batches lost, Lambda could not put "
+                                       "their metadata in the on-failure queue")
+        return made + [alarm for alarm in (failed, lost) if alarm is not None]
+
+    def metric_destination_delivery_failures(self, **options: Any) -> cloudwatch.Metric:
+        """The function's ``DestinationDeliveryFailures``: failed batches Lambda could not put in the on-failure queue."""
+        return metric_destination_delivery_failures(self._function, **options)

@@ -28,6 +28,8 @@ class CutoverStack(Stack):
             powertools_cutover=CutoverFromPowertools(
                 # the table the old DynamoDBPersistenceLayer wrote to: kept, and only read
                 table=dynamodb.Table.from_table_name(self, "PowertoolsTable", "orders-idempotency"),
+                # the old function (or its name): Powertools began every key with it, this one has another
+                function="orders",
                 # the deploy ends by 12:00 UTC, the old expires_after_seconds was 3600: one hour later
                 until=datetime(2027, 1, 8, 13, 0, tzinfo=UTC)))
         # --8<-- [end:cutover]

@@ -7,7 +7,7 @@ from aws_cdk import Environment, Stack
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_events as events
 from aws_cdk import aws_lambda as lambda_
-from retrysafe import HomeRegions
+from retrysafe import HomeRegions, names
 
 from constructs import Construct
 
@@ -31,7 +31,7 @@ class HomeStack(Stack):
             point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
                 point_in_time_recovery_enabled=True),
             global_secondary_indexes=[dynamodb.GlobalSecondaryIndexPropsV2(
-                index_name="outbox-unpublished", partition_key=dynamodb.Attribute(name="obq", type=text),
+                index_name=names.OUTBOX_INDEX, partition_key=dynamodb.Attribute(name=names.UNPUBLISHED_ATTRIBUTE, type=text),
                 sort_key=dynamodb.Attribute(name="at", type=text))],
             replicas=[dynamodb.ReplicaTableProps(region="us-east-1")])
         table = IdempotencyTable(self, "Idempotency", existing_table=global_table, home_regions=HOMES)

@@ -4,7 +4,8 @@ During the cut-over window, a first request (no retrysafe record, not in the rec
 looks up the record Powertools would have written for the same event, in Powertools' table:
 
 - ``COMPLETED`` and not expired: answered from its stored data (the response Powertools would
-  replay), and recorded in retrysafe's table so later retries need no second lookup;
+  replay), and recorded in retrysafe's table so later retries need no second lookup, where the
+  adapter would have stored it (HTTP: not a 5xx) and until Powertools' record expires;
 - ``INPROGRESS`` (its in-progress expiry not passed): in flight, :class:`RequestInFlightError`;
 - expired, absent, or an in-progress record whose invocation timed out: the request runs.
 
@@ -53,18 +54,23 @@ class PowertoolsCutover(Value):
 
     ``function_name``: what Powertools keyed on, ``module.qualname`` of the decorated function
     (``"app.lambda_handler"``, ``"app.record_handler"``); Powertools prefixes it with the Lambda's
-    ``AWS_LAMBDA_FUNCTION_NAME``, as here. ``key_prefix``: Powertools' ``key_prefix=`` when the old
-    code passed one (then ``function_name`` is not used and may be left out; one of the two is required). ``event_key_jmespath``,
-    ``payload_validation_jmespath``, ``hash_function``: the old ``IdempotencyConfig``'s (an event
-    in which it finds no key has no Powertools record: it runs). The table's attribute names: the old ``DynamoDBPersistenceLayer``'s
-    (its defaults here too). ``table_name`` (default ``RETRYSAFE_POWERTOOLS_TABLE``, set by the
-    constructs' ``powertools_cutover``) and ``until`` (default ``RETRYSAFE_POWERTOOLS_UNTIL``,
-    epoch seconds) are required one way or the other.
+    ``AWS_LAMBDA_FUNCTION_NAME``. ``lambda_function_name``: that name, the old function's, when the
+    new function has another one (default ``RETRYSAFE_POWERTOOLS_LAMBDA_FUNCTION_NAME``, set by the
+    constructs' ``CutoverFromPowertools(function=...)``, else this function's own name).
+    ``key_prefix``: Powertools' ``key_prefix=`` when the old code passed one (default
+    ``RETRYSAFE_POWERTOOLS_KEY_PREFIX`` when the code passes neither it nor ``lambda_function_name``;
+    then ``function_name`` and the Lambda's name are not used and may be left out; ``function_name``
+    or ``key_prefix`` is required). ``event_key_jmespath``, ``payload_validation_jmespath``,
+    ``hash_function``: the old ``IdempotencyConfig``'s (an event in which it finds no key has no
+    Powertools record: it runs). The table's attribute names: the old ``DynamoDBPersistenceLayer``'s
+    (its defaults here too). ``table_name``, its name or ARN (default ``RETRYSAFE_POWERTOOLS_TABLE``,
+    the ARN the constructs' ``powertools_cutover`` sets), and ``until`` (default
+    ``RETRYSAFE_POWERTOOLS_UNTIL``, epoch seconds) are required one way or the other.
     """
 
     __slots__ = ("data_attr", "event_key_jmespath", "expiry_attr", "function_name", "hash_function",
-                 "in_progress_expiry_attr", "key_attr", "key_prefix", "payload_validation_jmespath",
-                 "sort_key_attr", "static_pk_value", "status_attr", "table_name",
+                 "in_progress_expiry_attr", "key_attr", "key_prefix", "lambda_function_name",
+                 "payload_validation_jmespath", "sort_key_attr", "static_pk_value", "status_attr", "table_name",
                  "until", "validation_key_attr")
 
     data_attr: str
@@ -75,6 +81,7 @@ class PowertoolsCutover(Value):
     in_progress_expiry_attr: str
     key_attr: str
     key_prefix: str | None
+    lambda_function_name: str | None
     payload_validation_jmespath: str
     sort_key_attr: str | None
     static_pk_value: str | None
@@ -88,7 +95,12 @@ class PowertoolsCutover(Value):
                  until: float | datetime | None = None, key_attr: str = "id", sort_key_attr: str | None = None,
                  static_pk_value: str | None = None, expiry_attr: str = "expiration",
                  in_progress_expiry_attr: str = "in_progress_expiration", status_attr: str = "status",
-                 data_attr: str = "data", validation_key_attr: str = "validation") -> None:
+                 data_attr: str = "data", validation_key_attr: str = "validation",
+                 lambda_function_name: str | None = None) -> None:
+        if key_prefix is None and lambda_function_name is None:  # the code says nothing of the keys' prefix
+            key_prefix = os.environ.get(names.POWERTOOLS_KEY_PREFIX_ENV) or None
+        if lambda_function_name is None:
+            lambda_function_name = os.environ.get(names.POWERTOOLS_LAMBDA_FUNCTION_NAME_ENV) or None
         if not function_name and not key_prefix:
             raise ConfigurationError("PowertoolsCutover needs function_name= (module.qualname of the function the "
                                      "old @idempotent decorated) or the old key_prefix=")
@@ -104,6 +116,7 @@ class PowertoolsCutover(Value):
         set_field(self, "payload_validation_jmespath", payload_validation_jmespath)
         set_field(self, "hash_function", hash_function)
         set_field(self, "key_prefix", key_prefix)
+        set_field(self, "lambda_function_name", lambda_function_name)
         set_field(self, "table_name", table)
         set_field(self, "until", _until(until))
         set_field(self, "key_attr", key_attr)
@@ -137,14 +150,16 @@ class Cutover:
     """One adapter's cut-over: Powertools' persistence layer, configured once, on the store's client.
 
     ``convert`` turns the response Powertools stored (its JSON, decoded as Powertools decodes it)
-    into the adapter's stored result: what the adapter's own replay answers with.
+    into the adapter's stored result: what the adapter's own replay answers with. ``stores``: whether
+    the adapter would store that result (HTTP: not a 5xx); ``None``, it would store any.
     """
 
     def __init__(self, options: PowertoolsCutover, store: DynamoStore, convert: Callable[[Any], Any],
-                 clock: Callable[[], float]) -> None:
+                 clock: Callable[[], float], stores: Callable[[Any], bool] | None = None) -> None:
         self.options = options
         self.store = store
         self.convert = convert
+        self.stores = stores
         self.clock = clock
         self._layer: Any = None
 
@@ -191,7 +206,10 @@ class Cutover:
             return None
         status = record.status  # Powertools' own reading: EXPIRED once its expiry has passed
         if status == "COMPLETED":
-            return Adopted(self.convert(record.response_json_as_dict()))
+            result = self.convert(record.response_json_as_dict())
+            expiry = record.expiry_timestamp  # a Decimal, as boto3 deserializes numbers
+            return Adopted(result, store=self.stores is None or self.stores(result),
+                           expires_at=int(expiry) if expiry is not None else None)
         if status == "INPROGRESS":
             now_ms = self.clock() * 1000
             stored = record.in_progress_expiry_timestamp  # a Decimal, as boto3 deserializes numbers
@@ -217,7 +235,9 @@ class Cutover:
             config = IdempotencyConfig(event_key_jmespath=o.event_key_jmespath,
                                        payload_validation_jmespath=o.payload_validation_jmespath,
                                        hash_function=o.hash_function, use_local_cache=False)
-            layer.configure(config, function_name=o.function_name, key_prefix=o.key_prefix)
+            # Powertools' own prefix is f"{AWS_LAMBDA_FUNCTION_NAME}.{function_name}": the old name in its place
+            renamed = f"{o.lambda_function_name}.{o.function_name}" if o.lambda_function_name else None
+            layer.configure(config, function_name=o.function_name, key_prefix=o.key_prefix or renamed)
             self._layer = layer
         return self._layer
 
@@ -228,7 +248,8 @@ def _is_botocore(error: Exception) -> bool:
     return isinstance(error, BotoCoreError)
 
 
-def cutover(options: PowertoolsCutover | None, engine: Engine, convert: Callable[[Any], Any]) -> Cutover | None:
+def cutover(options: PowertoolsCutover | None, engine: Engine, convert: Callable[[Any], Any],
+            stores: Callable[[Any], bool] | None = None) -> Cutover | None:
     """An adapter's :class:`Cutover` on its engine's store and clock, or ``None`` when it has none."""
-    return Cutover(options, engine.store, convert, engine.clock) if options is not None else None
+    return Cutover(options, engine.store, convert, engine.clock, stores) if options is not None else None
 

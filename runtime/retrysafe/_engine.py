@@ -140,18 +140,25 @@ class Intent(Value):
 
 
 class Completion(Value):
-    """What the work produced. ``store=False`` (a 5xx, a transient failure) commits nothing and frees the key."""
+    """What the work produced. ``store=False`` (a 5xx, a transient failure) commits nothing and frees the key.
 
-    __slots__ = ("resource", "result", "store")
+    ``expires_at`` (epoch seconds): when the record must expire before the retry horizon does (an
+    answer adopted from the code before retrysafe lives no longer than that code's record would have).
+    """
 
+    __slots__ = ("expires_at", "resource", "result", "store")
+
+    expires_at: int | None
     resource: str | None
     result: Any
     store: bool
 
-    def __init__(self, result: Any, store: bool = True, resource: str | None = None) -> None:
+    def __init__(self, result: Any, store: bool = True, resource: str | None = None,
+                 expires_at: int | None = None) -> None:
         set_field(self, "result", result)
         set_field(self, "store", store)
         set_field(self, "resource", resource)
+        set_field(self, "expires_at", expires_at)
 
 
 class Outcome(Value):
@@ -173,14 +180,22 @@ Work = Callable[[Transaction], Completion]
 
 
 class Adopted(Value):
-    """A result the code before retrysafe completed for an intent, in the adapter's stored form."""
+    """A result the code before retrysafe completed for an intent, in the adapter's stored form.
 
-    __slots__ = ("result",)
+    ``store``: whether retrysafe would have stored it (an HTTP 5xx it would not: it is answered, and
+    recorded nowhere). ``expires_at``: when the old record expires (epoch seconds), ``None`` if never.
+    """
 
+    __slots__ = ("expires_at", "result", "store")
+
+    expires_at: int | None
     result: Any
+    store: bool
 
-    def __init__(self, result: Any) -> None:
+    def __init__(self, result: Any, store: bool = True, expires_at: int | None = None) -> None:
         set_field(self, "result", result)
+        set_field(self, "store", store)
+        set_field(self, "expires_at", expires_at)
 
 
 #: A cut-over lookup (:mod:`retrysafe._cutover`): the predecessor's completed result, ``None`` to run the
@@ -250,7 +265,9 @@ class Engine:
             except KeyReuseMismatchError:
                 self._count(KEY_MISMATCH, intent, source="powertools")
                 raise
-            return work(txn) if found is None else _Answered(found.result)
+            if found is None:
+                return work(txn)
+            return _Answered(found.result, store=found.store, expires_at=found.expires_at)
 
         return first
 
@@ -296,8 +313,7 @@ class Engine:
         txn = Transaction(intent.scope, self.store.table_name, expires_at, instance=writer, clock=self.clock)
         completion = work(txn)
         if not completion.store:
-            self._count(NOT_STORED, intent)
-            return Outcome(completion.result, replayed=False, stored=False)
+            return self._not_stored(intent, completion)
         try:
             record = self._completed(intent, completion, now, expires_at, writer)
         except UnstorableResultError as error:
@@ -388,8 +404,7 @@ class Engine:
             raise
         if record is None:
             self._release(intent, owner, keep=steps.keep(txn))
-            self._count(NOT_STORED, intent)
-            return Outcome(completion.result, replayed=False, stored=False)
+            return self._not_stored(intent, completion)
         return self._complete_claim(intent, owner, record, txn, completion, keep=steps.keep(txn))
 
     def _complete_claim(self, intent: Intent, owner: str, record: Record, txn: Transaction, completion: Completion,
@@ -517,6 +532,8 @@ class Engine:
 
     def _completed(self, intent: Intent, completion: Completion, now: float, expires_at: int, writer: str) -> Record:
         """The completed record; its result is encoded here, before any commit (:class:`UnstorableResultError`)."""
+        if completion.expires_at is not None:
+            expires_at = min(expires_at, completion.expires_at)
         record = Record(record_id=intent.scope.record_id, state=COMPLETED, fingerprint=intent.fingerprint,
                         expires_at=expires_at, created_at_ms=int(now * 1000), operation=intent.scope.operation,
                         owner=writer, result=completion.result, resource=completion.resource)
@@ -531,6 +548,14 @@ class Engine:
             return Outcome(completion.result, replayed=True, stored=True)
         self._count(EXECUTED, intent)
         return Outcome(completion.result, replayed=False, stored=True)
+
+    def _not_stored(self, intent: Intent, completion: Completion) -> Outcome:
+        """The answer of a completion that commits nothing (a 5xx: the key is free for the retry)."""
+        if isinstance(completion, _Answered):  # the predecessor's answer, replayed as it would have, recorded nowhere
+            self._count(LEGACY_REPLAYED, intent, stored=False)
+            return Outcome(completion.result, replayed=True, stored=False)
+        self._count(NOT_STORED, intent)
+        return Outcome(completion.result, replayed=False, stored=False)
 
     def _count(self, name: str, intent: Intent, **fields: Any) -> None:
         telemetry.count(name, intent.scope.operation, intent.scope.record_id, **fields)

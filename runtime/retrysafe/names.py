@@ -37,6 +37,11 @@ SERVICE_ENV = "RETRYSAFE_SERVICE"
 POWERTOOLS_TABLE_ENV = "RETRYSAFE_POWERTOOLS_TABLE"
 #: Cut-over from Powertools idempotency: the end of the window, epoch seconds (no lookup after it).
 POWERTOOLS_UNTIL_ENV = "RETRYSAFE_POWERTOOLS_UNTIL"
+#: Cut-over from Powertools idempotency: the old Lambda function's name, which Powertools prefixed its keys with
+#: (its ``AWS_LAMBDA_FUNCTION_NAME``), when the new function has another one.
+POWERTOOLS_LAMBDA_FUNCTION_NAME_ENV = "RETRYSAFE_POWERTOOLS_LAMBDA_FUNCTION_NAME"
+#: Cut-over from Powertools idempotency: the ``key_prefix=`` the old code passed (its keys' whole prefix).
+POWERTOOLS_KEY_PREFIX_ENV = "RETRYSAFE_POWERTOOLS_KEY_PREFIX"
 #: Level of the runtime's log lines.
 LOG_LEVEL_ENV = "RETRYSAFE_LOG_LEVEL"
 #: An SQS consumer's queue visibility timeout, seconds (its claim lease in claim-first mode).
@@ -216,6 +221,8 @@ __all__ = [
             "OUTBOX_SWEEPER_HANDLER",
             "OUTBOX_TARGET_ENV",
             "PARTITION_KEY",
+            "POWERTOOLS_KEY_PREFIX_ENV",
+            "POWERTOOLS_LAMBDA_FUNCTION_NAME_ENV",
             "POWERTOOLS_TABLE_ENV",
             "POWERTOOLS_UNTIL_ENV",
             "QUEUE_ENV",

@@ -93,12 +93,13 @@ def test_alarm_actions_and_single_alarms_off(stack: cdk.Stack) -> None:
     options = AlarmOptions(actions=[cw_actions.SnsAction(topic)], disabled={"IteratorAgeAlarm"})
     outbox = Outbox(stack, "Outbox", table=table, target=OutboxTarget.event_bus(events.EventBus(stack, "Bus")),
                     alarms=options)
-    assert [a.node.id for a in outbox.alarms] == ["PublisherErrorsAlarm", "FailureQueueAlarm", "ParkedEventsAlarm"]
+    assert [a.node.id for a in outbox.alarms] == ["PublisherErrorsAlarm", "FailureQueueAlarm", "ParkedEventsAlarm",
+                                                  "DestinationDeliveryFailuresAlarm"]
     consumer = IdempotentQueueConsumer(stack, "Consumer", function=inline_function(stack, table), alarms=False)
     assert consumer.dlq_alarm is None
     table.add_fencing_alarm(actions=[cw_actions.SnsAction(topic)])
     alarms = Template.from_stack(stack).find_resources("AWS::CloudWatch::Alarm")
-    assert len(alarms) == 4
+    assert len(alarms) == 5
     topic_id = stack.get_logical_id(topic.node.default_child)  # type: ignore[arg-type]
     assert all(a["Properties"]["AlarmActions"] == [{"Ref": topic_id}] for a in alarms.values())
 

@@ -246,7 +246,8 @@ def test_kinesis_consumer_reports_batch_item_failures_in_shard_order(stack: cdk.
     resources = [s["Resource"] for s in _statements(stack, fn.role) if any(
         a.startswith(("kinesis:", "sqs:")) for a in s["Action"])]
     assert resources == [stream_arn, queue_arn]
-    assert [a.node.id for a in consumer.alarms] == ["IteratorAgeAlarm", "FailureQueueAlarm"]
+    assert [a.node.id for a in consumer.alarms] == ["IteratorAgeAlarm", "FailureQueueAlarm",
+                                                    "DestinationDeliveryFailuresAlarm"]
     template.has_resource_properties("AWS::CloudWatch::Alarm", {"MetricName": "IteratorAge", "Threshold": 300_000,
                                                                 "EvaluationPeriods": 3})
 
@@ -264,7 +265,7 @@ def test_dynamodb_stream_consumer_reads_the_tables_stream_only(stack: cdk.Stack,
     reads = [s for s in _statements(stack, fn.role) if s["Action"][0].startswith("dynamodb:Describe")]
     assert reads == [{"Action": ["dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator",
                                  "dynamodb:ListStreams"], "Effect": "Allow", "Resource": stream_arn}]
-    assert [a.node.id for a in consumer.alarms] == ["FailureQueueAlarm"]
+    assert [a.node.id for a in consumer.alarms] == ["FailureQueueAlarm", "DestinationDeliveryFailuresAlarm"]
     with pytest.raises(ValueError, match="a DynamoDB stream is written through its table"):
         consumer.grant_write(fn)
 
@@ -384,11 +385,11 @@ def test_construct_ids_are_contract(stack: cdk.Stack, table: IdempotencyTable) -
     consumer = IdempotentStreamConsumer(stack, "Stream", function=inline_function(stack, table, 20))
     subscription = IdempotentTopicSubscription(stack, "Topic", function=inline_function(stack, table, 30))
     assert [c.node.id for c in rule.node.children] == ["DeadLetterQueue", "Rule", "DlqDepthAlarm",
-                                                         "DlqSendFailedAlarm"]
+                                                         "DlqSendFailedAlarm", "DestinationDeliveryFailuresAlarm"]
     assert [c.node.id for c in consumer.node.children] == [
-        "Stream", "FailureQueue", "Mapping", "IteratorAgeAlarm", "FailureQueueAlarm"]
+        "Stream", "FailureQueue", "Mapping", "IteratorAgeAlarm", "FailureQueueAlarm", "DestinationDeliveryFailuresAlarm"]
     assert [c.node.id for c in subscription.node.children] == ["TopicKey", "Topic", "DeadLetterQueue", "DlqDepthAlarm",
-                                                                 "DlqSendFailedAlarm"]
+                                                                 "DlqSendFailedAlarm", "DestinationDeliveryFailuresAlarm"]
 
 
 def test_the_dashboard_charts_their_dead_letter_and_failure_queues(stack: cdk.Stack, table: IdempotencyTable) -> None:

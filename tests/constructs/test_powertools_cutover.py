@@ -4,7 +4,7 @@ environment, refusals at synthesis, and cdk-nag clean."""
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -20,14 +20,26 @@ from retrysafe_cdk import CutoverFromPowertools, IdempotencyTable, IdempotentFun
 
 from app import feature_flags
 
-UNTIL = datetime(2027, 1, 8, 12, 0, tzinfo=UTC)
+#: A window still open whenever the tests run (a past one is refused at synthesis).
+UNTIL = (datetime.now(UTC) + timedelta(days=30)).replace(microsecond=0)
 OLD = "powertools-idempotency"
+OLD_FUNCTION = "orders-api"
 
 
-def _function(stack: cdk.Stack, old: dynamodb.ITable, until: datetime = UNTIL) -> IdempotentFunction:
+def _function(stack: cdk.Stack, old: dynamodb.ITable, until: datetime = UNTIL, *,
+              function: lambda_.IFunction | str | None = OLD_FUNCTION, key_prefix: str | None = None,
+              function_props: lambda_.FunctionOptions | None = None) -> IdempotentFunction:
     return IdempotentFunction(stack, "Orders", table=IdempotencyTable(stack, "Table"),
                               code=lambda_.Code.from_inline("x = 1"), handler="index.handler",
-                              powertools_cutover=CutoverFromPowertools(table=old, until=until))
+                              function_props=function_props,
+                              powertools_cutover=CutoverFromPowertools(table=old, until=until, function=function,
+                                                                       key_prefix=key_prefix))
+
+
+def _variables(stack: cdk.Stack, fn: IdempotentFunction) -> dict[str, Any]:
+    resources = Template.from_stack(stack).to_json()["Resources"]
+    function = resources[stack.get_logical_id(fn.function.node.default_child)]  # type: ignore[arg-type]
+    return dict(function["Properties"]["Environment"]["Variables"])
 
 
 def _statements_on(stack: cdk.Stack, arn_fragment: str) -> list[dict[str, Any]]:
@@ -39,11 +51,53 @@ def _statements_on(stack: cdk.Stack, arn_fragment: str) -> list[dict[str, Any]]:
 def test_the_old_table_is_read_with_get_item_only_and_the_window_is_in_the_environment() -> None:
     stack = cdk.Stack(cdk.App(), "Cutover")
     fn = _function(stack, dynamodb.Table.from_table_name(stack, "Old", OLD))
-    variables = Template.from_stack(stack).to_json()["Resources"][stack.get_logical_id(
-        fn.function.node.default_child)]["Properties"]["Environment"]["Variables"]  # type: ignore[arg-type]
-    assert variables[names.POWERTOOLS_TABLE_ENV] == OLD
+    variables = _variables(stack, fn)
+    [statement] = _statements_on(stack, f":table/{OLD}")
+    assert statement["Action"] == "dynamodb:GetItem"
+    assert variables[names.POWERTOOLS_TABLE_ENV] == statement["Resource"]  # the table's ARN, as granted
     assert variables[names.POWERTOOLS_UNTIL_ENV] == str(int(UNTIL.timestamp()))
-    assert [s["Action"] for s in _statements_on(stack, f":table/{OLD}")] == ["dynamodb:GetItem"]
+    assert variables[names.POWERTOOLS_LAMBDA_FUNCTION_NAME_ENV] == OLD_FUNCTION
+
+
+def test_a_table_of_another_account_is_looked_up_by_the_arn_it_is_granted_on() -> None:
+    """The runtime would resolve a bare name in its own account: GetItem takes the table's ARN as TableName."""
+    stack = cdk.Stack(cdk.App(), "Cutover", env=cdk.Environment(account="123456789012", region="eu-west-1"))
+    arn = f"arn:aws:dynamodb:eu-west-1:210987654321:table/{OLD}"
+    fn = _function(stack, dynamodb.Table.from_table_arn(stack, "Old", arn))
+    assert _variables(stack, fn)[names.POWERTOOLS_TABLE_ENV] == arn
+    assert [s["Resource"] for s in _statements_on(stack, "210987654321")] == [arn]
+
+
+def test_the_old_function_passes_its_name_and_a_key_prefix_is_passed_as_it_is() -> None:
+    stack = cdk.Stack(cdk.App(), "Cutover")
+    old_function = lambda_.Function.from_function_arn(
+        stack, "OldFunction", "arn:aws:lambda:us-east-1:123456789012:function:orders-api-Handler-9Z8Y")
+    fn = _function(stack, dynamodb.Table.from_table_name(stack, "Old", OLD), function=old_function)
+    assert _variables(stack, fn)[names.POWERTOOLS_LAMBDA_FUNCTION_NAME_ENV] == "orders-api-Handler-9Z8Y"
+    other = cdk.Stack(cdk.App(), "Prefixed")
+    prefixed = _variables(other, _function(other, dynamodb.Table.from_table_name(other, "Old", OLD), function=None,
+                                           key_prefix="charges"))
+    assert prefixed[names.POWERTOOLS_KEY_PREFIX_ENV] == "charges"
+    assert names.POWERTOOLS_LAMBDA_FUNCTION_NAME_ENV not in prefixed
+
+
+def test_a_generated_function_name_without_the_old_one_is_refused_with_the_fix() -> None:
+    stack = cdk.Stack(cdk.App(), "Cutover")
+    with pytest.raises(ValueError, match=r"AWS_LAMBDA_FUNCTION_NAME.*generated.*Fix: .*function=.*key_prefix="):
+        _function(stack, dynamodb.Table.from_table_name(stack, "Old", OLD), function=None)
+
+
+def test_a_function_that_keeps_its_name_needs_no_old_one() -> None:
+    stack = cdk.Stack(cdk.App(), "Cutover")
+    fn = _function(stack, dynamodb.Table.from_table_name(stack, "Old", OLD), function=None,
+                   function_props=lambda_.FunctionOptions(function_name=OLD_FUNCTION))
+    assert names.POWERTOOLS_LAMBDA_FUNCTION_NAME_ENV not in _variables(stack, fn)
+
+
+def test_a_window_already_over_is_refused_with_the_fix() -> None:
+    stack = cdk.Stack(cdk.App(), "Cutover")
+    with pytest.raises(ValueError, match="is already past.*remove powertools_cutover.*Else"):
+        _function(stack, dynamodb.Table.from_table_name(stack, "Old", OLD), datetime(2020, 1, 8, tzinfo=UTC))
 
 
 def test_a_customer_managed_key_of_the_old_table_gets_decrypt_only() -> None:

@@ -86,6 +86,18 @@ def _outbox(stack: cdk.Stack) -> None:
            failure_queue_props=sqs.QueueProps(retention_period=Duration.days(3)))
 
 
+def _outbox_publisher_logs(stack: cdk.Stack) -> None:
+    Outbox(stack, "Outbox", table=IdempotencyTable(stack, "T"), target=_bus(stack),
+           existing_publisher_log_group=logs.LogGroup(stack, "Own"),
+           publisher_log_group_props=logs.LogGroupProps(retention=logs.RetentionDays.ONE_DAY))
+
+
+def _outbox_sweeper_logs(stack: cdk.Stack) -> None:
+    Outbox(stack, "Outbox", table=IdempotencyTable(stack, "T"), target=_bus(stack),
+           existing_sweeper_log_group=logs.LogGroup(stack, "Own"),
+           sweeper_log_group_props=logs.LogGroupProps(retention=logs.RetentionDays.ONE_DAY))
+
+
 def _pipe(stack: cdk.Stack) -> None:
     OutboxPipe(stack, "Pipe", table=IdempotencyTable(stack, "T"), target=_bus(stack),
                existing_failure_queue=sqs.Queue(stack, "Own"),
@@ -170,6 +182,8 @@ def _topic_dlq(stack: cdk.Stack) -> None:
     (_rest_api, "existing_rest_api", "Own", "rest_api_props"),
     (_http_api, "existing_http_api", "Own", "http_api_props"),
     (_outbox, "existing_failure_queue", "Own", "failure_queue_props"),
+    (_outbox_publisher_logs, "existing_publisher_log_group", "Own", "publisher_log_group_props"),
+    (_outbox_sweeper_logs, "existing_sweeper_log_group", "Own", "sweeper_log_group_props"),
     (_pipe, "existing_failure_queue", "Own", "failure_queue_props"),
     (_webhook, "existing_bodies_bucket", "Own", "bodies_bucket_props"),
     (_function, "existing_log_group", "Own", "log_group_props"),

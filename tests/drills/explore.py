@@ -26,6 +26,9 @@ every step and at the end:
 
 * at most one business effect per intent (segment), exactly one once it answered 2xx;
 * every 2xx answer of an intent equals its first (status, body, replayed headers);
+* every 2xx answer is what the completed record holds when it is given: a first execution answers the
+  result it committed (never one of a run that did not commit), a replay the stored one (paths whose
+  answer is one record's: :attr:`~tests.drills.paths.Path.stored`);
 * an invocation never answers "in flight" because of its own claim;
 * intents of two adapters sharing tenant, operation and key (path ``http-sqs``) are independent: neither is
   refused as the other's reused key;
@@ -57,16 +60,18 @@ from typing import Any
 
 from retrysafe import DynamoStore, Engine, HomeRegions, RecordCache
 from retrysafe._config import DEFAULT_HORIZON_SECONDS
+from retrysafe._record import from_item
 from retrysafe.names import RECORD_PREFIX, UNPUBLISHED_ATTRIBUTE
 from retrysafe.testing import Clock, DynamoSemantics, GlobalTables, ttl_sweep
 from retrysafe.testing._boundary import CRASH_AFTER, CRASH_BEFORE
 
-from tests.drills.paths import BUSINESS, PATHS, POWERTOOLS, TABLE, create_tables, store_for
+from tests.drills.paths import BUSINESS, PATHS, POWERTOOLS, TABLE, TAKEOVER_ADAPTERS, create_tables, store_for
 from tests.drills.scheduler import (
     CANCEL_CONFLICT,
     CANCEL_THROTTLED,
     LOST_ALL,
     LOST_ONCE,
+    THROTTLED,
     Invocation,
     Run,
     Slot,
@@ -84,8 +89,10 @@ COMPLETION_TRIES = 5
 #: The fault kinds of the bounded exploration; the deep one adds cancellation reasons.
 BASIC_FAULTS = (CRASH_BEFORE, CRASH_AFTER, LOST_ONCE, LOST_ALL)
 DEEP_FAULTS = BASIC_FAULTS + (CANCEL_THROTTLED, CANCEL_CONFLICT)
+#: The takeover scopes' fault kinds: every kind, a ``ThrottlingException`` on any call too.
+TAKEOVER_FAULTS = DEEP_FAULTS + (THROTTLED,)
 _FAULT_CODES = {CRASH_BEFORE: "cb", CRASH_AFTER: "ca", LOST_ONCE: "l1", LOST_ALL: "la",
-                CANCEL_THROTTLED: "ct", CANCEL_CONFLICT: "cc"}
+                CANCEL_THROTTLED: "ct", CANCEL_CONFLICT: "cc", THROTTLED: "th"}
 _CODE_FAULTS = {v: k for k, v in _FAULT_CODES.items()}
 #: The regions of the two-region scopes: the first is the exploration's own region (its observer's).
 REGIONS = ("eu-west-1", "us-east-1")
@@ -206,11 +213,11 @@ class World:
 
         return dynamodb_backends[DEFAULT_ACCOUNT_ID][region].get_table(name)
 
-    def items(self, table: str) -> list[dict[str, Any]]:
-        """Every item of ``table`` as DynamoDB returns it, read from moto's backend (the observer's view:
-        no request, so the schedule's calls and faults are unaffected)."""
+    def items(self, table: str, region: str = REGIONS[0]) -> list[dict[str, Any]]:
+        """Every item of ``table`` (in ``region``'s replica) as DynamoDB returns it, read from moto's backend (the
+        observer's view: no request, so the schedule's calls and faults are unaffected)."""
         with DynamoSemantics.exclusive():
-            return [item.to_json()["Attributes"] for item in list(self._table(table).items.values())]
+            return [item.to_json()["Attributes"] for item in list(self._table(table, region).items.values())]
 
     def reset(self) -> None:
         """Empty the tables (in every region) for the next schedule."""
@@ -251,6 +258,8 @@ class Schedule:
         self.expired = False
         self.env_used = 0
         self.faults = 0
+        #: Each invocation's position, by name (it picks the invocation's region).
+        self.positions: dict[str, int] = {}
 
     # -- running ---------------------------------------------------------------------
     def execute(self) -> None:
@@ -275,6 +284,7 @@ class Schedule:
                                 clock=lambda skew=skew: world.clock.now + skew)  # type: ignore[misc]
                 call = self.path.make(intent, engine, self.notes)
                 region = f"@{self.scope.regions[index]}" if index < len(self.scope.regions) else ""
+                self.positions[f"{intent}{index + 1}{region}"] = index
                 run.add(Invocation(f"{intent}{index + 1}{region}", intent, world.slots[index], call))
             while self.violation is None and self._step(run):
                 pass
@@ -408,9 +418,15 @@ class Schedule:
         answer = invocation.answer
         assert answer is not None
         self.trace.append(f"{invocation.name} answered {answer.describe()}")
-        self._answered(invocation.intent, answer, invocation.owner, invocation.name)
+        self._answered(invocation.intent, answer, invocation.owner, invocation.name, self.positions[invocation.name])
 
-    def _answered(self, intent: str, answer: Any, owner: str | None, who: str) -> None:
+    def _committed_in(self, index: int) -> str:
+        """The region whose table holds what invocation (or process) ``index`` commits."""
+        if not self.scope.regions:
+            return REGIONS[0]
+        return self.scope.home or self.scope.regions[min(index, len(self.scope.regions) - 1)]
+
+    def _answered(self, intent: str, answer: Any, owner: str | None, who: str, index: int) -> None:
         if answer.kind == "in_flight" and owner is not None:
             record = self._record()
             if record is not None and record.get("st", {}).get("S") == "pending" and \
@@ -421,6 +437,7 @@ class Schedule:
             first = self.seen.first_2xx.setdefault(intent, shown)
             if first != shown:
                 self._fail("answers-differ", f"intent {intent}: a 2xx answer {shown} differs from the first {first}")
+            self._as_committed(answer, shown, who, index)
             self.seen.terminal[intent] = answer.kind
         elif answer.kind == "refused" and self.expired and self.path.refused_after_expiry is not None \
                 and isinstance(answer.value, dict) and answer.value.get("type") == self.path.refused_after_expiry:
@@ -439,6 +456,21 @@ class Schedule:
             if len(set(self.scope.intents)) == 1:
                 self._fail("mismatch-own", f"{who} was refused as another payload (422) for its own request")
             self.seen.terminal.setdefault(intent, "mismatch")
+
+    def _as_committed(self, answer: Any, shown: tuple[Any, ...], who: str, index: int) -> None:
+        """A 2xx answer is what the completed record replays as, at the moment it is given (nothing else runs)."""
+        if self.path.stored is None:
+            return
+        record = self._record(self._committed_in(index))
+        state = (record or {}).get("st", {}).get("S")
+        if record is None or state != "completed":
+            self._fail("answer-not-committed", f"{who} answered {answer.describe()} but the record is "
+                                               f"{state or 'gone'}")
+        stored = self.path.stored(from_item(record).result)
+        expected = (stored.status, json.dumps(stored.value, sort_keys=True, default=repr), stored.headers)
+        if shown != expected:
+            self._fail("answer-not-committed", f"{who} answered {shown} but the completed record replays "
+                                               f"{expected}")
 
     def _foreign_calls(self, intent: str) -> int:
         return sum(1 for note in self.notes if note == f"foreign call for {intent}")
@@ -479,7 +511,7 @@ class Schedule:
                     continue
                 if answer.kind not in ("executed", "replayed"):  # SQS and task answers do not tell a replay apart
                     self._fail("replay-differs", f"a replay of answered intent {intent} answered {answer.describe()}")
-                self._answered(intent, answer, None, f"a replay of {intent}")
+                self._answered(intent, answer, None, f"a replay of {intent}", index)
                 self._check()
 
     def _complete(self) -> None:
@@ -506,7 +538,7 @@ class Schedule:
                 answer = call()
                 answers.append(answer.describe())
                 self.trace.append(f"retry of intent {intent} answered {answer.describe()}")
-                self._answered(intent, answer, None, f"a retry of {intent}")
+                self._answered(intent, answer, None, f"a retry of {intent}", len(world.slots) - 1)
                 self._check()
                 if intent in self.seen.terminal:
                     break
@@ -530,8 +562,8 @@ class Schedule:
     def _items(self, table: str) -> list[dict[str, Any]]:
         return self.world.items(table)
 
-    def _record(self) -> dict[str, Any] | None:
-        records = [i for i in self._items(TABLE) if i["pk"]["S"].startswith(RECORD_PREFIX)]
+    def _record(self, region: str = REGIONS[0]) -> dict[str, Any] | None:
+        records = [i for i in self.world.items(TABLE, region) if i["pk"]["S"].startswith(RECORD_PREFIX)]
         return records[0] if records else None
 
     def _effects(self, intent: str) -> dict[str, int]:
@@ -708,11 +740,14 @@ def world() -> Iterator[World]:
         os.environ.update(saved)
 
 
+#: The live takeover paths: their first invocation is another deployment's (claim-first), so they have scopes of
+#: their own.
+LIVE_TAKEOVERS = tuple(f"takeover-{name}-live" for name in TAKEOVER_ADAPTERS)
 #: The paths of one adapter each (``http-sqs`` crosses two: it has scopes of its own).
-SINGLE = tuple(p for p in PATHS if not PATHS[p].independent)
+SINGLE = tuple(p for p in PATHS if not PATHS[p].independent and p not in LIVE_TAKEOVERS)
 #: The request paths of one adapter (the outbox path has publishers, not intents); not the cut-over's, whose
 #: Powertools record expires on the wall clock (Powertools reads ``datetime.now()``), not on the exploration's:
-#: its expiry and TTL events cannot reach that record.
+#: its expiry and TTL events cannot reach that record; nor the takeover paths, whose lapsed claim is intent A's.
 REQUESTS = tuple(p for p in SINGLE if PATHS[p].outbox is None and PATHS[p].prepare is None)
 
 #: The bounded exhaustive set ``make test`` runs (tests/drills/test_exploration.py).
@@ -757,6 +792,13 @@ BOUNDED: tuple[Scope, ...] = (
     # the cut-over: retries of a request Powertools completed, faults on the lookup and on the recording write
     *(Scope(path, ("A",), faults=2) for path in ("http-cutover", "http-cutover-claim-first")),
     *(Scope(path, ("A", "A"), faults=1, total=1) for path in ("http-cutover", "http-cutover-claim-first")),
+    # the previous deployment (claim-first) died holding intent A's claim and its lease lapsed: atomic invocations
+    # take it over, on every atomic adapter. One fault of every kind on each call of the takeover (the transaction
+    # that meets the claim, the claim, the takeover, the completing write); two takeovers racing; and the previous
+    # deployment's invocation alive, its lease lapsing while it runs
+    *(Scope(f"takeover-{name}", ("A",), faults=1, kinds=TAKEOVER_FAULTS) for name in TAKEOVER_ADAPTERS),
+    *(Scope(f"takeover-{name}", ("A", "A"), faults=0) for name in TAKEOVER_ADAPTERS),
+    *(Scope(path, ("A", "A"), faults=0, env=("lapse",)) for path in LIVE_TAKEOVERS),
 )
 
 #: The deep set ``make soak`` runs: up to two faults per invocation (cancellation reasons included) and
@@ -779,6 +821,9 @@ DEEP: tuple[Scope, ...] = (
       for path in REQUESTS),
     Scope("http-claim-first", ("A", "A"), faults=0, env=("replicate", "lapse"), env_budget=3, regions=REGIONS,
           home=REGIONS[0]),
+    # the takeover: two faults of every kind; the previous deployment's invocation alive with a fault
+    *(Scope(f"takeover-{name}", ("A",), faults=2, kinds=TAKEOVER_FAULTS) for name in TAKEOVER_ADAPTERS),
+    *(Scope(path, ("A", "A"), faults=1, total=1, kinds=TAKEOVER_FAULTS, env=("lapse",)) for path in LIVE_TAKEOVERS),
 )
 
 

@@ -23,6 +23,17 @@ The cut-over paths (``http-cutover``, ``http-cutover-claim-first``): the code be
 Powertools' own persistence layer, its effect counted); every explored invocation is a retry under
 retrysafe with ``powertools_cutover`` on. None may commit the effect again, and each answers
 Powertools' stored response, whatever fault hits the lookup or the write that records the answer.
+
+The takeover paths (``takeover-<adapter>``, on every atomic adapter: ``@idempotent``,
+``@idempotent_function``, ``@idempotent_http``, ``IdempotencyMiddleware``, and the per-record path of
+SQS, Kinesis and DynamoDB Streams consumers, i.e. what Powertools' batch processor is given): the
+previous deployment of the handler ran claim-first and died holding intent A's claim (its process
+crashed right after the claim's ``PutItem`` applied; the lease has lapsed when the schedule starts).
+Every explored invocation runs atomic: its transaction meets the lapsed claim, it takes the claim
+over and commits the run it already made. Each run answers a result of its own (a random token), so
+an answer from a run that did not commit differs from the record. ``takeover-<adapter>-live``: the
+previous deployment's invocation is explored too (the schedule's first invocation runs claim-first,
+every later one atomic), so it may resume after its lease lapsed and its successor took over.
 """
 
 from __future__ import annotations
@@ -32,7 +43,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any
+from typing import Any, Protocol
 
 from retrysafe import (
     Engine,
@@ -46,6 +57,8 @@ from retrysafe import (
     names,
 )
 from retrysafe._store import DynamoStore
+from retrysafe.errors import KeyReuseMismatchError, RequestInFlightError
+from retrysafe.http._core import StoredResponse
 from retrysafe.sqs import Message
 from retrysafe.testing._adapters import (
     Answer,
@@ -55,8 +68,9 @@ from retrysafe.testing._adapters import (
     SqsAdapter,
     TaskAdapter,
     WebhookAdapter,
+    classify_http,
 )
-from retrysafe.testing._events import DrillContext, api_event
+from retrysafe.testing._events import DrillContext, api_event, http_event
 from retrysafe.webhook import GitHub, WebhookReceiver
 
 from tests.helpers import create_business_table
@@ -167,12 +181,19 @@ def _task(intent: str, engine: Engine, notes: list[str]) -> Callable[[], Answer]
     return lambda: adapter.invoke(adapter.request(KEY))
 
 
-def _event(intent: str, engine: Engine, notes: list[str]) -> Callable[[], Answer]:
+def run_token() -> str:
+    """A result unique to one run of a handler: an answer from a run that did not commit differs from the record."""
+    return os.urandom(8).hex()
+
+
+def _event(intent: str, engine: Engine, notes: list[str], mode: str = "atomic") -> Callable[[], Answer]:
     def ship(event: dict[str, Any], context: Any, txn: Transaction) -> dict[str, Any]:
         effect(txn, event["detail"]["intent"])
-        return {"intent": event["detail"]["intent"], "amount": Decimal(event["detail"]["amount"]) / 4}
+        return {"intent": event["detail"]["intent"], "amount": Decimal(event["detail"]["amount"]) / 4,
+                "run": run_token()}
 
-    adapter = EventAdapter(idempotent(subscriber="explore", engine=engine)(ship), lambda variant: payload(intent))
+    adapter = EventAdapter(idempotent(subscriber="explore", mode=mode, engine=engine)(ship),
+                           lambda variant: payload(intent))
     return lambda: adapter.invoke(adapter.request(KEY))
 
 
@@ -180,13 +201,16 @@ class _Unstorable:
     """A provider's response object: not a value a record can store."""
 
 
-def _function(intent: str, engine: Engine, notes: list[str], storable: bool) -> Callable[[], Answer]:
+def _function(intent: str, engine: Engine, notes: list[str], storable: bool,
+              mode: str = "claim_first") -> Callable[[], Answer]:
     def charge(order: dict[str, Any], txn: Transaction) -> Any:
-        notes.append(f"foreign call for {order['intent']}")
+        if mode == "claim_first":
+            notes.append(f"foreign call for {order['intent']}")
         effect(txn, order["intent"])
-        return {"intent": order["intent"], "charged": Decimal(order["amount"]) / 4} if storable else _Unstorable()
+        return {"intent": order["intent"], "charged": Decimal(order["amount"]) / 4, "run": run_token()} \
+            if storable else _Unstorable()
 
-    function = idempotent_function(data_keyword_argument="order", subscriber="explore", key="id", mode="claim_first",
+    function = idempotent_function(data_keyword_argument="order", subscriber="explore", key="id", mode=mode,
                                    lease_seconds=30, engine=engine)(charge)
     adapter = FunctionAdapter(function, lambda variant: payload(intent))
     return lambda: adapter.invoke(adapter.request(KEY))
@@ -305,6 +329,159 @@ def _http_and_sqs(intent: str, engine: Engine, notes: list[str]) -> Callable[[],
     sqs = SqsAdapter(idempotent_sqs(consume, subscriber=SHARED_TENANT, operation=SHARED_OPERATION, engine=engine),
                      lambda variant: payload(intent))
     return lambda: sqs.invoke(sqs.request(KEY))
+
+
+# -- the takeover paths (module docstring) ----------------------------------------------------------------
+#: Builds one invocation's call of a takeover path in a mode: ``(intent, engine, notes, mode) -> call``.
+class TakeoverMaker(Protocol):
+    def __call__(self, intent: str, engine: Engine, notes: list[str], mode: str, /) -> Callable[[], Answer]: ...
+
+
+#: Past the previous deployment's lease (``DrillContext``'s 30 s remaining time plus the lease margin).
+TAKEOVER_LAPSE_SECONDS = 120.0
+
+
+def _work(txn: Transaction, intent: str) -> dict[str, str]:
+    """What a takeover path's handler does: the effect, and a result of this run only."""
+    effect(txn, intent)
+    return {"intent": intent, "run": run_token()}
+
+
+def _per_record(process: Callable[[], Any]) -> Answer:
+    """One record through its consumer's per-record path: what the batch processor is given, or the error it
+    reports in ``batchItemFailures`` (classified by type, as :class:`~retrysafe.testing._adapters.SqsAdapter` does)."""
+    try:
+        return Answer("executed", value=process())
+    except RequestInFlightError:
+        return Answer("in_flight")
+    except KeyReuseMismatchError:
+        return Answer("mismatch")
+    except Exception as error:  # noqa: BLE001 - a batch item failure
+        return Answer("failed", value=f"{type(error).__name__}: {error}")
+
+
+def _takeover_http(intent: str, engine: Engine, notes: list[str], mode: str) -> Callable[[], Answer]:
+    def create(event: dict[str, Any], context: Any, txn: Transaction) -> dict[str, Any]:
+        body = json.dumps(_work(txn, json.loads(event["body"])["intent"]))
+        return {"statusCode": 201, "headers": {"Content-Type": "application/json"}, "body": body}
+
+    adapter = HttpAdapter(idempotent_http(create, operation="Takeover", mode=mode, engine=engine),
+                          lambda variant: payload(intent))
+    return lambda: adapter.invoke(adapter.request(KEY))
+
+
+def _takeover_middleware(intent: str, engine: Engine, notes: list[str], mode: str) -> Callable[[], Answer]:
+    from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
+    from retrysafe import TRANSACTION_KEY, IdempotencyMiddleware
+
+    app = APIGatewayHttpResolver()
+
+    @app.post("/orders", middlewares=[IdempotencyMiddleware(operation="Takeover", mode=mode, engine=engine)])
+    def create() -> Response[str]:
+        body = app.current_event.json_body
+        return Response(201, content_types.APPLICATION_JSON, json.dumps(_work(app.context[TRANSACTION_KEY],
+                                                                              body["intent"])))
+
+    request = {**http_event(payload(intent), key=KEY, route="/orders"), "routeKey": "POST /orders"}
+    return lambda: classify_http(app.resolve(request, DrillContext()))
+
+
+def _takeover_sqs(intent: str, engine: Engine, notes: list[str], mode: str) -> Callable[[], Answer]:
+    from aws_lambda_powertools.utilities.data_classes import SQSRecord
+    from retrysafe.testing._events import sqs_record
+
+    def consume(message: Message, txn: Transaction) -> dict[str, str]:
+        return _work(txn, message.content["intent"])
+
+    consumer = idempotent_sqs(consume, subscriber="billing", mode=mode, lease_seconds=30,
+                              engine=engine).consumer
+    record = sqs_record(payload(intent), attributes={names.KEY_MESSAGE_ATTRIBUTE: KEY})
+    return lambda: _per_record(lambda: consumer.process(SQSRecord(record), DrillContext()))
+
+
+def _takeover_kinesis(intent: str, engine: Engine, notes: list[str], mode: str) -> Callable[[], Answer]:
+    from aws_lambda_powertools.utilities.data_classes.kinesis_stream_event import KinesisStreamRecord
+    from retrysafe.streams import KinesisMessage, idempotent_kinesis
+    from retrysafe.testing._events import kinesis_record
+
+    @idempotent_kinesis(subscriber="ledger", mode=mode, engine=engine)
+    def post(message: KinesisMessage, txn: Transaction) -> dict[str, str]:
+        return _work(txn, message.content["intent"])
+
+    record = kinesis_record(payload(intent), sequence_number="1", partition_key=KEY)
+    return lambda: _per_record(lambda: post.consumer.process(KinesisStreamRecord(record), DrillContext()))
+
+
+def _takeover_dynamodb_stream(intent: str, engine: Engine, notes: list[str], mode: str) -> Callable[[], Answer]:
+    from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import DynamoDBRecord
+    from retrysafe.streams import DynamoDBChange, idempotent_dynamodb_stream
+    from retrysafe.testing._events import dynamodb_stream_record
+
+    @idempotent_dynamodb_stream(subscriber="index", mode=mode, engine=engine)
+    def index(change: DynamoDBChange, txn: Transaction) -> dict[str, str]:
+        return _work(txn, change.new_image["intent"])
+
+    record = dynamodb_stream_record("INSERT", {"pk": {"S": "order#1"}}, sequence_number="1".zfill(21),
+                                    new_image={"pk": {"S": "order#1"}, "intent": {"S": intent}})
+    return lambda: _per_record(lambda: index.consumer.process(DynamoDBRecord(record), DrillContext()))
+
+
+#: The atomic adapters of the takeover paths (``takeover-<name>``).
+TAKEOVER_ADAPTERS: dict[str, TakeoverMaker] = {
+    "event": _event,
+    "function": lambda i, e, n, mode: _function(i, e, n, storable=True, mode=mode),
+    "http": _takeover_http,
+    "middleware": _takeover_middleware,
+    "sqs": _takeover_sqs,
+    "kinesis": _takeover_kinesis,
+    "dynamodb-stream": _takeover_dynamodb_stream,
+}
+
+
+class Takeover:
+    """A takeover path (module docstring): ``live`` explores the previous deployment's invocation too."""
+
+    def __init__(self, build: TakeoverMaker, live: bool) -> None:
+        self.build, self.live = build, live
+
+    def prepare(self, client: Any, clock: Any) -> None:
+        """Intent A's claim, left by the previous deployment (claim-first), which crashed after its claim applied."""
+        from retrysafe.testing import Boundary, SimulatedCrash
+
+        boundary = Boundary(client)
+        try:
+            boundary.crash("PutItem", when="after")
+            try:
+                self.build("A", Engine(store_for(client), cache=None, clock=clock), [], "claim_first")()
+            except SimulatedCrash:
+                pass
+            else:
+                raise AssertionError("the previous deployment's invocation did not crash after its claim")
+        finally:
+            boundary.close()
+        clock.advance(TAKEOVER_LAPSE_SECONDS)
+
+    def make(self, intent: str, engine: Engine, notes: list[str]) -> Callable[[], Answer]:
+        """The schedule's first invocation of a live path is the previous deployment's (claim-first)."""
+        notes.append("a delivery")
+        first = self.live and notes.count("a delivery") == 1
+        return self.build(intent, engine, notes, "claim_first" if first else "atomic")
+
+
+def _stored_http(result: Any) -> Answer:
+    """The answer a stored HTTP response replays as."""
+    stored = StoredResponse.from_result(result)
+    return classify_http({"statusCode": stored.status, "headers": stored.headers, "body": stored.body})
+
+
+def _stored_as_is(result: Any) -> Answer:
+    """The answer a stored result replays as when the adapter returns the result itself."""
+    return Answer("executed", value=result)
+
+
+def _acknowledged(result: Any) -> Answer:
+    """An SQS consumer's answer (its acknowledgement) carries nothing of the result."""
+    return Answer("executed")
 
 
 class MemoryQueue:
@@ -428,6 +605,10 @@ class Cutover:
         request = api_event(json.dumps(payload("A")), headers={"Content-Type": "application/json",
                                                                names.IDEMPOTENCY_KEY_HEADER: KEY})  # as HttpAdapter
         layer.save_success(data=request, result=_order_response("A"))
+        # Powertools dated its expiry by the wall clock; the old code ran at the exploration's time instead
+        [record] = client.scan(TableName=POWERTOOLS, ConsistentRead=True)["Items"]
+        client.update_item(TableName=POWERTOOLS, Key={"id": record["id"]}, UpdateExpression="SET expiration = :exp",
+                           ExpressionAttributeValues={":exp": {"N": str(int(clock()) + 3600)}})
         client.update_item(TableName=BUSINESS, Key={"pk": {"S": "effect#A#main"}}, UpdateExpression="ADD #n :one",
                            ExpressionAttributeNames={"#n": "n"}, ExpressionAttributeValues={":one": {"N": "1"}})
 
@@ -473,33 +654,49 @@ class Path:
     independent: bool = False
     #: Writes what exists before the schedule starts (the cut-over's Powertools record), on the observer's client.
     prepare: Callable[[Any, Any], None] | None = None
+    #: The answer a stored result replays as: every 2xx answer (a first execution's, a replay's) must be what
+    #: the completed record holds when it is given. ``None``: the answer is not one record's (a batch, two
+    #: records, the outbox publisher).
+    stored: Callable[[Any], Answer] | None = None
 
 
 OUTBOX = Outbox()
 
 
+def _takeover_path(name: str, live: bool) -> Path:
+    """``takeover-<name>`` (the previous deployment's lapsed claim prepared) or ``takeover-<name>-live``."""
+    takeover = Takeover(TAKEOVER_ADAPTERS[name], live)
+    return Path(f"takeover-{name}{'-live' if live else ''}", takeover.make,
+                prepare=None if live else takeover.prepare,
+                stored=_stored_http if name in ("http", "middleware") else _stored_as_is)
+
+
 PATHS: dict[str, Path] = {p.name: p for p in (
-    Path("http-atomic", lambda i, e, n: _http(i, e, n, "atomic")),
-    Path("http-atomic-hinted", lambda i, e, n: _http(i, e, n, "atomic", hinted=True)),
-    Path("http-atomic-record-only", lambda i, e, n: _http_record_only(i, e, n, "atomic"), ()),
-    Path("http-claim-first-record-only", lambda i, e, n: _http_record_only(i, e, n, "claim_first"), ()),
-    Path("http-claim-first", lambda i, e, n: _http(i, e, n, "claim_first")),
-    Path("sqs", _sqs),
-    Path("sqs-hinted", lambda i, e, n: _sqs(i, e, n, receive_count=2)),
-    Path("sqs-redelivered", _sqs_redelivered),
+    Path("http-atomic", lambda i, e, n: _http(i, e, n, "atomic"), stored=_stored_http),
+    Path("http-atomic-hinted", lambda i, e, n: _http(i, e, n, "atomic", hinted=True), stored=_stored_http),
+    Path("http-atomic-record-only", lambda i, e, n: _http_record_only(i, e, n, "atomic"), (), stored=_stored_http),
+    Path("http-claim-first-record-only", lambda i, e, n: _http_record_only(i, e, n, "claim_first"), (),
+         stored=_stored_http),
+    Path("http-claim-first", lambda i, e, n: _http(i, e, n, "claim_first"), stored=_stored_http),
+    Path("sqs", _sqs, stored=_acknowledged),
+    Path("sqs-hinted", lambda i, e, n: _sqs(i, e, n, receive_count=2), stored=_acknowledged),
+    Path("sqs-redelivered", _sqs_redelivered, stored=_acknowledged),
     Path("kinesis", lambda i, e, n: _kinesis(i, e, n, "atomic"), ("r1", "r2", "r3")),
     Path("kinesis-claim-first", lambda i, e, n: _kinesis(i, e, n, "claim_first"), ("r1", "r2", "r3")),
     Path("dynamodb-stream", _dynamodb_stream, ("r1", "r2", "r3")),
-    Path("task", _task, ("a", "b", "c")),
-    Path("webhook", _webhook, refused_after_expiry="urn:retrysafe:problem:state-conflict"),
-    Path("event-atomic", _event),
-    Path("function-claim-first", lambda i, e, n: _function(i, e, n, storable=True)),
+    Path("task", _task, ("a", "b", "c"), stored=_stored_as_is),
+    Path("webhook", _webhook, refused_after_expiry="urn:retrysafe:problem:state-conflict", stored=_stored_http),
+    Path("event-atomic", _event, stored=_stored_as_is),
+    Path("function-claim-first", lambda i, e, n: _function(i, e, n, storable=True), stored=_stored_as_is),
     Path("function-unstorable", lambda i, e, n: _function(i, e, n, storable=False),
          final_error="UnstorableResultError"),
     Path("outbox", OUTBOX.make, outbox=OUTBOX),
     Path("http-sqs", _http_and_sqs, independent=True),
-    Path("http-cutover", lambda i, e, n: CUTOVER.make(i, e, n, "atomic"), prepare=CUTOVER.prepare),
-    Path("http-cutover-claim-first", lambda i, e, n: CUTOVER.make(i, e, n, "claim_first"), prepare=CUTOVER.prepare),
+    Path("http-cutover", lambda i, e, n: CUTOVER.make(i, e, n, "atomic"), prepare=CUTOVER.prepare,
+         stored=_stored_http),
+    Path("http-cutover-claim-first", lambda i, e, n: CUTOVER.make(i, e, n, "claim_first"), prepare=CUTOVER.prepare,
+         stored=_stored_http),
+    *(_takeover_path(name, live) for live in (False, True) for name in TAKEOVER_ADAPTERS),
 )}
 
 

@@ -214,3 +214,28 @@ def test_the_exploration_catches_a_cutover_that_does_not_look_up(explorer: World
     monkeypatch.setattr(CUTOVER, "until", 0.0)
     result = explore(explorer, Scope("http-cutover", ("A",), faults=0), stop_at_first=True)
     assert "effect#A#main was committed 2 times" in result.violations["double-effect"].detail
+
+
+@pytest.mark.parametrize("path", ["takeover-event", "takeover-function"])
+def test_the_exploration_catches_a_takeover_that_answers_a_run_it_did_not_commit(
+        explorer: World, monkeypatch: pytest.MonkeyPatch, path: str) -> None:
+    """Mutation check, the engine before its takeover fix: atomic mode met a lapsed claim, took it over and ran
+    the work again, so ``@idempotent`` and ``@idempotent_function`` answered the first run while the record held
+    the second (the other adapters answer the second run: the same answer, the handler run twice)."""
+    from retrysafe._engine import Engine
+
+    atomic = Engine._atomic
+
+    def remembering(engine: Engine, intent: Any, work: Any, now: float, remaining_ms: Any) -> Any:
+        engine.__dict__["work"] = work
+        return atomic(engine, intent, work, now, remaining_ms)
+
+    def running_again(engine: Engine, intent: Any, txn: Any, completion: Any, now: float, expires_at: int,
+                      remaining_ms: Any) -> Any:
+        return engine._claim_first(intent, engine.__dict__["work"], engine.clock(), remaining_ms)
+
+    monkeypatch.setattr(Engine, "_atomic", remembering)
+    monkeypatch.setattr(Engine, "_take_over", running_again)
+    result = explore(explorer, Scope(path, ("A",), faults=0), stop_at_first=True)
+    assert "answer-not-committed" in result.violations, result.violations
+    assert "but the completed record replays" in result.violations["answer-not-committed"].detail

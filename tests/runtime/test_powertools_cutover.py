@@ -146,6 +146,43 @@ def test_http_retry_across_the_deploy_is_answered_from_powertools_record(
         assert dict(calls.calls) == {"PutItem": 1}
 
 
+def idempotency_records(ddb: Any) -> list[dict[str, Any]]:
+    """retrysafe's records (not the business table's items)."""
+    return [item for item in ddb.scan(TableName=TABLE)["Items"]
+            if item[retrysafe_names.PARTITION_KEY]["S"].startswith(retrysafe_names.RECORD_PREFIX)]
+
+
+@pytest.mark.parametrize("mode", [Mode.ATOMIC, Mode.CLAIM_FIRST])
+def test_http_a_5xx_powertools_stored_is_replayed_and_recorded_nowhere(
+        store: Any, ddb: Any, old_table: str, mode: Mode) -> None:
+    """Powertools stored the handler's 500 as COMPLETED; retrysafe never stores a 5xx (docs/http.md), so the
+    answer is replayed as the old code would have, and not recorded: once Powertools' record expires, it runs."""
+    @idempotent(config=IdempotencyConfig(event_key_jmespath=HEADER_KEY), persistence_store=old_layer())
+    def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        effect(ddb, "http")
+        return {"statusCode": 503, "headers": {"Content-Type": "application/json"}, "body": '{"error": "down"}'}
+
+    assert lambda_handler(http_event({}, key="k-1"), DrillContext())["statusCode"] == 503
+    new = new_http_handler(ddb, Engine(store, cache=RecordCache(16)),
+                           http_cutover("test_http_a_5xx_powertools_stored_is_replayed_and_recorded_nowhere"), mode)
+    retry = new(http_event({}, key="k-1"), DrillContext())
+    assert retry["statusCode"] == 503 and retry["headers"][retrysafe_names.REPLAYED_HEADER] == "true"
+    assert applied(ddb, "http") == 1 and idempotency_records(ddb) == []
+    expire_powertools_records(ddb)
+    ran = new(http_event({}, key="k-1"), DrillContext())
+    assert ran["statusCode"] == 201 and applied(ddb, "http") == 2
+
+
+def test_an_adopted_answer_expires_when_powertools_record_would_have(store: Any, ddb: Any, old_table: str) -> None:
+    """Powertools kept its record until ``expiration`` (expires_after_seconds); the adopted one is not kept longer."""
+    old_http_handler(ddb, IdempotencyConfig(event_key_jmespath=HEADER_KEY, expires_after_seconds=600))(
+        http_event({}, key="k-1"), DrillContext())
+    [old_record] = powertools_items(ddb)
+    new_http_handler(ddb, Engine(store, cache=None), http_cutover())(http_event({}, key="k-1"), DrillContext())
+    [record] = idempotency_records(ddb)
+    assert record[retrysafe_names.TTL_ATTRIBUTE]["N"] == old_record["expiration"]["N"]
+
+
 def test_http_replay_from_the_record_cache_makes_no_lookup(store: Any, ddb: Any, old_table: str,
                                                            calls: CallCounter) -> None:
     old_http_handler(ddb, IdempotencyConfig(event_key_jmespath=HEADER_KEY))(http_event({}, key="k-1"), DrillContext())
@@ -482,6 +519,35 @@ def test_a_key_prefix_needs_no_function_name_and_neither_is_refused_by_name() ->
         PowertoolsCutover(table_name="old", until=window())
 
 
+def test_a_renamed_function_finds_the_records_keyed_on_the_old_function_name(
+        store: Any, ddb: Any, old_table: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Powertools keyed on ``<AWS_LAMBDA_FUNCTION_NAME>.<module>.<qualname>``: the new function has another name."""
+    missed, found = {"order_id": "o-10", "amount": 2}, {"order_id": "o-11", "amount": 2}
+    old_charge(ddb)(order=missed)  # the old code, run as FUNCTION
+    old_charge(ddb)(order=found)
+    monkeypatch.setenv("AWS_LAMBDA_FUNCTION_NAME", "orders-api-NewFunction-1A2B3C")
+    qualname = f"{__name__}.old_charge.<locals>.charge"
+    unnamed = PowertoolsCutover(function_name=qualname, event_key_jmespath="order_id", table_name=POWERTOOLS_TABLE,
+                                until=window())
+    assert new_charge(ddb, Engine(store, cache=None), unnamed)(order=missed)["receipt"] == "new-o-10"
+    named = PowertoolsCutover(function_name=qualname, lambda_function_name=FUNCTION, event_key_jmespath="order_id",
+                              table_name=POWERTOOLS_TABLE, until=window())
+    assert new_charge(ddb, Engine(store, cache=None), named)(order=found) == {"receipt": "r-o-11", "amount": 2}
+    assert applied(ddb, "charge") == 3  # o-10 twice (the new code missed it), o-11 once
+
+
+def test_the_old_function_name_and_key_prefix_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What ``CutoverFromPowertools(function=..., key_prefix=...)`` sets; the code's own options win."""
+    monkeypatch.setenv(retrysafe_names.POWERTOOLS_LAMBDA_FUNCTION_NAME_ENV, "orders-api")
+    options = PowertoolsCutover(function_name="app.h", table_name="old", until=window())
+    assert (options.lambda_function_name, options.key_prefix) == ("orders-api", None)
+    assert PowertoolsCutover(function_name="app.h", lambda_function_name="other", table_name="old",
+                             until=window()).lambda_function_name == "other"
+    monkeypatch.setenv(retrysafe_names.POWERTOOLS_KEY_PREFIX_ENV, "charges")
+    assert PowertoolsCutover(table_name="old", until=window()).key_prefix == "charges"  # no function_name needed
+    assert PowertoolsCutover(key_prefix="mine", table_name="old", until=window()).key_prefix == "mine"
+
+
 def test_an_event_without_the_powertools_key_runs_without_a_warning(store: Any, ddb: Any, old_table: str,
                                                                     recwarn: pytest.WarningsRecorder) -> None:
     charge = new_charge(ddb, Engine(store, cache=None), PowertoolsCutover(
@@ -518,6 +584,7 @@ def test_incomplete_configuration_is_refused_at_cold_start(options: dict[str, An
                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(retrysafe_names.POWERTOOLS_TABLE_ENV, raising=False)
     monkeypatch.delenv(retrysafe_names.POWERTOOLS_UNTIL_ENV, raising=False)
+    monkeypatch.delenv(retrysafe_names.POWERTOOLS_KEY_PREFIX_ENV, raising=False)
     with pytest.raises(ConfigurationError, match=message):
         PowertoolsCutover(**options)
 

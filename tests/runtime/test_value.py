@@ -55,7 +55,7 @@ SAMPLES: dict[type[Value], st.SearchStrategy[Value]] = {
     Record: records,
     Intent: st.builds(Intent, scopes, text, st.sampled_from(list(Mode)), retentions, st.none() | st.floats(1, 900),
                       st.floats(0, 10)),
-    Completion: st.builds(Completion, json_values, st.booleans(), st.none() | text),
+    Completion: st.builds(Completion, json_values, st.booleans(), st.none() | text, st.none() | st.integers()),
     Outcome: st.builds(Outcome, json_values, st.booleans(), st.booleans()),
     ClaimResult: st.builds(ClaimResult, records, st.none() | records),
     StoredResponse: responses,
@@ -74,11 +74,12 @@ SAMPLES: dict[type[Value], st.SearchStrategy[Value]] = {
     TaskRequest: st.builds(TaskRequest, text, text, json_values, st.none() | text, st.none() | text),
     HomeRegions: st.builds(HomeRegions, st.text(min_size=1, max_size=8),
                            tenants=st.dictionaries(text, st.text(min_size=1, max_size=8), max_size=2)),
-    Adopted: st.builds(Adopted, json_values),
+    Adopted: st.builds(Adopted, json_values, st.booleans(), st.none() | st.integers()),
     _Answered: st.builds(_Answered, json_values),
     PowertoolsCutover: st.builds(PowertoolsCutover, function_name=st.text(min_size=1, max_size=8),
                                  event_key_jmespath=text, hash_function=st.sampled_from(sorted(HASH_FUNCTIONS)),
-                                 key_prefix=st.none() | text, table_name=st.text(min_size=1, max_size=8),
+                                 key_prefix=st.none() | text, lambda_function_name=st.none() | text,
+                                 table_name=st.text(min_size=1, max_size=8),
                                  until=st.floats(0, 2e9), sort_key_attr=st.none() | text),
 }
 

@@ -211,7 +211,7 @@ cutover = PowertoolsCutover(function_name="app.lambda_handler", event_key_jmespa
                             key_prefix=None, table_name="old", until=1.9e9,
                             key_attr="id", sort_key_attr=None, static_pk_value=None, expiry_attr="expiration",
                             in_progress_expiry_attr="in_progress_expiration", status_attr="status", data_attr="data",
-                            validation_key_attr="validation")
+                            validation_key_attr="validation", lambda_function_name="orders-api")
 PowertoolsCutover(function_name="app.h", event_key_jmespth="body")  # type: ignore[call-arg]
 PowertoolsCutover(function_name="app.h", until="tomorrow")  # type: ignore[arg-type]
 PowertoolsCutover("app.h")  # type: ignore[call-arg]  # options are keyword-only

@@ -125,8 +125,9 @@ class HttpIdempotency:
         self.on_state_conflict = on_state_conflict
         self.retry_hints = retry_hints
         self.retention, self.engine = wiring(horizon_seconds, store, engine)
-        # Powertools replays the handler's proxy response: stored as this adapter stores a handler's
-        self.cutover = cutover(powertools_cutover, self.engine, lambda response: to_stored(response, self).to_result())
+        # Powertools replays the handler's proxy response: stored as this adapter stores a handler's, if at all
+        self.cutover = cutover(powertools_cutover, self.engine, lambda response: to_stored(response, self).to_result(),
+                               lambda result: stores(StoredResponse.from_result(result)))
 
     def select_headers(self, headers: Mapping[str, Any] | None) -> dict[str, str]:
         """The response headers worth storing."""
@@ -171,7 +172,7 @@ class HttpIdempotency:
         def work(txn: Transaction) -> Completion:
             response, original = call(txn)
             originals.append(original)
-            return Completion(response.to_result(), store=response.status < 500)
+            return Completion(response.to_result(), store=stores(response))
 
         # Powertools' @idempotent hashed the whole Lambda event (its event_key_jmespath selects in it)
         predecessor = self.cutover.predecessor(event) if self.cutover is not None else None
@@ -187,6 +188,11 @@ class HttpIdempotency:
         original = originals[-1] if originals and not outcome.replayed else None
         return HttpAnswer(StoredResponse.from_result(outcome.result), replayed=outcome.replayed, original=original,
                           shape=request.shape)
+
+
+def stores(response: StoredResponse) -> bool:
+    """Whether a response is stored: a 5xx is a failure of the server, so its retry runs again (docs/http.md)."""
+    return response.status < 500
 
 
 def is_retry(request: HttpRequest) -> bool:
