@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from retrysafe import Engine, idempotent_function
-from retrysafe._results import decode_text, encode_text
+from retrysafe._tagged import decode_text, encode_text
 from retrysafe.errors import UnstorableResultError
 
 
