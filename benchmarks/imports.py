@@ -82,10 +82,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = sys.argv[1:] if argv is None else argv
     runs = int(args[0]) if args else 15
     import retrysafe
+    from retrysafe import names
 
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(Path(retrysafe.__file__).parent)], check=True)
     env = {key: value for key, value in os.environ.items() if key != "AWS_LAMBDA_INITIALIZATION_TYPE"}
-    env |= {"PYTHONPATH": os.pathsep.join(sys.path), "RETRYSAFE_TABLE": "bench", "AWS_DEFAULT_REGION": "eu-west-1"}
+    env |= {"PYTHONPATH": os.pathsep.join(sys.path), names.TABLE_ENV: "bench", "AWS_DEFAULT_REGION": "eu-west-1"}
     subscriber = subscriber_option()
     rows: dict[str, list[dict[str, Any]]] = {adapter: [] for adapter in ADAPTERS}
     for index in range(runs):
