@@ -510,7 +510,9 @@ def cold_start(runs: int, server: ModelServer | None = None,
     # is compiled here, since PYTHONDONTWRITEBYTECODE may be set).
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(Path(retrysafe.__file__).parent), str(HERE)],
                    check=True)
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "AWS_LAMBDA_INITIALIZATION_TYPE": "on-demand"}  # as Lambda sets it
+    # This checkout's runtime first: the editable install's finder may point at another checkout (a worktree's).
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(retrysafe.__file__).parents[1]), str(ROOT)]),
+           "AWS_LAMBDA_INITIALIZATION_TYPE": "on-demand"}  # as Lambda sets it
     if server is not None:
         env[ENDPOINT_ENV] = server.endpoint
     rows: dict[str, list[dict[str, Any]]] = {side: [] for side in sides}

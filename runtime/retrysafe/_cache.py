@@ -20,7 +20,7 @@ from collections import OrderedDict
 from threading import Lock
 
 from ._record import COMPLETED, Record
-from ._results import decode_text
+from ._tagged import decode_text
 from ._value import set_field
 
 #: The default byte budget: what the interpreter holds for each entry's result text and record id, plus a

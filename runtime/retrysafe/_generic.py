@@ -45,9 +45,10 @@ from ._cutover import PowertoolsCutover, cutover
 from ._engine import Completion, Engine, Intent
 from ._keys import Scope
 from ._observability import UNKEYED, telemetry
-from ._results import ResultSerializer, is_model, serializer_for, to_document
+from ._results import ResultSerializer, serializer_for
 from ._select import FingerprintSelector, KeySelector, Selector, fingerprint_document
 from ._store import DynamoStore
+from ._tagged import is_model, to_document
 from ._transaction import Transaction
 from .errors import ConfigurationError, KeyNotFoundError, UnstorableResultError
 

@@ -20,7 +20,7 @@ attribute  meaning
 ``st``     (see above); ``parked``: a claim whose run returned a result that could not be stored
            (never run again before ``exp``, see :class:`~retrysafe.errors.UnstorableResultError`)
 ``r``      stored result, JSON text (small results); a leading ``$`` marks tagged JSON
-           (``Decimal``, ``datetime``, ``set``, ``bytes``... see :mod:`retrysafe._results`)
+           (``Decimal``, ``datetime``, ``set``, ``bytes``... see :mod:`retrysafe._tagged`)
 ``rz``     stored result, zlib-compressed ``r`` text (larger results)
 ``rs``     resource pointer, e.g. ``order/123`` (optional)
 ``cp``     named checkpoints of a multi-step task (pending only)
@@ -33,7 +33,7 @@ import zlib
 from typing import Any
 
 from . import names
-from ._results import decode_text, encode_text
+from ._tagged import decode_text, encode_text
 from ._value import Value, set_field
 from .errors import ResponseTooLargeError
 

@@ -40,9 +40,6 @@ from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
-import jmespath
-from jmespath.exceptions import JMESPathError, JMESPathTypeError
-
 from ._fingerprint import canonical_value, fingerprint, is_unicode
 from .errors import ConfigurationError, InvalidInputError, InvalidKeyError, KeyNotFoundError
 
@@ -81,7 +78,7 @@ class _Compiled:
         """
         try:
             return self._search(as_document(value) if self.expression else value), None
-        except JMESPathTypeError as error:
+        except _type_error() as error:  # evaluated only once something was raised
             return None, (f"{error.function_name}() got a JSON {error.actual_type}, "
                           f"expected {' or '.join(error.expected_types)}")
         except json.JSONDecodeError:
@@ -96,7 +93,20 @@ class _Compiled:
             return None, f"it raised {type(error).__name__}"
 
 
+def _type_error() -> Any:  # jmespath has no type hints: its exception class is Any to mypy
+    """``JMESPathTypeError``. jmespath is imported by a decorator given an expression only (a callable
+    selector, or none at all, never loads it): it was the largest part of an adapter's import. This runs only
+    once a selector raised, when an expression's compilation has imported it already, or a callable raised
+    (then it is imported on that error path)."""
+    from jmespath.exceptions import JMESPathTypeError
+
+    return JMESPathTypeError
+
+
 def _compile(expression: str, description: str) -> Callable[[Any], Any]:
+    import jmespath  # here, not at module level: see _type_error
+    from jmespath.exceptions import JMESPathError
+
     try:
         compiled = jmespath.compile(expression)
     except JMESPathError as error:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from ._codec import serialize_item
 from ._events import OutboxEvent, event_id
 from ._keys import Scope
-from ._results import decode_text, encode_text
+from ._tagged import decode_text, encode_text
 from .errors import ConfigurationError
 
 if TYPE_CHECKING:

@@ -179,7 +179,7 @@ class UnstorableResultError(RetrysafeError):
     have made foreign calls) the claim is *parked*: the record keeps the key until
     it expires, and every retry of the intent raises this error again without
     running the handler, so a foreign call made without ``txn.derive_key`` is
-    never repeated. See :mod:`retrysafe._results` for what can be stored.
+    never repeated. See :mod:`retrysafe._tagged` for what can be stored.
     """
 
 

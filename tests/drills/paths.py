@@ -365,7 +365,7 @@ def _takeover_http(intent: str, engine: Engine, notes: list[str], mode: str) -> 
         body = json.dumps(_work(txn, json.loads(event["body"])["intent"]))
         return {"statusCode": 201, "headers": {"Content-Type": "application/json"}, "body": body}
 
-    adapter = HttpAdapter(idempotent_http(create, operation="Takeover", mode=mode, engine=engine),
+    adapter = HttpAdapter(idempotent_http(create, operation="TakeOverOrder", mode=mode, engine=engine),
                           lambda variant: payload(intent))
     return lambda: adapter.invoke(adapter.request(KEY))
 
@@ -376,7 +376,7 @@ def _takeover_middleware(intent: str, engine: Engine, notes: list[str], mode: st
 
     app = APIGatewayHttpResolver()
 
-    @app.post("/orders", middlewares=[IdempotencyMiddleware(operation="Takeover", mode=mode, engine=engine)])
+    @app.post("/orders", middlewares=[IdempotencyMiddleware(operation="TakeOverOrder", mode=mode, engine=engine)])
     def create() -> Response[str]:
         body = app.current_event.json_body
         return Response(201, content_types.APPLICATION_JSON, json.dumps(_work(app.context[TRANSACTION_KEY],

@@ -19,14 +19,8 @@ from pydantic import BaseModel
 from retrysafe import Engine, Transaction, idempotent_sqs, idempotent_task
 from retrysafe._cache import RecordCache
 from retrysafe._record import COMPLETED, PARKED, Record, from_item, to_item
-from retrysafe._results import (
-    DataclassSerializer,
-    PydanticSerializer,
-    StoredAsIs,
-    decode_text,
-    encode_text,
-    serializer_for,
-)
+from retrysafe._results import DataclassSerializer, PydanticSerializer, StoredAsIs, serializer_for
+from retrysafe._tagged import decode_text, encode_text
 from retrysafe.errors import UnstorableResultError
 from retrysafe.sqs import Message
 from retrysafe.testing._events import DrillContext, sqs_record

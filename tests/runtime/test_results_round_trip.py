@@ -11,7 +11,7 @@ from typing import Any, Optional, Union
 import pytest
 from pydantic import BaseModel
 from retrysafe import Engine, Transaction, idempotent, idempotent_function
-from retrysafe._results import decode_text, encode_text
+from retrysafe._tagged import decode_text, encode_text
 from retrysafe.errors import ConfigurationError, UnstorableResultError
 from retrysafe.testing._events import DrillContext
 
