@@ -5,6 +5,8 @@
   operation (``operation=``, else the handler's ``module.qualname``), so two deployed functions, or
   two functions of one name in two modules, never share records unless the user names one scope
   for both on purpose;
+- :func:`takes_transaction` and :func:`chosen_mode`: the mode follows the handler (atomic when it
+  takes the transaction, claim-first when it does not: its effects are elsewhere);
 - :func:`wiring`: the retention (``horizon_seconds``, else the environment) and
   the engine (``engine=``, else one on ``store=``, else ``DynamoStore.from_env()``);
 - :func:`flushes_telemetry`: an entry point that flushes the invocation's
@@ -23,7 +25,7 @@ import os
 from collections.abc import Callable
 from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar, overload
 
-from ._config import Retention
+from ._config import Mode, Retention
 from ._engine import Engine
 from ._observability import telemetry
 from ._store import DynamoStore
@@ -77,6 +79,37 @@ class SubscriberName:
         if self._name is None:
             self._name = deployed_function()
         return self._name
+#: ``co_flags`` bit of a function taking ``*args``.
+_VARARGS = 0x04
+
+
+def takes_transaction(handler: Any, positional: int) -> bool:
+    """True when ``handler`` takes the transaction: a ``txn`` parameter, ``positional`` positional
+    parameters, or ``*args``; read from its code object (no ``inspect`` import on the cold path).
+
+    A callable whose code cannot be read (a builtin, a ``functools.partial``, an object with
+    ``__call__``) is taken to have the documented form, with the transaction.
+    """
+    skipped = 0
+    target = handler
+    if hasattr(target, "__func__"):  # a bound method: its self is not the caller's to pass
+        target, skipped = target.__func__, 1
+    code = getattr(target, "__code__", None)
+    if code is None:
+        return True
+    names = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
+    return TXN in names or bool(code.co_flags & _VARARGS) or code.co_argcount - skipped >= positional
+
+
+#: The name of the parameter through which handlers and functions take their transaction.
+TXN = "txn"
+
+
+def chosen_mode(mode: Mode | str | None, takes_txn: bool) -> Mode:
+    """``mode=`` when given, else atomic for a handler that takes the transaction, claim-first for one that does not."""
+    if mode is not None:
+        return Mode.parse(mode)
+    return Mode.ATOMIC if takes_txn else Mode.CLAIM_FIRST
 
 
 def wiring(horizon_seconds: int | None, store: DynamoStore | None,

@@ -39,7 +39,16 @@ from collections.abc import Callable, Mapping
 from typing import Any, Protocol, TypeVar, cast
 
 from . import names
-from ._adapter import SubscriberName, flushes_telemetry, lambda_entry_point, qualified_name, wiring
+from ._adapter import (
+    TXN,
+    SubscriberName,
+    chosen_mode,
+    flushes_telemetry,
+    lambda_entry_point,
+    qualified_name,
+    takes_transaction,
+    wiring,
+)
 from ._config import Mode
 from ._cutover import PowertoolsCutover, cutover
 from ._engine import Completion, Engine, Intent
@@ -55,11 +64,9 @@ from .errors import ConfigurationError, KeyNotFoundError, UnstorableResultError
 R = TypeVar("R")
 R_co = TypeVar("R_co", covariant=True)
 
-#: What ``@idempotent`` decorates: ``handler(event, context, txn)``.
-EventHandler = Callable[[Any, Any, Transaction], R]
+#: What ``@idempotent`` decorates: ``handler(event, context, txn)``, or ``handler(event, context)`` (claim-first).
+EventHandler = Callable[[Any, Any, Transaction], R] | Callable[[Any, Any], R]
 
-#: The name of the parameter through which ``@idempotent_function`` passes its transaction.
-TXN_PARAMETER = "txn"
 
 # -- event sources -----------------------------------------------------------------------------------------
 
@@ -233,9 +240,10 @@ class EventIdempotency(_Idempotency):
 
     adapter = names.EVENT_ADAPTER
 
-    def __init__(self, handler: EventHandler[Any], **options: Any) -> None:
+    def __init__(self, handler: EventHandler[Any], *, takes_txn: bool, **options: Any) -> None:
         super().__init__(**options)
-        self.handler = handler
+        self.handler: Callable[..., Any] = handler
+        self.takes_txn = takes_txn
 
     def event_key(self, event: Any) -> str:
         """The key of ``event``: ``key=``'s selection, else the event's natural key."""
@@ -251,7 +259,8 @@ class EventIdempotency(_Idempotency):
         key = self.find_key(event, self.event_key)
         remaining = getattr(context, "get_remaining_time_in_millis", None)
         return self.run(key, lambda: self.event_fingerprint(event),
-                        lambda txn: self.handler(event, context, txn), remaining, event)
+                        lambda txn: self.handler(event, context, txn) if self.takes_txn else
+                        self.handler(event, context), remaining, event)
 
 
 class IdempotentHandler(Protocol[R_co]):
@@ -263,7 +272,7 @@ class IdempotentHandler(Protocol[R_co]):
 
 
 def idempotent(*, subscriber: str | None = None, key: Selector | None = None, fingerprint: Selector | None = None,
-               operation: str | None = None, mode: Mode | str = Mode.ATOMIC, key_required: bool = True,
+               operation: str | None = None, mode: Mode | str | None = None, key_required: bool = True,
                serializer: ResultSerializer[Any] | None = None, lease_seconds: float | None = None,
                horizon_seconds: int | None = None, powertools_cutover: PowertoolsCutover | None = None,
                store: DynamoStore | None = None,
@@ -283,7 +292,8 @@ def idempotent(*, subscriber: str | None = None, key: Selector | None = None, fi
       same key with another fingerprint raises :class:`~retrysafe.errors.KeyReuseMismatchError`.
     - ``operation``: default the handler's ``module.qualname``. ``mode``: ``"atomic"`` (the handler's
       ``txn`` writes commit with the record, one round trip) or ``"claim_first"`` (foreign
-      calls; ``txn.step`` and ``txn.derive_key``). ``key_required=False``: an event without
+      calls; ``txn.step`` and ``txn.derive_key``); default: atomic for ``handler(event, context, txn)``,
+      claim-first for ``handler(event, context)``, whose effects are not in a transaction. ``key_required=False``: an event without
       a key runs unprotected (``Unkeyed`` metric and a warning log line).
     - ``serializer``: how the result is stored and replayed; default from the handler's
       return annotation (a dataclass or pydantic model class), else JSON with ``Decimal``,
@@ -303,9 +313,10 @@ def idempotent(*, subscriber: str | None = None, key: Selector | None = None, fi
     """
 
     def decorate(func: EventHandler[R]) -> IdempotentHandler[R]:
+        takes_txn = takes_transaction(func, 3)
         idempotency = EventIdempotency(
             func, subscriber=subscriber, operation=operation or qualified_name(func), key=key,
-            fingerprint=fingerprint, mode=mode, key_required=key_required,
+            fingerprint=fingerprint, mode=chosen_mode(mode, takes_txn), takes_txn=takes_txn, key_required=key_required,
             serializer=serializer if serializer is not None else serializer_for(func), lease_seconds=lease_seconds,
             horizon_seconds=horizon_seconds, powertools_cutover=powertools_cutover, store=store, engine=engine)
 
@@ -352,7 +363,7 @@ class FunctionIdempotency(_Idempotency):
             raise ConfigurationError(f"{func.__qualname__} has no parameter {data_keyword_argument!r} "
                                      "(data_keyword_argument=)")
         self.argument = data_keyword_argument
-        self.takes_txn = TXN_PARAMETER in self.signature.parameters
+        self.takes_txn = TXN in self.signature.parameters
 
     def argument_key(self, value: Any) -> str:
         """``key=``'s selection in the argument; default the hash of the whole argument."""
@@ -369,7 +380,7 @@ class FunctionIdempotency(_Idempotency):
     @flushes_telemetry
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Call the function at most once per key; replays return the stored result as the same type."""
-        if self.takes_txn and TXN_PARAMETER in kwargs:
+        if self.takes_txn and TXN in kwargs:
             raise TypeError(f"{self.func.__qualname__}: do not pass txn=; @idempotent_function passes its own")
         bound = self.signature.bind_partial(*args, **kwargs)
         if self.argument not in bound.arguments:
@@ -416,8 +427,8 @@ def idempotent_function(*, data_keyword_argument: str, subscriber: str | None = 
     """
 
     def decorate(func: Callable[..., R]) -> Callable[..., R]:
-        takes_txn = TXN_PARAMETER in inspect.signature(func).parameters
-        chosen = mode if mode is not None else (Mode.ATOMIC if takes_txn else Mode.CLAIM_FIRST)
+        takes_txn = TXN in inspect.signature(func).parameters
+        chosen = chosen_mode(mode, takes_txn)
         idempotency = FunctionIdempotency(
             func, data_keyword_argument=data_keyword_argument, subscriber=subscriber,
             operation=operation or qualified_name(func), key=key, fingerprint=fingerprint,

@@ -49,10 +49,12 @@ from typing import Any, Protocol, cast
 
 from ._adapter import (
     SubscriberName,
+    chosen_mode,
     flushes_telemetry,
     lambda_entry_point,
     qualified_name,
     takes_options,
+    takes_transaction,
     wiring,
 )
 from ._claimcheck import ClaimCheck, resolve
@@ -104,7 +106,8 @@ class Message(Value):
         return str(self.record.message_id)
 
 
-RecordHandler = Callable[[Message, Transaction], Any]
+#: What ``@idempotent_sqs`` decorates: ``handler(message, txn)``, or ``handler(message)`` (claim-first).
+RecordHandler = Callable[[Message, Transaction], Any] | Callable[[Message], Any]
 
 
 def unwrap(body: str) -> tuple[Any, dict[str, str]]:
@@ -208,14 +211,15 @@ class SqsConsumer:
     """
 
     def __init__(self, handler: RecordHandler, *, subscriber: str | None = None, operation: str | None = None,
-                 mode: Mode | str = Mode.ATOMIC, key: Selector | None = None,
+                 mode: Mode | str | None = None, key: Selector | None = None,
                  fingerprint: Selector | None = None, fifo: bool | None = None,
                  lease_seconds: float | None = None, horizon_seconds: int | None = None,
                  retry_hints: bool = True, claim_check: ClaimCheck | None = None,
                  powertools_cutover: PowertoolsCutover | None = None, store: DynamoStore | None = None,
                  engine: Engine | None = None) -> None:
-        self.mode = Mode.parse(mode)
-        self.handler = handler
+        self.takes_txn = takes_transaction(handler, 2)
+        self.mode = chosen_mode(mode, self.takes_txn)
+        self.handler: Callable[..., Any] = handler
         self.subscriber = SubscriberName(subscriber)
         self.operation: str = operation or qualified_name(handler)
         self.key = KeySelector(key if key is not None else default_key())
@@ -241,8 +245,8 @@ class SqsConsumer:
             # An outbox event whose body was claim-checked to S3 reaches the handler inline (verified),
             # fetched only when the handler runs (a replay found before it, in claim-first mode, skips it).
             resolved = resolve(content, self.claim_check)
-            return Completion(self.handler(message if resolved is content else
-                                           Message(record=record, key=key, content=resolved), txn))
+            delivered = message if resolved is content else Message(record=record, key=key, content=resolved)
+            return Completion(self.handler(delivered, txn) if self.takes_txn else self.handler(delivered))
 
         remaining = getattr(context, "get_remaining_time_in_millis", None)
         # Powertools' @idempotent_function(data_keyword_argument="record") hashed the record (its raw event)
@@ -280,7 +284,7 @@ def idempotent_sqs(
     func: RecordHandler, /, *,
     subscriber: str | None = None,
     operation: str | None = None,
-    mode: Mode | str = Mode.ATOMIC,
+    mode: Mode | str | None = None,
     key: Selector | None = None,
     fingerprint: Selector | None = None,
     fifo: bool | None = None,
@@ -303,7 +307,8 @@ def idempotent_sqs(
       ``AWS_LAMBDA_FUNCTION_NAME``, read at the first call): the consumer the processed-message
       records belong to, so two consumers of one event each process it once.
     - ``operation`` (default: the function's ``module.qualname``): the operation the records are scoped by.
-    - ``mode`` (default ``Mode.ATOMIC``): ``Mode.CLAIM_FIRST`` for foreign effects; its lease is the
+    - ``mode`` (default: ``Mode.ATOMIC`` for ``handler(message, txn)``, ``Mode.CLAIM_FIRST`` for
+      ``handler(message)``, whose effects are elsewhere): claim-first for foreign effects; its lease is the
       queue's visibility timeout.
     - ``key`` (default :func:`default_key`: the ``idempotency-key`` attribute, then an event id in
       the body, else the message id): a JMESPath expression searching the record with ``body``

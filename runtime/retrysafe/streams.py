@@ -29,7 +29,15 @@ from collections.abc import Callable
 from typing import Any, ClassVar, Generic, Protocol, TypeVar, cast
 
 from . import names
-from ._adapter import SubscriberName, flushes_telemetry, lambda_entry_point, qualified_name, wiring
+from ._adapter import (
+    SubscriberName,
+    chosen_mode,
+    flushes_telemetry,
+    lambda_entry_point,
+    qualified_name,
+    takes_transaction,
+    wiring,
+)
 from ._config import Mode
 from ._engine import Completion, Engine, Intent
 from ._fingerprint import canonical_json, canonical_value, fingerprint
@@ -140,8 +148,10 @@ class DynamoDBChange(Value):
 
 
 M = TypeVar("M", KinesisMessage, DynamoDBChange)
-KinesisHandler = Callable[[KinesisMessage, Transaction], Any]
-DynamoDBStreamHandler = Callable[[DynamoDBChange, Transaction], Any]
+#: What ``@idempotent_kinesis`` decorates: ``handler(message, txn)``, or ``handler(message)`` (claim-first).
+KinesisHandler = Callable[[KinesisMessage, Transaction], Any] | Callable[[KinesisMessage], Any]
+#: What ``@idempotent_dynamodb_stream`` decorates: ``handler(change, txn)``, or ``handler(change)`` (claim-first).
+DynamoDBStreamHandler = Callable[[DynamoDBChange, Transaction], Any] | Callable[[DynamoDBChange], Any]
 
 
 class _Source(ABC, Generic[M]):
@@ -278,18 +288,19 @@ def _is_ttl_removal(raw: dict[str, Any]) -> bool:
 class StreamConsumer(Generic[M]):
     """Configuration and engine of one idempotent stream consumer (see :func:`idempotent_kinesis`)."""
 
-    def __init__(self, handler: Callable[[M, Transaction], Any], source: _Source[M], *, subscriber: str | None,
-                 operation: str | None, mode: Mode | str, key: Selector | None, fingerprint: Selector | None,
+    def __init__(self, handler: Callable[..., Any], source: _Source[M], *, subscriber: str | None,
+                 operation: str | None, mode: Mode | str | None, key: Selector | None, fingerprint: Selector | None,
                  skip_ttl_removals: bool, lease_seconds: float | None, horizon_seconds: int | None,
                  store: DynamoStore | None, engine: Engine | None) -> None:
         if lease_seconds is not None and lease_seconds <= 0:
             raise ConfigurationError(f"lease_seconds must be positive, got {lease_seconds}")
         self.source: _Source[M] = source
-        self.handler: Callable[[M, Transaction], Any] = handler
+        self.handler: Callable[..., Any] = handler
         self.subscriber = SubscriberName(subscriber)
         self.operation: str = operation or qualified_name(handler)
         self.lease_seconds = lease_seconds
-        self.mode = Mode.parse(mode)
+        self.takes_txn = takes_transaction(handler, 2)
+        self.mode = chosen_mode(mode, self.takes_txn)
         self.key = KeySelector(key if key is not None else source.default_key)
         self.fingerprint = FingerprintSelector(fingerprint) if fingerprint is not None else None
         self.skip_ttl_removals = skip_ttl_removals
@@ -312,7 +323,7 @@ class StreamConsumer(Generic[M]):
                         part, self.mode, self.retention, lease_seconds=self.lease_seconds)
 
         def work(txn: Transaction) -> Completion:
-            return Completion(self.handler(message, txn))
+            return Completion(self.handler(message, txn) if self.takes_txn else self.handler(message))
 
         remaining = getattr(lambda_context, "get_remaining_time_in_millis", None)
         return self.engine.execute(intent, work, remaining).result
@@ -387,7 +398,7 @@ class DynamoDBStreamLambdaHandler(Protocol):
 
 
 def idempotent_kinesis(*, subscriber: str | None = None, operation: str | None = None,
-                       mode: Mode | str = Mode.ATOMIC, key: Selector | None = None, fingerprint: Selector | None = None,
+                       mode: Mode | str | None = None, key: Selector | None = None, fingerprint: Selector | None = None,
                        lease_seconds: float | None = None, horizon_seconds: int | None = None,
                        store: DynamoStore | None = None,
                        engine: Engine | None = None) -> Callable[[KinesisHandler], KinesisLambdaHandler]:
@@ -403,7 +414,8 @@ def idempotent_kinesis(*, subscriber: str | None = None, operation: str | None =
     ``subscriber``: which consumer the records belong to (two consumers of one stream
     each process a record once); default the deployed function (``RETRYSAFE_SUBSCRIBER``,
     else ``AWS_LAMBDA_FUNCTION_NAME``). ``operation``: default the function's ``module.qualname``.
-    ``mode``: ``"atomic"`` or ``"claim_first"`` (foreign effects). ``lease_seconds``: a claim's
+    ``mode``: ``"atomic"`` or ``"claim_first"`` (foreign effects); default atomic for
+    ``handler(message, txn)``, claim-first for ``handler(message)``. ``lease_seconds``: a claim's
     lease (default the Lambda's remaining time plus a margin). ``key``: a JMESPath expression or a callable
     selecting the record's key; expressions search the record as Lambda
     delivers it with ``kinesis.data`` decoded (JSON or text), callables get the
@@ -429,7 +441,7 @@ def idempotent_kinesis(*, subscriber: str | None = None, operation: str | None =
 
 
 def idempotent_dynamodb_stream(*, subscriber: str | None = None, operation: str | None = None,
-                               mode: Mode | str = Mode.ATOMIC, key: Selector | None = None,
+                               mode: Mode | str | None = None, key: Selector | None = None,
                                fingerprint: Selector | None = None, skip_ttl_removals: bool = False,
                                lease_seconds: float | None = None, horizon_seconds: int | None = None,
                                store: DynamoStore | None = None, engine: Engine | None = None

@@ -79,7 +79,6 @@ idempotent_http(http_handler, wait_for_in_flight="1s")  # type: ignore[call-over
 idempotent_http(http_handler, "CreateOrder")  # type: ignore[call-overload]
 idempotent_http(http_handler, retry_hint=False)  # type: ignore[call-overload]
 idempotent_http(http_handler, retry_hints="no")  # type: ignore[call-overload]
-idempotent_http(record_handler)  # type: ignore[arg-type]  # an SQS record handler is not an HTTP handler
 sqs_not_http: SqsLambdaHandler = idempotent_http(http_handler)  # type: ignore[assignment]
 
 # -- IdempotencyMiddleware ------------------------------------------------------------------------
@@ -225,3 +224,20 @@ idempotent_sqs(record_handler, subscriber="billing", powertools_cutovr=cutover) 
 idempotent_function(data_keyword_argument="order", subscriber="payments", powertools_cutover=cutover)
 idempotent_function(data_keyword_argument="order", subscriber="payments",
                     powertools_cutovr=cutover)  # type: ignore[call-arg]
+
+
+# -- the mode follows the handler: one without the transaction is a claim-first handler ------------
+
+@idempotent_http
+def http_without_txn(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    return {"statusCode": 200, "body": "{}"}
+
+
+@idempotent_sqs
+def sqs_without_txn(message: Message) -> None:
+    pass
+
+
+@idempotent()
+def event_without_txn(event: Any, context: Any) -> None:
+    pass

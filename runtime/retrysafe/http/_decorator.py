@@ -7,7 +7,7 @@ from collections.abc import Callable, Collection
 from typing import Any, Protocol, cast
 
 from .. import names
-from .._adapter import lambda_entry_point, takes_options
+from .._adapter import chosen_mode, lambda_entry_point, takes_options, takes_transaction
 from .._config import Mode
 from .._cutover import PowertoolsCutover
 from .._engine import Engine
@@ -18,7 +18,8 @@ from ..errors import BusinessConditionFailedError
 from ._core import DEFAULT_REPLAY_HEADERS, HttpIdempotency, StoredResponse, to_proxy, to_stored
 from ._tenant import TenantExtractor, default_tenant
 
-Handler = Callable[[Any, Any, Transaction], Any]
+#: What ``@idempotent_http`` decorates: ``handler(event, context, txn)``, or ``handler(event, context)`` (claim-first).
+Handler = Callable[[Any, Any, Transaction], Any] | Callable[[Any, Any], Any]
 
 
 class HttpLambdaHandler(Protocol):
@@ -33,7 +34,7 @@ class HttpLambdaHandler(Protocol):
 def idempotent_http(
     func: Handler, /, *,
     operation: str | None = None,
-    mode: Mode | str = Mode.ATOMIC,
+    mode: Mode | str | None = None,
     header: str = names.IDEMPOTENCY_KEY_HEADER,
     key_required: bool = True,
     subscriber: str | None = None,
@@ -58,8 +59,10 @@ def idempotent_http(
     :class:`~retrysafe.IdempotencyMiddleware` and :class:`HttpIdempotency`):
 
     - ``operation`` (default: the route, ``POST /orders``): a stable name of the operation.
-    - ``mode`` (default ``Mode.ATOMIC``, local writes only): ``Mode.CLAIM_FIRST`` when the
-      handler has foreign effects (``"atomic"`` / ``"claim_first"`` are accepted too).
+    - ``mode`` (default: ``Mode.ATOMIC`` for ``handler(event, context, txn)``, local writes only;
+      ``Mode.CLAIM_FIRST`` for ``handler(event, context)``, whose effects are not in a transaction):
+      ``Mode.CLAIM_FIRST`` when the handler has foreign effects (``"atomic"`` / ``"claim_first"`` are
+      accepted too).
     - ``header`` (default ``Idempotency-Key``): the key header.
     - ``key_required`` (default ``True``): refuse requests without a key (400); when ``False`` they run
       without dedup, each as its own intent (its own ``derive_key()`` values and event ids).
@@ -103,15 +106,18 @@ def idempotent_http(
             txn.put({"pk": f"order#{order_id}", "total": 42}, table="orders")
             return {"statusCode": 201, "body": json.dumps({"id": order_id})}
     """
+    takes_txn = takes_transaction(func, 3)
+    call_handler: Callable[..., Any] = func
     idempotency = HttpIdempotency(
-        operation=operation, mode=mode, header=header, key_required=key_required, subscriber=subscriber, tenant=tenant,
+        operation=operation, mode=chosen_mode(mode, takes_txn), header=header, key_required=key_required,
+        subscriber=subscriber, tenant=tenant,
         fingerprint_query=fingerprint_query, fingerprint=fingerprint, replay_headers=replay_headers,
         horizon_seconds=horizon_seconds, wait_for_in_flight=wait_for_in_flight, on_state_conflict=on_state_conflict,
         retry_hints=retry_hints, powertools_cutover=powertools_cutover, store=store, engine=engine)
 
     def wrapper(event: Any, context: Any) -> dict[str, Any]:
         def call(txn: Transaction) -> tuple[StoredResponse, Any]:
-            original = func(event, context, txn)
+            original = call_handler(event, context, txn) if takes_txn else call_handler(event, context)
             return to_stored(original, idempotency), original
 
         remaining = getattr(context, "get_remaining_time_in_millis", None)
