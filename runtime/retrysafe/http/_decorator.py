@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Callable, Collection
 from typing import Any, Protocol, cast
 
-from .. import names
 from .._adapter import lambda_entry_point, takes_options
 from .._config import Mode
 from .._cutover import PowertoolsCutover
@@ -34,7 +33,8 @@ def idempotent_http(
     func: Handler, /, *,
     operation: str | None = None,
     mode: Mode | str = Mode.ATOMIC,
-    header: str = names.IDEMPOTENCY_KEY_HEADER,
+    header: str | None = None,
+    key: Selector | None = None,
     key_required: bool = True,
     subscriber: str | None = None,
     tenant: TenantExtractor | None = default_tenant,
@@ -61,6 +61,13 @@ def idempotent_http(
     - ``mode`` (default ``Mode.ATOMIC``, local writes only): ``Mode.CLAIM_FIRST`` when the
       handler has foreign effects (``"atomic"`` / ``"claim_first"`` are accepted too).
     - ``header`` (default ``Idempotency-Key``): the key header.
+    - ``key`` (default ``None``: the header): the key selected in the request instead, a JMESPath
+      expression over the event as Lambda delivers it (Powertools' ``event_key_jmespath`` ports
+      verbatim: ``"powertools_json(body).order_id"``, ``"powertools_json(body).[user_id, product_id]"``,
+      ``"powertools_json(body)"``, a selected object keyed by its hash) or a callable given the event.
+      It replaces the header (passing both is refused). The fingerprint stays method, route, path,
+      query and body (``fingerprint=``), never transport fields (request id, time, headers), so a
+      client's retry replays; a second identical order of the same tenant replays too (docs/http.md).
     - ``key_required`` (default ``True``): refuse requests without a key (400); when ``False`` they run
       without dedup, each as its own intent (its own ``derive_key()`` values and event ids).
     - ``subscriber`` (default: the deployed function, ``RETRYSAFE_SUBSCRIBER`` else
@@ -104,7 +111,7 @@ def idempotent_http(
             return {"statusCode": 201, "body": json.dumps({"id": order_id})}
     """
     idempotency = HttpIdempotency(
-        operation=operation, mode=mode, header=header, key_required=key_required, subscriber=subscriber, tenant=tenant,
+        operation=operation, mode=mode, header=header, key=key, key_required=key_required, subscriber=subscriber, tenant=tenant,
         fingerprint_query=fingerprint_query, fingerprint=fingerprint, replay_headers=replay_headers,
         horizon_seconds=horizon_seconds, wait_for_in_flight=wait_for_in_flight, on_state_conflict=on_state_conflict,
         retry_hints=retry_hints, powertools_cutover=powertools_cutover, store=store, engine=engine)
