@@ -225,3 +225,14 @@ idempotent_sqs(record_handler, subscriber="billing", powertools_cutovr=cutover) 
 idempotent_function(data_keyword_argument="order", subscriber="payments", powertools_cutover=cutover)
 idempotent_function(data_keyword_argument="order", subscriber="payments",
                     powertools_cutovr=cutover)  # type: ignore[call-arg]
+
+
+# -- @idempotent_http(key=...) on a Powertools handler as it was ------------------------------------------
+
+def powertools_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    return {"statusCode": 201}
+
+
+body_keyed: HttpLambdaHandler = idempotent_http(powertools_handler, key="powertools_json(body).order_id")
+idempotent_http(key=lambda event: event["body"], tenant=None)(powertools_handler)
+idempotent_http(powertools_handler, key=3)  # type: ignore[call-overload]

@@ -3,6 +3,7 @@ Lambda function URLs and Application Load Balancers."""
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Collection
 from typing import Any, Protocol, cast
 
@@ -17,7 +18,9 @@ from ..errors import BusinessConditionFailedError
 from ._core import DEFAULT_REPLAY_HEADERS, HttpIdempotency, StoredResponse, to_proxy, to_stored
 from ._tenant import TenantExtractor, default_tenant
 
-Handler = Callable[[Any, Any, Transaction], Any]
+#: What ``@idempotent_http`` decorates: ``handler(event, context, txn)``, or ``handler(event, context)``
+#: (a Powertools handler as it was: no transaction, so claim-first by default).
+Handler = Callable[[Any, Any, Transaction], Any] | Callable[[dict[str, Any], Any], Any]
 
 
 class HttpLambdaHandler(Protocol):
@@ -32,7 +35,7 @@ class HttpLambdaHandler(Protocol):
 def idempotent_http(
     func: Handler, /, *,
     operation: str | None = None,
-    mode: Mode | str = Mode.ATOMIC,
+    mode: Mode | str | None = None,
     header: str | None = None,
     key: Selector | None = None,
     key_required: bool = True,
@@ -53,13 +56,15 @@ def idempotent_http(
 
     The handler receives a third argument, the :class:`~retrysafe.Transaction`
     in which it buffers its DynamoDB writes and outbox events; they commit
-    with the completed record in one transaction. Configuration errors are
+    with the completed record in one transaction. A handler ``(event, context)``
+    (a Powertools handler ported as it is) gets none and runs claim-first. Configuration errors are
     raised here, at cold start. The options (the same for
     :class:`~retrysafe.IdempotencyMiddleware` and :class:`HttpIdempotency`):
 
     - ``operation`` (default: the route, ``POST /orders``): a stable name of the operation.
-    - ``mode`` (default ``Mode.ATOMIC``, local writes only): ``Mode.CLAIM_FIRST`` when the
-      handler has foreign effects (``"atomic"`` / ``"claim_first"`` are accepted too).
+    - ``mode`` (default ``Mode.ATOMIC``, local writes only, for a handler that takes ``txn``; else
+      ``Mode.CLAIM_FIRST``): ``Mode.CLAIM_FIRST`` when the handler has foreign effects
+      (``"atomic"`` / ``"claim_first"`` are accepted too).
     - ``header`` (default ``Idempotency-Key``): the key header.
     - ``key`` (default ``None``: the header): the key selected in the request instead, a JMESPath
       expression over the event as Lambda delivers it (Powertools' ``event_key_jmespath`` ports
@@ -110,15 +115,17 @@ def idempotent_http(
             txn.put({"pk": f"order#{order_id}", "total": 42}, table="orders")
             return {"statusCode": 201, "body": json.dumps({"id": order_id})}
     """
+    takes_txn = _takes_txn(func)
+    chosen = mode if mode is not None else (Mode.ATOMIC if takes_txn else Mode.CLAIM_FIRST)
     idempotency = HttpIdempotency(
-        operation=operation, mode=mode, header=header, key=key, key_required=key_required, subscriber=subscriber, tenant=tenant,
+        operation=operation, mode=chosen, header=header, key=key, key_required=key_required, subscriber=subscriber, tenant=tenant,
         fingerprint_query=fingerprint_query, fingerprint=fingerprint, replay_headers=replay_headers,
         horizon_seconds=horizon_seconds, wait_for_in_flight=wait_for_in_flight, on_state_conflict=on_state_conflict,
         retry_hints=retry_hints, powertools_cutover=powertools_cutover, store=store, engine=engine)
 
     def wrapper(event: Any, context: Any) -> dict[str, Any]:
         def call(txn: Transaction) -> tuple[StoredResponse, Any]:
-            original = func(event, context, txn)
+            original = func(event, context, txn) if takes_txn else func(event, context)  # type: ignore[call-arg]
             return to_stored(original, idempotency), original
 
         remaining = getattr(context, "get_remaining_time_in_millis", None)
@@ -127,3 +134,13 @@ def idempotent_http(
 
     return cast(HttpLambdaHandler, lambda_entry_point(func, wrapper, idempotency=idempotency))
 
+
+
+def _takes_txn(func: Callable[..., Any]) -> bool:
+    """Whether the handler takes the transaction: a third positional parameter (or ``*args``)."""
+    try:
+        parameters = inspect.signature(func).parameters.values()
+    except (TypeError, ValueError):  # no signature to read (a builtin): pass it, as to any handler
+        return True
+    positional = [p for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return len(positional) >= 3 or any(p.kind is p.VAR_POSITIONAL for p in parameters)

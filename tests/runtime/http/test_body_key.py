@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response, content_types
-from retrysafe import TRANSACTION_KEY, IdempotencyMiddleware, idempotent, names
+from retrysafe import TRANSACTION_KEY, IdempotencyMiddleware, Mode, idempotent, names
 from retrysafe._transaction import Transaction
 from retrysafe.errors import ConfigurationError
 from retrysafe.http._decorator import idempotent_http
@@ -187,6 +187,24 @@ def test_the_middleware_takes_key_too(store: Any, ddb: Any, calls: Any) -> None:
     assert missing["statusCode"] == 400 and len(runs) == ran
     with pytest.raises(ConfigurationError):
         IdempotencyMiddleware(key="powertools_json(body).order_id", header="X-Key", store=store)
+
+
+def test_a_handler_without_txn_runs_claim_first_and_once(store: Any, calls: Any) -> None:
+    """A Powertools handler ``(event, context)`` ports as it is: no transaction, so its effects are foreign."""
+    runs: list[str] = []
+
+    def charge(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        runs.append(context.aws_request_id)
+        return {"statusCode": 201, "body": json.dumps({"run": len(runs)})}
+
+    handler = idempotent_http(key="powertools_json(body).order_id", tenant=None, store=store)(charge)
+    assert handler.idempotency.mode is Mode.CLAIM_FIRST
+    first_event = http_event(ORDER, key=None)
+    first = handler(first_event, DrillContext())
+    calls.reset()
+    again = handler(retried(first_event), DrillContext())
+    assert again["body"] == first["body"] and again["headers"][names.REPLAYED_HEADER] == "true" and len(runs) == 1
+    assert calls.calls == {"PutItem": 1}  # the claim meets the completed record: no handler run
 
 
 # -- @idempotent given an HTTP request --------------------------------------------------------------------
