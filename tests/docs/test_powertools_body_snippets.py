@@ -53,8 +53,7 @@ def test_the_body_keyed_handler_ports_with_the_decorator_line(both: tuple[Module
 
 def test_the_payload_subset_port_refuses_another_body_where_powertools_replays(
         both: tuple[ModuleType, ModuleType]) -> None:
-    before, after = both
-    answers = []
+    answers: list[dict[str, Any]] = []
     for module in both:
         start = charges()
         first = module.subscribe(order(user_id="u-2", product_id="p-1", amount=10), DrillContext())

@@ -110,7 +110,7 @@ class HttpIdempotency:
     defaults; the decorator and :class:`~retrysafe.IdempotencyMiddleware` build one of these.
     """
 
-    def __init__(self, *, operation: str | None = None, mode: Mode | str = Mode.ATOMIC,
+    def __init__(self, *, operation: str | None = None, mode: Mode | str | None = None,
                  header: str | None = None, key: Selector | None = None, key_required: bool = True,
                  subscriber: str | None = None, tenant: TenantExtractor | None = default_tenant,
                  fingerprint_query: Collection[str] | None = None, fingerprint: Selector | None = None,
@@ -119,7 +119,7 @@ class HttpIdempotency:
                  on_state_conflict: Callable[[BusinessConditionFailedError, Any], Any] | None = None,
                  retry_hints: bool = True, powertools_cutover: PowertoolsCutover | None = None,
                  store: DynamoStore | None = None, engine: Engine | None = None) -> None:
-        self.mode = Mode.parse(mode)
+        self.mode = Mode.parse(mode) if mode is not None else Mode.ATOMIC  # the decorator chooses by the handler
         self.operation = operation
         if key is not None and header is not None:
             raise ConfigurationError("pass key= or header=, not both: key= takes the idempotency key from the "

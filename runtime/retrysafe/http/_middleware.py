@@ -40,13 +40,14 @@ class IdempotencyMiddleware(BaseMiddlewareHandler[Any]):
     """Route middleware running the handler at most once per (tenant, operation, key).
 
     Its options are those of :func:`~retrysafe.http.idempotent_http`, documented there with their
-    defaults. The default operation is the matched route (``POST /orders/<order_id>``).
+    defaults. The default operation is the matched route (``POST /orders/<order_id>``); the default
+    mode ``Mode.ATOMIC`` (a route always has ``app.context[TRANSACTION_KEY]``).
     """
 
     def __init__(
         self, *,
         operation: str | None = None,
-        mode: Mode | str = Mode.ATOMIC,
+        mode: Mode | str | None = None,
         header: str | None = None,
         key: Selector | None = None,
         key_required: bool = True,
