@@ -28,7 +28,11 @@ dedupes those, and the default fingerprint ignores the new ``id`` and ``time``. 
 same goes for an SNS message published twice (new ``MessageId``). Events that have
 their own adapter (API Gateway, ALB and function URLs: ``idempotent_http``; SQS
 batches: ``idempotent_sqs``; Kinesis and DynamoDB Streams batches) are refused without
-``key=``: a batch needs per-record results, an HTTP request an HTTP answer.
+``key=``: a batch needs per-record results, an HTTP request an HTTP answer. An HTTP
+request is refused with ``key=`` too unless ``fingerprint=`` says what must match
+(:class:`~retrysafe.errors.ConfigurationError`, pointing at ``idempotent_http(key=...)``):
+the whole event holds the request id, the time and the tracing headers, so a client's
+retry would never match its first request.
 """
 
 from __future__ import annotations
@@ -95,7 +99,7 @@ def _is_eventbridge(event: Mapping[str, Any]) -> bool:
 
 def _other_adapter(event: Mapping[str, Any]) -> str | None:
     """The adapter an event of another source belongs to, when it has one."""
-    if "requestContext" in event:
+    if _is_http(event):
         return "an HTTP request: use idempotent_http"
     source = _record_source(event)
     if source == "aws:sqs":
@@ -103,6 +107,19 @@ def _other_adapter(event: Mapping[str, Any]) -> str | None:
     if source in ("aws:kinesis", "aws:dynamodb"):
         return "a stream batch: use the stream consumers (per-record results, shard order)"
     return None
+
+
+def _is_http(event: Mapping[str, Any]) -> bool:
+    """An API Gateway (REST v1, HTTP API v2), function URL or load balancer request: they carry ``requestContext``."""
+    return "requestContext" in event
+
+
+#: Why ``@idempotent`` refuses an HTTP request without ``fingerprint=`` (no key, no body in it).
+_HTTP_FINGERPRINT = ("@idempotent got an HTTP request (API Gateway, function URL or load balancer); its default "
+                     "fingerprint, the whole event, holds the request id, the time and the tracing headers, so "
+                     "every client retry would be refused as another request. Use idempotent_http(key=...) "
+                     "with the same key expression (it fingerprints method, route, path, query and body, and "
+                     "answers refusals with HTTP problems), or pass fingerprint= (e.g. fingerprint='body')")
 
 
 def _has_sequencer(event: Mapping[str, Any]) -> bool:
@@ -256,6 +273,8 @@ class EventIdempotency(_Idempotency):
     @flushes_telemetry
     def __call__(self, event: Any, context: Any) -> Any:
         """The Lambda handler: run the handler at most once per key; replays return the stored result."""
+        if self.fingerprint is None and isinstance(event, Mapping) and _is_http(event):
+            raise ConfigurationError(_HTTP_FINGERPRINT)
         key = self.find_key(event, self.event_key)
         remaining = getattr(context, "get_remaining_time_in_millis", None)
         return self.run(key, lambda: self.event_fingerprint(event),
@@ -290,6 +309,8 @@ def idempotent(*, subscriber: str | None = None, key: Selector | None = None, fi
     - ``fingerprint``: expression or callable selecting what must match between the first
       delivery and a replay; default the whole event without its transport fields. The
       same key with another fingerprint raises :class:`~retrysafe.errors.KeyReuseMismatchError`.
+      An HTTP request without ``fingerprint=`` raises :class:`~retrysafe.errors.ConfigurationError`:
+      use :func:`~retrysafe.http.idempotent_http` (``key=`` there takes the same expressions).
     - ``operation``: default the handler's ``module.qualname``. ``mode``: ``"atomic"`` (the handler's
       ``txn`` writes commit with the record, one round trip) or ``"claim_first"`` (foreign
       calls; ``txn.step`` and ``txn.derive_key``); default: atomic for ``handler(event, context, txn)``,

@@ -25,7 +25,13 @@ from retrysafe import (
     idempotent_kinesis,
     idempotent_sqs,
 )
-from retrysafe.testing._events import DrillContext, dynamodb_stream_record, http_event, kinesis_record, sqs_record
+from retrysafe.testing._events import (
+    DrillContext,
+    dynamodb_stream_record,
+    http_event,
+    kinesis_record,
+    sqs_record,
+)
 
 from tests.runtime.test_default_scope import EVENT
 

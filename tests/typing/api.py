@@ -241,3 +241,14 @@ def sqs_without_txn(message: Message) -> None:
 @idempotent()
 def event_without_txn(event: Any, context: Any) -> None:
     pass
+
+
+# -- @idempotent_http(key=...) on a Powertools handler as it was ------------------------------------------
+
+def powertools_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    return {"statusCode": 201}
+
+
+body_keyed: HttpLambdaHandler = idempotent_http(powertools_handler, key="powertools_json(body).order_id")
+idempotent_http(key=lambda event: event["body"], tenant=None)(powertools_handler)
+idempotent_http(powertools_handler, key=3)  # type: ignore[call-overload]

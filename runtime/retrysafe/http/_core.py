@@ -18,11 +18,18 @@ from .._cutover import PowertoolsCutover, cutover
 from .._engine import Completion, Engine, Intent
 from .._fingerprint import is_unicode
 from .._keys import Scope, parse_key
-from .._select import FingerprintSelector, Selector
+from .._select import FingerprintSelector, KeySelector, Selector
 from .._store import DynamoStore
 from .._transaction import Transaction
 from .._value import Value, set_field
-from ..errors import BusinessConditionFailedError, InvalidInputError, RetrysafeError, TenantRequiredError
+from ..errors import (
+    BusinessConditionFailedError,
+    ConfigurationError,
+    InvalidInputError,
+    KeyNotFoundError,
+    RetrysafeError,
+    TenantRequiredError,
+)
 from ._problem import Problem, problem_for
 from ._request import ALB_MULTI_VALUE, PROXY, HttpRequest, parse_event
 from ._tenant import TenantExtractor, default_tenant
@@ -103,8 +110,8 @@ class HttpIdempotency:
     defaults; the decorator and :class:`~retrysafe.IdempotencyMiddleware` build one of these.
     """
 
-    def __init__(self, *, operation: str | None = None, mode: Mode | str = Mode.ATOMIC,
-                 header: str = names.IDEMPOTENCY_KEY_HEADER, key_required: bool = True,
+    def __init__(self, *, operation: str | None = None, mode: Mode | str | None = None,
+                 header: str | None = None, key: Selector | None = None, key_required: bool = True,
                  subscriber: str | None = None, tenant: TenantExtractor | None = default_tenant,
                  fingerprint_query: Collection[str] | None = None, fingerprint: Selector | None = None,
                  replay_headers: Collection[str] = DEFAULT_REPLAY_HEADERS,
@@ -112,9 +119,14 @@ class HttpIdempotency:
                  on_state_conflict: Callable[[BusinessConditionFailedError, Any], Any] | None = None,
                  retry_hints: bool = True, powertools_cutover: PowertoolsCutover | None = None,
                  store: DynamoStore | None = None, engine: Engine | None = None) -> None:
-        self.mode = Mode.parse(mode)
+        self.mode = Mode.parse(mode) if mode is not None else Mode.ATOMIC  # the decorator chooses by the handler
         self.operation = operation
-        self.header = header
+        if key is not None and header is not None:
+            raise ConfigurationError("pass key= or header=, not both: key= takes the idempotency key from the "
+                                     "request instead of a header")
+        #: The key's header, read unless ``key`` (the selector over the event) is set.
+        self.header = header if header is not None else names.IDEMPOTENCY_KEY_HEADER
+        self.key = KeySelector(key, objects=True) if key is not None else None
         self.key_required = key_required
         self.subscriber = SubscriberName(subscriber)
         self.tenant = tenant
@@ -165,7 +177,7 @@ class HttpIdempotency:
                 raise TenantRequiredError(_NO_TENANT.get(request.source, _NO_TENANT["rest"]))
             tenant = _unicode(found, "the tenant")
         op = _unicode(self.operation or operation or request.route, "the operation")
-        key = parse_key(request.header(self.header), required=self.key_required)
+        key = self._key(request)
 
         originals: list[Any] = []
 
@@ -188,6 +200,18 @@ class HttpIdempotency:
         original = originals[-1] if originals and not outcome.replayed else None
         return HttpAnswer(StoredResponse.from_result(outcome.result), replayed=outcome.replayed, original=original,
                           shape=request.shape)
+
+
+    def _key(self, request: HttpRequest) -> str | None:
+        """The header's key, or ``key=``'s selection in the event; ``None`` when absent and not required."""
+        if self.key is None:
+            return parse_key(request.header(self.header), required=self.key_required)
+        try:
+            return self.key(request.event)
+        except KeyNotFoundError:
+            if self.key_required:
+                raise
+            return None
 
 
 def stores(response: StoredResponse) -> bool:

@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Callable, Collection
 from typing import Any, Protocol, cast
 
-from .. import names
 from .._adapter import chosen_mode, lambda_entry_point, takes_options, takes_transaction
 from .._config import Mode
 from .._cutover import PowertoolsCutover
@@ -18,8 +17,9 @@ from ..errors import BusinessConditionFailedError
 from ._core import DEFAULT_REPLAY_HEADERS, HttpIdempotency, StoredResponse, to_proxy, to_stored
 from ._tenant import TenantExtractor, default_tenant
 
-#: What ``@idempotent_http`` decorates: ``handler(event, context, txn)``, or ``handler(event, context)`` (claim-first).
-Handler = Callable[[Any, Any, Transaction], Any] | Callable[[Any, Any], Any]
+#: What ``@idempotent_http`` decorates: ``handler(event, context, txn)``, or ``handler(event, context)``
+#: (a Powertools handler as it was: no transaction, so claim-first by default).
+Handler = Callable[[Any, Any, Transaction], Any] | Callable[[dict[str, Any], Any], Any]
 
 
 class HttpLambdaHandler(Protocol):
@@ -35,7 +35,8 @@ def idempotent_http(
     func: Handler, /, *,
     operation: str | None = None,
     mode: Mode | str | None = None,
-    header: str = names.IDEMPOTENCY_KEY_HEADER,
+    header: str | None = None,
+    key: Selector | None = None,
     key_required: bool = True,
     subscriber: str | None = None,
     tenant: TenantExtractor | None = default_tenant,
@@ -54,16 +55,23 @@ def idempotent_http(
 
     The handler receives a third argument, the :class:`~retrysafe.Transaction`
     in which it buffers its DynamoDB writes and outbox events; they commit
-    with the completed record in one transaction. Configuration errors are
+    with the completed record in one transaction. A handler ``(event, context)``
+    (a Powertools handler ported as it is) gets none and runs claim-first. Configuration errors are
     raised here, at cold start. The options (the same for
     :class:`~retrysafe.IdempotencyMiddleware` and :class:`HttpIdempotency`):
 
     - ``operation`` (default: the route, ``POST /orders``): a stable name of the operation.
-    - ``mode`` (default: ``Mode.ATOMIC`` for ``handler(event, context, txn)``, local writes only;
-      ``Mode.CLAIM_FIRST`` for ``handler(event, context)``, whose effects are not in a transaction):
-      ``Mode.CLAIM_FIRST`` when the handler has foreign effects (``"atomic"`` / ``"claim_first"`` are
-      accepted too).
+    - ``mode`` (default ``Mode.ATOMIC``, local writes only, for a handler that takes ``txn``; else
+      ``Mode.CLAIM_FIRST``): ``Mode.CLAIM_FIRST`` when the handler has foreign effects
+      (``"atomic"`` / ``"claim_first"`` are accepted too).
     - ``header`` (default ``Idempotency-Key``): the key header.
+    - ``key`` (default ``None``: the header): the key selected in the request instead, a JMESPath
+      expression over the event as Lambda delivers it (Powertools' ``event_key_jmespath`` ports
+      verbatim: ``"powertools_json(body).order_id"``, ``"powertools_json(body).[user_id, product_id]"``,
+      ``"powertools_json(body)"``, a selected object keyed by its hash) or a callable given the event.
+      It replaces the header (passing both is refused). The fingerprint stays method, route, path,
+      query and body (``fingerprint=``), never transport fields (request id, time, headers), so a
+      client's retry replays; a second identical order of the same tenant replays too (docs/http.md).
     - ``key_required`` (default ``True``): refuse requests without a key (400); when ``False`` they run
       without dedup, each as its own intent (its own ``derive_key()`` values and event ids).
     - ``subscriber`` (default: the deployed function, ``RETRYSAFE_SUBSCRIBER`` else
@@ -109,7 +117,7 @@ def idempotent_http(
     takes_txn = takes_transaction(func, 3)
     call_handler: Callable[..., Any] = func
     idempotency = HttpIdempotency(
-        operation=operation, mode=chosen_mode(mode, takes_txn), header=header, key_required=key_required,
+        operation=operation, mode=chosen_mode(mode, takes_txn), header=header, key=key, key_required=key_required,
         subscriber=subscriber, tenant=tenant,
         fingerprint_query=fingerprint_query, fingerprint=fingerprint, replay_headers=replay_headers,
         horizon_seconds=horizon_seconds, wait_for_in_flight=wait_for_in_flight, on_state_conflict=on_state_conflict,
@@ -125,4 +133,3 @@ def idempotent_http(
         return to_proxy(answer)
 
     return cast(HttpLambdaHandler, lambda_entry_point(func, wrapper, idempotency=idempotency))
-
