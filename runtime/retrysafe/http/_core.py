@@ -12,9 +12,9 @@ from http import HTTPStatus
 from typing import Any
 
 from .. import names
-from .._adapter import SubscriberName, flushes_telemetry, wiring
-from .._config import Mode
-from .._cutover import PowertoolsCutover, cutover
+from .._adapter import SubscriberName, Wired, flushes_telemetry
+from .._config import Mode, idempotency_disabled
+from .._cutover import PowertoolsCutover
 from .._engine import Completion, Engine, Intent
 from .._fingerprint import is_unicode
 from .._keys import Scope, parse_key
@@ -96,7 +96,7 @@ def problem_answer(problem: Problem, shape: str = PROXY) -> HttpAnswer:
     return HttpAnswer(StoredResponse(problem.status, problem.all_headers(), problem.body()), shape=shape)
 
 
-class HttpIdempotency:
+class HttpIdempotency(Wired):
     """Configuration and engine of one idempotent HTTP operation.
 
     Its options are those of :func:`~retrysafe.http.idempotent_http`, documented there with their
@@ -124,9 +124,11 @@ class HttpIdempotency:
         self.wait_for_in_flight = wait_for_in_flight
         self.on_state_conflict = on_state_conflict
         self.retry_hints = retry_hints
-        self.retention, self.engine = wiring(horizon_seconds, store, engine)
-        # Powertools replays the handler's proxy response: stored as this adapter stores a handler's
-        self.cutover = cutover(powertools_cutover, self.engine, lambda response: to_stored(response, self).to_result())
+        self.wire(horizon_seconds, store, engine, powertools_cutover)
+
+    def adopt(self, response: Any) -> Any:
+        """Powertools replays the handler's proxy response: stored as this adapter stores a handler's."""
+        return to_stored(response, self).to_result()
 
     def select_headers(self, headers: Mapping[str, Any] | None) -> dict[str, str]:
         """The response headers worth storing."""
@@ -164,7 +166,8 @@ class HttpIdempotency:
                 raise TenantRequiredError(_NO_TENANT.get(request.source, _NO_TENANT["rest"]))
             tenant = _unicode(found, "the tenant")
         op = _unicode(self.operation or operation or request.route, "the operation")
-        key = parse_key(request.header(self.header), required=self.key_required)
+        disabled = idempotency_disabled()  # no key, no fingerprint, no record: every request runs
+        key = None if disabled else parse_key(request.header(self.header), required=self.key_required)
 
         originals: list[Any] = []
 
@@ -174,7 +177,7 @@ class HttpIdempotency:
             return Completion(response.to_result(), store=response.status < 500)
 
         # Powertools' @idempotent hashed the whole Lambda event (its event_key_jmespath selects in it)
-        predecessor = self.cutover.predecessor(event) if self.cutover is not None else None
+        predecessor = self.cutover.predecessor(event) if self.cutover is not None and not disabled else None
         if key is None:  # key_required=False: a client of the old code may still retry without a key header
             outcome = self.engine.execute_unkeyed(Scope(tenant, op, "", adapter=names.HTTP_ADAPTER, subscriber=self.subscriber()), work,
                                                   self.retention, predecessor=predecessor)
