@@ -28,7 +28,7 @@ from ._config import Retention, in_lambda
 from ._cutover import Cutover, PowertoolsCutover, cutover
 from ._engine import Engine
 from ._observability import telemetry
-from ._store import DynamoStore
+from ._store import INIT_PHASE_ENV, DynamoStore
 from .errors import ConfigurationError
 from .names import LAMBDA_FUNCTION_NAME_ENV, LOCAL_SUBSCRIBER, SUBSCRIBER_ENV
 
@@ -87,8 +87,8 @@ class Wired:
     Outside Lambda they are made at the first call, not at import or decoration: a test suite sets
     ``RETRYSAFE_TABLE`` (or creates its moto table) after importing a decorated handler, as it does
     for Powertools. Each is a :func:`functools.cached_property`: made once, then a plain attribute,
-    so later calls pay nothing. Inside Lambda's execution environment (:func:`~retrysafe._config.in_lambda`)
-    the function's environment cannot change, so :meth:`wire` makes them at once: a configuration
+    so later calls pay nothing. Inside Lambda's execution environment (:func:`~retrysafe._config.in_lambda`,
+    or its init phase: ``AWS_LAMBDA_INITIALIZATION_TYPE``) the function's environment cannot change, so :meth:`wire` makes them at once: a configuration
     error fails the cold start, and the store's client is made in the init phase (before a SnapStart
     snapshot, :mod:`retrysafe._snapstart`). :func:`retrysafe.testing.use_store` swaps the engine.
     """
@@ -105,7 +105,7 @@ class Wired:
         self._store = store
         self._engine = engine
         self._powertools_cutover = powertools_cutover
-        if in_lambda():
+        if in_lambda() or INIT_PHASE_ENV in os.environ:
             self.retention  # noqa: B018
             self.cutover  # noqa: B018  # and the engine it is made on
 

@@ -220,10 +220,12 @@ def test_the_table_may_be_set_after_the_handler_is_decorated(outside_lambda: Non
     assert made == ["store"]  # made at the first call, never again
 
 
-def test_inside_lambda_the_table_is_still_read_at_decoration(outside_lambda: None,
-                                                             monkeypatch: pytest.MonkeyPatch) -> None:
-    """In Lambda the environment is the deployment's: a missing table fails the cold start, not a request."""
-    monkeypatch.setenv("LAMBDA_TASK_ROOT", "/var/task")
+@pytest.mark.parametrize("marker", [*LAMBDA_ENVIRONMENT_MARKERS, "AWS_LAMBDA_INITIALIZATION_TYPE"])
+def test_inside_lambda_the_table_is_still_read_at_decoration(outside_lambda: None, monkeypatch: pytest.MonkeyPatch,
+                                                             marker: str) -> None:
+    """In Lambda the environment is the deployment's: a missing table fails the cold start, not a request,
+    and the store's client is made in the init phase (before a SnapStart snapshot)."""
+    monkeypatch.setenv(marker, "on-demand")
     monkeypatch.delenv(names.TABLE_ENV)
     with pytest.raises(ConfigurationError, match=names.TABLE_ENV):
         idempotent(key="id")(lambda event, context, txn: None)
