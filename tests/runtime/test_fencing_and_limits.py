@@ -289,6 +289,7 @@ def test_table_verification_at_cold_start_is_opt_in(aws, monkeypatch):
     from retrysafe import _store as store_module
 
     monkeypatch.setattr(store_module, "_SHARED", {})
+    monkeypatch.setenv("LAMBDA_TASK_ROOT", "/var/task")  # Lambda's cold start: the store is made at decoration
     monkeypatch.setenv(names.TABLE_ENV, "missing-table")
     idempotent_http(lambda e, c, t: None)  # off by default: no DynamoDB call at decoration
     monkeypatch.setattr(store_module, "_SHARED", {})
