@@ -7,7 +7,7 @@
 # app.py
 from typing import Any
 
-from retrysafe import Transaction, idempotent
+from retrysafe import Transaction, idempotent, names
 
 
 @idempotent(key="detail.order_id")
@@ -35,7 +35,7 @@ def create_table(client: Any, name: str) -> None:   # what IdempotencyTable depl
 
 @pytest.fixture
 def dynamodb(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    monkeypatch.setenv("RETRYSAFE_TABLE", "idempotency")    # read at the handler's first call, not at import
+    monkeypatch.setenv(names.TABLE_ENV, "idempotency")      # RETRYSAFE_TABLE: read at the first call, not at import
     with mock_aws():
         client = boto3.client("dynamodb", region_name="eu-west-1")
         create_table(client, "idempotency")
@@ -50,7 +50,7 @@ from retrysafe.testing import DrillContext
 
 
 def test_handler_logic_without_idempotency(monkeypatch: pytest.MonkeyPatch, dynamodb: Any) -> None:
-    monkeypatch.setenv("RETRYSAFE_IDEMPOTENCY_DISABLED", "true")
+    monkeypatch.setenv(names.IDEMPOTENCY_DISABLED_ENV, "true")   # RETRYSAFE_IDEMPOTENCY_DISABLED
     assert handler({}, DrillContext()) == {"message": "success", "statusCode": 200}   # no key needed
     assert dynamodb.scan(TableName="shipments")["Count"] == 1                          # writes still commit
 # --8<-- [end:disabled]
