@@ -88,9 +88,9 @@ class Wired:
     ``RETRYSAFE_TABLE`` (or creates its moto table) after importing a decorated handler, as it does
     for Powertools. Each is a :func:`functools.cached_property`: made once, then a plain attribute,
     so later calls pay nothing. Inside Lambda's execution environment (:func:`~retrysafe._config.in_lambda`,
-    or its init phase: ``AWS_LAMBDA_INITIALIZATION_TYPE``) the function's environment cannot change, so :meth:`wire` makes them at once: a configuration
-    error fails the cold start, and the store's client is made in the init phase (before a SnapStart
-    snapshot, :mod:`retrysafe._snapstart`). :func:`retrysafe.testing.use_store` swaps the engine.
+    or its init phase: ``AWS_LAMBDA_INITIALIZATION_TYPE``) the function's environment cannot change, so
+    :meth:`wire` makes them at once: a configuration error fails the cold start, and the store's client
+    is made in the init phase (before a SnapStart snapshot, :mod:`retrysafe._snapstart`). :func:`retrysafe.testing.use_store` swaps the engine.
     """
 
     _horizon_seconds: int | None
@@ -107,7 +107,8 @@ class Wired:
         self._powertools_cutover = powertools_cutover
         if in_lambda() or INIT_PHASE_ENV in os.environ:
             self.retention  # noqa: B018
-            self.cutover  # noqa: B018  # and the engine it is made on
+            self.engine  # noqa: B018
+            self.cutover  # noqa: B018
 
     @functools.cached_property
     def retention(self) -> Retention:
