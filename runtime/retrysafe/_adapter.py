@@ -7,8 +7,9 @@
   for both on purpose;
 - :func:`takes_transaction` and :func:`chosen_mode`: the mode follows the handler (atomic when it
   takes the transaction, claim-first when it does not: its effects are elsewhere);
-- :func:`wiring`: the retention (``horizon_seconds``, else the environment) and
-  the engine (``engine=``, else one on ``store=``, else ``DynamoStore.from_env()``);
+- :class:`Wired`: the retention (``horizon_seconds``, else the environment), the engine
+  (``engine=``, else one on ``store=``, else ``DynamoStore.from_env()``) and the Powertools
+  cut-over of an adapter, made at its first call (at decoration inside Lambda);
 - :func:`flushes_telemetry`: an entry point that flushes the invocation's
   metrics on the way out, whatever happens;
 - :func:`takes_options` and :func:`lambda_entry_point`: a decorator usable bare
@@ -25,10 +26,11 @@ import os
 from collections.abc import Callable
 from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar, overload
 
-from ._config import Mode, Retention
+from ._config import Mode, Retention, in_lambda
+from ._cutover import Cutover, PowertoolsCutover, cutover
 from ._engine import Engine
 from ._observability import telemetry
-from ._store import DynamoStore
+from ._store import INIT_PHASE_ENV, DynamoStore
 from .errors import ConfigurationError
 from .names import LAMBDA_FUNCTION_NAME_ENV, LOCAL_SUBSCRIBER, SUBSCRIBER_ENV
 
@@ -112,13 +114,59 @@ def chosen_mode(mode: Mode | str | None, takes_txn: bool) -> Mode:
     return Mode.ATOMIC if takes_txn else Mode.CLAIM_FIRST
 
 
-def wiring(horizon_seconds: int | None, store: DynamoStore | None,
-           engine: Engine | None) -> tuple[Retention, Engine]:
-    """The retention and the engine of one adapter; configuration errors are raised here, at cold start."""
-    retention = Retention.from_env(horizon_seconds=horizon_seconds)
-    if engine is None:
-        engine = Engine(store or DynamoStore.from_env())
-    return retention, engine
+class Wired:
+    """An adapter's retention, engine and Powertools cut-over, made from its options and the environment.
+
+    Outside Lambda they are made at the first call, not at import or decoration: a test suite sets
+    ``RETRYSAFE_TABLE`` (or creates its moto table) after importing a decorated handler, as it does
+    for Powertools. Each is a :func:`functools.cached_property`: made once, then a plain attribute,
+    so later calls pay nothing. Inside Lambda's execution environment (:func:`~retrysafe._config.in_lambda`,
+    or its init phase: ``AWS_LAMBDA_INITIALIZATION_TYPE``) the function's environment cannot change, so
+    :meth:`wire` makes them at once: a configuration error fails the cold start, and the store's client
+    is made in the init phase (before a SnapStart snapshot, :mod:`retrysafe._snapstart`). :func:`retrysafe.testing.use_store` swaps the engine.
+    """
+
+    _horizon_seconds: int | None
+    _store: DynamoStore | None
+    _engine: Engine | None
+    _powertools_cutover: PowertoolsCutover | None
+
+    def wire(self, horizon_seconds: int | None, store: DynamoStore | None, engine: Engine | None,
+             powertools_cutover: PowertoolsCutover | None = None) -> None:
+        """Keep the options; inside Lambda, make everything now (configuration errors at cold start)."""
+        self._horizon_seconds = horizon_seconds
+        self._store = store
+        self._engine = engine
+        self._powertools_cutover = powertools_cutover
+        if in_lambda() or INIT_PHASE_ENV in os.environ:
+            self.retention  # noqa: B018
+            self.engine  # noqa: B018
+            self.cutover  # noqa: B018
+
+    @functools.cached_property
+    def retention(self) -> Retention:
+        """How long records live (``horizon_seconds=``, else ``RETRYSAFE_RETRY_HORIZON_SECONDS``)."""
+        return Retention.from_env(horizon_seconds=self._horizon_seconds)
+
+    @functools.cached_property
+    def engine(self) -> Engine:
+        """``engine=``, else one on ``store=``, else on ``DynamoStore.from_env()`` (``RETRYSAFE_TABLE``)."""
+        if self._engine is not None:
+            return self._engine
+        return Engine(self._store or DynamoStore.from_env())
+
+    @functools.cached_property
+    def cutover(self) -> Cutover | None:
+        """The Powertools cut-over (``powertools_cutover=``) on the engine's store, or ``None``."""
+        return cutover(self._powertools_cutover, self.engine, self.adopt, self.adopts)
+
+    def adopt(self, response: Any) -> Any:
+        """The stored result of a response Powertools stored (JSON, decoded): by default the same value."""
+        return response
+
+    def adopts(self, result: Any) -> bool:
+        """Whether an answer adopted from Powertools is stored where this adapter would store it: by default yes."""
+        return True
 
 
 def flushes_telemetry(entry: F) -> F:

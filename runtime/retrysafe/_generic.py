@@ -46,15 +46,15 @@ from . import names
 from ._adapter import (
     TXN,
     SubscriberName,
+    Wired,
     chosen_mode,
     flushes_telemetry,
     lambda_entry_point,
     qualified_name,
     takes_transaction,
-    wiring,
 )
-from ._config import Mode
-from ._cutover import PowertoolsCutover, cutover
+from ._config import Mode, idempotency_disabled
+from ._cutover import PowertoolsCutover
 from ._engine import Completion, Engine, Intent
 from ._keys import Scope
 from ._observability import UNKEYED, telemetry
@@ -180,7 +180,7 @@ def _without(record: Any, names: frozenset[str]) -> Any:
 # -- the shared part ---------------------------------------------------------------------------------------
 
 
-class _Idempotency:
+class _Idempotency(Wired):
     """What both decorators share: scope, selectors, serializer, mode and the engine."""
 
     #: The record namespace of the decorator's adapter (:data:`retrysafe.names.ADAPTERS`).
@@ -201,9 +201,8 @@ class _Idempotency:
         self.key_required = key_required
         self.serializer = serializer
         self.lease_seconds = lease_seconds
-        self.retention, self.engine = wiring(horizon_seconds, store, engine)
         # Powertools stored the JSON of the result; decoded, it is what this adapter's serializer stores
-        self.cutover = cutover(powertools_cutover, self.engine, lambda response: response)
+        self.wire(horizon_seconds, store, engine, powertools_cutover)
 
     def scope(self, key: str) -> Scope:
         """The scope of one call (built here only)."""
@@ -236,6 +235,12 @@ class _Idempotency:
         intent = Intent(self.scope(key), fingerprint(), self.mode, self.retention, self.lease_seconds)
         outcome = self.engine.execute(intent, work, remaining_ms, predecessor=predecessor)
         return self.serializer.load(outcome.result) if outcome.replayed else produced[0]
+
+    def unprotected(self, call: Callable[[Transaction], Any]) -> Any:
+        """``call`` with deduplication switched off (``RETRYSAFE_IDEMPOTENCY_DISABLED``): no key or fingerprint
+        is selected and no record read or written; its writes and events still commit in one transaction."""
+        return self.engine.execute_unkeyed(self.scope("unkeyed"), lambda txn: Completion(call(txn)), self.retention,
+                                           steps=self.mode is Mode.CLAIM_FIRST).result
 
     def find_key(self, value: Any, select: Callable[[Any], str]) -> str | None:
         """The key, or ``None`` when there is none and keys are optional (an ``Unkeyed`` metric and log line)."""
@@ -273,6 +278,8 @@ class EventIdempotency(_Idempotency):
     @flushes_telemetry
     def __call__(self, event: Any, context: Any) -> Any:
         """The Lambda handler: run the handler at most once per key; replays return the stored result."""
+        if idempotency_disabled():
+            return self.unprotected(lambda txn: self.handler(event, context, txn) if self.takes_txn else self.handler(event, context))
         if self.fingerprint is None and isinstance(event, Mapping) and _is_http(event):
             raise ConfigurationError(_HTTP_FINGERPRINT)
         key = self.find_key(event, self.event_key)
@@ -403,15 +410,17 @@ class FunctionIdempotency(_Idempotency):
         """Call the function at most once per key; replays return the stored result as the same type."""
         if self.takes_txn and TXN in kwargs:
             raise TypeError(f"{self.func.__qualname__}: do not pass txn=; @idempotent_function passes its own")
+
+        def call(txn: Transaction) -> Any:
+            return self.func(*args, **kwargs, txn=txn) if self.takes_txn else self.func(*args, **kwargs)
+
+        if idempotency_disabled():
+            return self.unprotected(call)
         bound = self.signature.bind_partial(*args, **kwargs)
         if self.argument not in bound.arguments:
             raise TypeError(f"{self.func.__qualname__}() needs its {self.argument!r} argument: it names the intent")
         value = bound.arguments[self.argument]
         key = self.find_key(value, self.argument_key)
-
-        def call(txn: Transaction) -> Any:
-            return self.func(*args, **kwargs, txn=txn) if self.takes_txn else self.func(*args, **kwargs)
-
         return self.run(key, lambda: self.argument_fingerprint(value), call, None, value)
 
 

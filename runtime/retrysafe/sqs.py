@@ -49,17 +49,17 @@ from typing import Any, Protocol, cast
 
 from ._adapter import (
     SubscriberName,
+    Wired,
     chosen_mode,
     flushes_telemetry,
     lambda_entry_point,
     qualified_name,
     takes_options,
     takes_transaction,
-    wiring,
 )
 from ._claimcheck import ClaimCheck, resolve
-from ._config import Mode, env_float
-from ._cutover import PowertoolsCutover, cutover
+from ._config import Mode, env_float, idempotency_disabled
+from ._cutover import PowertoolsCutover
 from ._engine import Completion, Engine, Intent
 from ._fingerprint import canonical_document, fingerprint, parse_json
 from ._keys import Scope
@@ -204,7 +204,7 @@ def _redelivered(record: Any) -> bool:
     return isinstance(count, str) and count.isdecimal() and int(count) > 1
 
 
-class SqsConsumer:
+class SqsConsumer(Wired):
     """Configuration and engine of one idempotent SQS consumer.
 
     Its options are those of :func:`idempotent_sqs`, documented there with their defaults.
@@ -228,12 +228,13 @@ class SqsConsumer:
         self.lease_seconds = _lease(lease_seconds)
         self.retry_hints = retry_hints
         self.claim_check = claim_check if claim_check is not None else ClaimCheck.from_env()
-        self.retention, self.engine = wiring(horizon_seconds, store, engine)
-        self.cutover = cutover(powertools_cutover, self.engine, lambda response: response)
+        self.wire(horizon_seconds, store, engine, powertools_cutover)
 
     def process(self, record: Any, context: Any = None) -> Any:
         """Process one record at most once; raises (the record is reported failed) when it must be redelivered."""
         content, _ = unwrap(record.body)
+        if idempotency_disabled():  # no key, no fingerprint, no record: the message is handled as a new one
+            return self._unprotected(Message(record=record, key="", content=content))
         key = self.key(Message(record=record, key="", content=content), _document)
         message = Message(record=record, key=key, content=content)
         part = message_fingerprint(record.body) if self.fingerprint is None else self.fingerprint(message, _document)
@@ -252,6 +253,16 @@ class SqsConsumer:
         # Powertools' @idempotent_function(data_keyword_argument="record") hashed the record (its raw event)
         predecessor = self.cutover.predecessor(record) if self.cutover is not None else None
         return self.engine.execute(intent, work, remaining, predecessor=predecessor).result
+
+    def _unprotected(self, message: Message) -> Any:
+        def work(txn: Transaction) -> Completion:
+            resolved = resolve(message.content, self.claim_check)
+            return Completion(self.handler(message if resolved is message.content else
+                                           Message(record=message.record, key="", content=resolved), txn))
+
+        return self.engine.execute_unkeyed(Scope("", self.operation, "", adapter=SQS_ADAPTER,
+                                                 subscriber=self.subscriber()), work, self.retention,
+                                           steps=self.mode is Mode.CLAIM_FIRST).result
 
     @flushes_telemetry
     def __call__(self, event: dict[str, Any], context: Any) -> dict[str, Any]:

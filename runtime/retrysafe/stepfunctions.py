@@ -36,8 +36,8 @@ import json
 from collections.abc import Callable
 from typing import Any, Protocol, cast
 
-from ._adapter import SubscriberName, flushes_telemetry, lambda_entry_point, takes_options, wiring
-from ._config import Mode
+from ._adapter import SubscriberName, Wired, flushes_telemetry, lambda_entry_point, takes_options
+from ._config import Mode, idempotency_disabled
 from ._engine import Completion, Engine, Intent
 from ._fingerprint import canonical_value, fingerprint, is_unicode
 from ._keys import Scope
@@ -137,7 +137,7 @@ class TaskRequest(Value):
         return json.dumps([self.execution, self.iteration]) if self.iteration is not None else self.execution
 
 
-class TaskIdempotency:
+class TaskIdempotency(Wired):
     """Configuration and engine of one idempotent Step Functions task.
 
     Its options are those of :func:`idempotent_task`, documented there with their defaults.
@@ -149,7 +149,7 @@ class TaskIdempotency:
         self.subscriber = SubscriberName(subscriber)
         self.tenant = tenant
         self.operation = operation
-        self.retention, self.engine = wiring(horizon_seconds, store, engine)
+        self.wire(horizon_seconds, store, engine)
         self.lease_seconds = lease_seconds
 
     def intent(self, request: TaskRequest) -> Intent:
@@ -167,6 +167,11 @@ class TaskIdempotency:
         """Run ``work`` at most once for this execution's state and return its (possibly replayed) result."""
         try:
             request = TaskRequest.parse(payload)
+            if idempotency_disabled():  # no key, no fingerprint, no record: the state runs as a new one
+                scope = Scope(self.tenant or request.state_machine or "-", self.operation or request.state, "",
+                              adapter=TASK_ADAPTER, subscriber=self.subscriber())
+                return self.engine.execute_unkeyed(scope, lambda txn: Completion(work(request, txn)),
+                                                   self.retention, steps=True).result
             outcome = self.engine.execute(self.intent(request), lambda txn: Completion(work(request, txn)),
                                           remaining_ms)
         except RequestInFlightError as error:

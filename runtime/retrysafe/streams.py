@@ -31,14 +31,14 @@ from typing import Any, ClassVar, Generic, Protocol, TypeVar, cast
 from . import names
 from ._adapter import (
     SubscriberName,
+    Wired,
     chosen_mode,
     flushes_telemetry,
     lambda_entry_point,
     qualified_name,
     takes_transaction,
-    wiring,
 )
-from ._config import Mode
+from ._config import Mode, idempotency_disabled
 from ._engine import Completion, Engine, Intent
 from ._fingerprint import canonical_json, canonical_value, fingerprint
 from ._keys import Scope
@@ -285,7 +285,7 @@ def _is_ttl_removal(raw: dict[str, Any]) -> bool:
         identity.get("type") == TTL_IDENTITY["type"] and identity.get("principalId") == TTL_IDENTITY["principalId"]
 
 
-class StreamConsumer(Generic[M]):
+class StreamConsumer(Wired, Generic[M]):
     """Configuration and engine of one idempotent stream consumer (see :func:`idempotent_kinesis`)."""
 
     def __init__(self, handler: Callable[..., Any], source: _Source[M], *, subscriber: str | None,
@@ -304,7 +304,7 @@ class StreamConsumer(Generic[M]):
         self.key = KeySelector(key if key is not None else source.default_key)
         self.fingerprint = FingerprintSelector(fingerprint) if fingerprint is not None else None
         self.skip_ttl_removals = skip_ttl_removals
-        self.retention, self.engine = wiring(horizon_seconds, store, engine)
+        self.wire(horizon_seconds, store, engine)
 
     def process(self, record: Any, lambda_context: Any = None) -> Any:
         """Process one record at most once; raises (the record is reported failed) when it must be redelivered.
@@ -316,6 +316,12 @@ class StreamConsumer(Generic[M]):
         if self.skip_ttl_removals and _is_ttl_removal(record.raw_event):
             return None
         source = self.source
+        if idempotency_disabled():  # no key, no fingerprint, no record: the record is handled as a new one
+            unkeyed = source.message(record, lambda probe: "")
+            return self.engine.execute_unkeyed(
+                Scope("", self.operation, "", adapter=source.adapter, subscriber=self.subscriber()),
+                lambda txn: Completion(self.handler(unkeyed, txn)), self.retention,
+                steps=self.mode is Mode.CLAIM_FIRST).result
         message = source.message(record, lambda probe: self.key(probe, source.document))
         part = self.fingerprint(message, source.document) if self.fingerprint is not None else \
             source.fingerprint(message)

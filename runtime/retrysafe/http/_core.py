@@ -12,9 +12,9 @@ from http import HTTPStatus
 from typing import Any
 
 from .. import names
-from .._adapter import SubscriberName, flushes_telemetry, wiring
-from .._config import Mode
-from .._cutover import PowertoolsCutover, cutover
+from .._adapter import SubscriberName, Wired, flushes_telemetry
+from .._config import Mode, idempotency_disabled
+from .._cutover import PowertoolsCutover
 from .._engine import Completion, Engine, Intent
 from .._fingerprint import is_unicode
 from .._keys import Scope, parse_key
@@ -103,7 +103,7 @@ def problem_answer(problem: Problem, shape: str = PROXY) -> HttpAnswer:
     return HttpAnswer(StoredResponse(problem.status, problem.all_headers(), problem.body()), shape=shape)
 
 
-class HttpIdempotency:
+class HttpIdempotency(Wired):
     """Configuration and engine of one idempotent HTTP operation.
 
     Its options are those of :func:`~retrysafe.http.idempotent_http`, documented there with their
@@ -136,10 +136,15 @@ class HttpIdempotency:
         self.wait_for_in_flight = wait_for_in_flight
         self.on_state_conflict = on_state_conflict
         self.retry_hints = retry_hints
-        self.retention, self.engine = wiring(horizon_seconds, store, engine)
-        # Powertools replays the handler's proxy response: stored as this adapter stores a handler's, if at all
-        self.cutover = cutover(powertools_cutover, self.engine, lambda response: to_stored(response, self).to_result(),
-                               lambda result: stores(StoredResponse.from_result(result)))
+        self.wire(horizon_seconds, store, engine, powertools_cutover)
+
+    def adopt(self, response: Any) -> Any:
+        """Powertools replays the handler's proxy response: stored as this adapter stores a handler's."""
+        return to_stored(response, self).to_result()
+
+    def adopts(self, result: Any) -> bool:
+        """An adopted answer is stored only where a handler's is: never a 5xx (docs/http.md)."""
+        return stores(StoredResponse.from_result(result))
 
     def select_headers(self, headers: Mapping[str, Any] | None) -> dict[str, str]:
         """The response headers worth storing."""
@@ -177,7 +182,8 @@ class HttpIdempotency:
                 raise TenantRequiredError(_NO_TENANT.get(request.source, _NO_TENANT["rest"]))
             tenant = _unicode(found, "the tenant")
         op = _unicode(self.operation or operation or request.route, "the operation")
-        key = self._key(request)
+        disabled = idempotency_disabled()  # no key, no fingerprint, no record: every request runs
+        key = None if disabled else self._key(request)
 
         originals: list[Any] = []
 
@@ -187,7 +193,7 @@ class HttpIdempotency:
             return Completion(response.to_result(), store=stores(response))
 
         # Powertools' @idempotent hashed the whole Lambda event (its event_key_jmespath selects in it)
-        predecessor = self.cutover.predecessor(event) if self.cutover is not None else None
+        predecessor = self.cutover.predecessor(event) if self.cutover is not None and not disabled else None
         if key is None:  # key_required=False: a client of the old code may still retry without a key header
             outcome = self.engine.execute_unkeyed(Scope(tenant, op, "", adapter=names.HTTP_ADAPTER, subscriber=self.subscriber()), work,
                                                   self.retention, predecessor=predecessor)

@@ -35,9 +35,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .. import names
-from .._adapter import SubscriberName, flushes_telemetry, wiring
+from .._adapter import SubscriberName, Wired, flushes_telemetry
 from .._claimcheck import ClaimCheck
-from .._config import Mode
+from .._config import Mode, idempotency_disabled
 from .._engine import Completion, Engine, Intent
 from .._fingerprint import fingerprint
 from .._keys import Scope
@@ -105,7 +105,7 @@ def parse_secrets(value: str | bytes) -> list[bytes]:
     return [text.encode("utf-8")]
 
 
-class WebhookReceiver:
+class WebhookReceiver(Wired):
     """An API Gateway Lambda handler receiving one provider's webhooks.
 
     ``provider``: :class:`~retrysafe.webhook.GitHub`, :class:`~retrysafe.webhook.Stripe`,
@@ -135,7 +135,7 @@ class WebhookReceiver:
         self.on_receipt = on_receipt
         self.claim_check = claim_check if claim_check is not None else ClaimCheck.from_env()
         self.max_body_bytes = max_body_bytes
-        self.retention, self.engine = wiring(horizon_seconds, store, engine)
+        self.wire(horizon_seconds, store, engine)
 
     @flushes_telemetry
     def __call__(self, event: Any, context: Any = None) -> dict[str, Any]:
@@ -171,11 +171,14 @@ class WebhookReceiver:
             return Completion(StoredResponse(202, {"Content-Type": "application/json"}, body).to_result())
 
         scope_hook = receipt.hook if "hook" not in receipt.unsigned else NO_HOOK
-        intent = Intent(Scope(self.tenant, f"webhook/{scope_hook}", receipt.key, adapter=names.WEBHOOK_ADAPTER,
-                              subscriber=self.subscriber()),
-                        fingerprint(["webhook/v1", request.body]),
-                        Mode.ATOMIC if pointer is None else Mode.CLAIM_FIRST, self.retention)
-        outcome = self.engine.execute(intent, work, remaining_ms)
+        scope = Scope(self.tenant, f"webhook/{scope_hook}", receipt.key, adapter=names.WEBHOOK_ADAPTER,
+                      subscriber=self.subscriber())
+        if idempotency_disabled():  # the signature was checked; no record: the receipt commits as a new delivery
+            outcome = self.engine.execute_unkeyed(scope, work, self.retention)
+        else:
+            intent = Intent(scope, fingerprint(["webhook/v1", request.body]),
+                            Mode.ATOMIC if pointer is None else Mode.CLAIM_FIRST, self.retention)
+            outcome = self.engine.execute(intent, work, remaining_ms)
         return HttpAnswer(StoredResponse.from_result(outcome.result), replayed=outcome.replayed)
 
     def _store_body(self, receipt: Receipt) -> None:
