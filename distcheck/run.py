@@ -23,13 +23,14 @@ Usage: ``python distcheck/run.py dist`` (the folder with the wheels). About 2 mi
 from __future__ import annotations
 
 import os
+import queue
 import re
-import selectors
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import zipfile
 from pathlib import Path
@@ -38,6 +39,9 @@ USER = Path(__file__).resolve().parent / "user"
 #: What the drills' user test needs beside the wheels (the plugin's own requirements: docs/drills.md).
 TEST_REQUIREMENTS = ("pytest>=8", "moto[dynamodb]>=5.2.5,<6")
 STARTED = time.monotonic()
+#: aws-cdk-lib alone is some 400 MB unpacked: on a loaded machine its install takes minutes. No
+#: bytecode is compiled at install (``--no-compile``): Python compiles what it imports, on first use.
+INSTALL_TIMEOUT = 1800
 #: Where the three import packages come from, and the versions: ``__version__`` and each distribution's.
 WHERE = """
 import importlib.metadata, retrysafe, retrysafe_cdk, retrysafe_sandbox
@@ -93,7 +97,8 @@ def top_level(folder: Path) -> set[str]:
 def lambda_package(work: Path, runtime_wheel: Path) -> None:
     """Step 1: the deployment package a user builds for a function, from the runtime wheel."""
     package = work / "lambda-package"
-    run([sys.executable, "-m", "pip", "install", "--quiet", "--target", str(package), str(runtime_wheel)], work)
+    run([sys.executable, "-m", "pip", "install", "--quiet", "--no-compile", "--target", str(package),
+         str(runtime_wheel)], work, timeout=INSTALL_TIMEOUT)
     names = top_level(package)
     if "retrysafe" not in names or names & {"retrysafe_cdk", "retrysafe_sandbox", "aws_cdk", "moto"}:
         raise SystemExit(f"dist-check: a function's package holds {sorted(names)}")
@@ -118,7 +123,7 @@ def synthesize(work: Path, python: Path, runtime_wheel: Path) -> Path:
     if len(handler_assets) != 1 or {p.name for p in handler_assets[0].iterdir()} != {"greetings.py"}:
         raise SystemExit(f"dist-check: the function's code asset is not just the handler: {handler_assets}")
     size = sum(path.stat().st_size for path in layer.rglob("*") if path.is_file())
-    step(f"synthesized; the layer holds {', '.join(sorted(top_level(layer / 'python')))} ({size / 1e6:.1f} MB), "
+    step(f"synthesized; the layer holds {', '.join(sorted(top_level(layer)))} ({size / 1e6:.1f} MB), "
          f"its retrysafe/ = the wheel's {len(expected)} runtime files; the function's code: greetings.py")
     return assembly
 
@@ -130,31 +135,44 @@ def sandbox(work: Path, python: Path) -> None:
                                cwd=work, env=user_environment(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                text=True, start_new_session=True)
     assert process.stdout is not None
+    lines: queue.Queue[str] = queue.Queue()
+
+    def pump() -> None:
+        for line in stdout:
+            lines.put(line)
+
+    # A thread reads the output: select() on a text pipe misses the lines already in its buffer.
+    stdout = process.stdout
+    reader = threading.Thread(target=pump, daemon=True)
+    reader.start()
     output: list[str] = []
     url = None
     try:
-        with selectors.DefaultSelector() as selector:
-            selector.register(process.stdout, selectors.EVENT_READ)
-            deadline = time.monotonic() + 180
-            while time.monotonic() < deadline and process.poll() is None:
-                if selector.select(timeout=1):
-                    line = process.stdout.readline()
-                    output.append(line)
-                    url = url or next(iter(re.findall(r"^API: (\S+)", line)), None)
-                    if line.startswith("Ctrl-C to stop."):
-                        break
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and process.poll() is None:
+            try:
+                line = lines.get(timeout=1)
+            except queue.Empty:
+                continue
+            output.append(line)
+            url = url or next(iter(re.findall(r"^API: (\S+)", line)), None)
+            if line.startswith("Ctrl-C to stop."):
+                break
         if url is None or not output or not output[-1].startswith("Ctrl-C"):
             raise SystemExit("dist-check: the sandbox did not start:\n" + "".join(output))
         step(f"sandbox serving {url}")
         print(run([str(python), str(work / "request.py"), url, "dist-check", "sandbox"], work), end="")
         process.send_signal(signal.SIGINT)
-        rest, _ = process.communicate(timeout=120)
+        process.wait(timeout=120)
     finally:
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
+    reader.join(timeout=30)
+    while not lines.empty():
+        output.append(lines.get_nowait())
     if process.returncode != 0:
-        raise SystemExit(f"dist-check: the sandbox exited {process.returncode}:\n" + "".join(output) + rest)
+        raise SystemExit(f"dist-check: the sandbox exited {process.returncode}:\n" + "".join(output))
     step("sandbox stopped (SIGINT), exit status 0")
 
 
@@ -174,9 +192,9 @@ def main(dist: Path) -> None:
         constraints = root / "constraints.txt"
         pinned = run([sys.executable, "-m", "pip", "freeze", "--exclude-editable"], root).splitlines()
         constraints.write_text("\n".join(line for line in pinned if "==" in line and not line.startswith("retrysafe")))
-        run([str(python), "-m", "pip", "install", "--quiet", "--constraint", str(constraints),
+        run([str(python), "-m", "pip", "install", "--quiet", "--no-compile", "--constraint", str(constraints),
              f"{found['retrysafe']}[cdk,sandbox]", str(found["retrysafe-cdk"]), str(found["retrysafe-sandbox"]),
-             *TEST_REQUIREMENTS], root)
+             *TEST_REQUIREMENTS], root, timeout=INSTALL_TIMEOUT)
         where = run([str(python), "-c", WHERE], work).split("\n")
         venv = str(root / "venv")
         if not all(path.startswith(venv) for path in where[0].split()) or len(set(where[1].split())) != 1:
