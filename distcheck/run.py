@@ -17,7 +17,7 @@ new virtualenv). The steps:
    d. the sandbox (``python -m retrysafe_sandbox serve``) started on that app, one request served and
       replayed, stopped with SIGINT.
 
-Usage: ``python distcheck/run.py dist`` (the folder with the wheels). About 2 minutes with a warm pip cache.
+Usage: ``python distcheck/run.py dist`` (the folder with the wheels). A few minutes with a warm pip cache.
 """
 
 from __future__ import annotations
