@@ -35,7 +35,7 @@ REGION = "eu-west-1"
 #: The environment of every measurement (the fresh cold-start processes inherit it).
 ENV = {"AWS_DEFAULT_REGION": REGION, "AWS_REGION": REGION, "AWS_ACCESS_KEY_ID": "bench",
        "AWS_SECRET_ACCESS_KEY": "bench", names.TABLE_ENV: "bench-idempotency",
-       "POWERTOOLS_IDEMPOTENCY_DISABLED": "0", "AWS_LAMBDA_FUNCTION_NAME": "bench"}
+       "POWERTOOLS_IDEMPOTENCY_DISABLED": "0", names.LAMBDA_FUNCTION_NAME_ENV: "bench"}
 os.environ.update(ENV)
 sys.path.insert(0, str(ROOT))
 

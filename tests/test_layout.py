@@ -53,6 +53,9 @@ def test_each_source_root_holds_its_one_package() -> None:
     for root, package in SOURCE_ROOTS.items():
         assert folders(ROOT / root) == [package], f"{root}/ holds {folders(ROOT / root)}, not just {package}"
         assert (ROOT / root / package / "__init__.py").is_file()
-    pyproject = (ROOT / "pyproject.toml").read_text()
+    # one distribution per source root (docs/development.md, "Distributions"): the runtime's project is the
+    # repository's top level, the others' their own folder
     for root, package in SOURCE_ROOTS.items():
-        assert f'"{package}" = "{root}/{package}"' in pyproject, f"package-dir does not map {package} to {root}/"
+        project = (ROOT / ("." if root == "runtime" else root) / "pyproject.toml").read_text()
+        assert f'include = ["{package}", "{package}.*"]' in project, f"{root}'s distribution does not ship {package}"
+    assert 'where = ["runtime"]' in (ROOT / "pyproject.toml").read_text()

@@ -80,11 +80,11 @@ class IdempotentEventRule(Construct):
     :param dead_letter_queue_logical_id: pin the new queue's logical id (moving or renaming this
         construct then keeps the queue and its messages). @default derived from the construct path.
         Refused with ``existing_dead_letter_queue``.
-    :param operation: the operation the function's records are scoped by (with the handler's
-        ``namespace=``), passed as ``RETRYSAFE_OPERATION``. @default the function's operation when
-        another rule or subscription already gave it one, else this construct's path below its stack
-        (pin it before moving or renaming the construct). An ``operation=`` in the handler's decorator
-        wins. Two functions with one operation on one table are refused.
+    :param subscriber: the subscriber the function's records are scoped by, passed as
+        ``RETRYSAFE_SUBSCRIBER``. @default the function's subscriber when another rule or subscription
+        already gave it one, else this construct's path below its stack (pin it before moving or
+        renaming the construct). A ``subscriber=`` in the handler's decorator wins. Two consumers with
+        one subscriber on one table are refused.
     :param event: what the function receives (``events.RuleTargetInput``). @default the event. A
         transformed input has no envelope ``id``, the runtime's default key: give the handler a ``key=``.
     :param max_event_age: how long EventBridge retries a delivery, 60 s..24 h. @default 24 hours.
@@ -101,7 +101,7 @@ class IdempotentEventRule(Construct):
     that keeps events longer than the table's records live (its retention, 0 = forever) is refused at
     synthesis: replaying it after the records expired would run the effect again.
 
-    Attributes: ``rule``, ``dead_letter_queue``, ``target``, ``redelivery_seconds``, ``operation``,
+    Attributes: ``rule``, ``dead_letter_queue``, ``target``, ``redelivery_seconds``, ``subscriber``,
     ``dlq_alarm``, ``lost_alarm``, ``delivery_failures_alarm``. ``grant_put_events`` lets a producer put events on the rule's bus.
     The function's asynchronous invocation settings are its (or its SnapStart alias's)
     ``EventInvokeConfig``, and a function has one: further rules or subscriptions of the same
@@ -115,7 +115,7 @@ class IdempotentEventRule(Construct):
                  dead_letter_queue_props: sqs.QueueProps | None = None, event: events.RuleTargetInput | None = None,
                  max_event_age: Duration = _MAX_EVENT_AGE, retry_attempts: int = _MAX_RETRY_ATTEMPTS,
                  async_max_event_age: Duration = LAMBDA_ASYNC_MAX_EVENT_AGE, async_retry_attempts: int = 2,
-                 dead_letter_queue_logical_id: str | None = None, operation: str | None = None,
+                 dead_letter_queue_logical_id: str | None = None, subscriber: str | None = None,
                  alarms: bool | AlarmOptions = True) -> None:
         super().__init__(scope, construct_id)
         refuse_ignored(self, "existing_rule", existing_rule, {"rule_props": rule_props},
@@ -145,7 +145,7 @@ class IdempotentEventRule(Construct):
             f"({int(dlq_retention.to_seconds())}s)",
             "shorten max_event_age, async_max_event_age or the dead-letter queue's retention_period")
         configure_async(self, function, self.dead_letter_queue, async_max_event_age, async_retry_attempts)
-        self.operation = function.bind_operation(self, operation)
+        self.subscriber = function.bind_subscriber(self, subscriber)
         self.rule: events.Rule = existing_rule or events.Rule(self, "Rule", **struct_values(rule_props))
         bus = rule_props.event_bus if rule_props is not None else None
         if bus is not None:

@@ -171,8 +171,9 @@ class IdempotentFunction(Construct):
 
     Attributes: ``function``, ``role``, ``log_group``, ``table``, ``layer`` (the retrysafe layer),
     ``alias`` (the SnapStart alias, None without SnapStart), ``invoke_target``, ``lease_source``
-    (the event source whose lease the function got, see :meth:`bind_lease`), ``operation`` (the
-    operation its event rules, subscriptions or stream consumers gave it, see :meth:`bind_operation`).
+    (the event source whose lease the function got, see :meth:`bind_lease`), ``subscriber`` (the
+    stable name its records are scoped by, ``RETRYSAFE_SUBSCRIBER``: its path below its stack, or the
+    one its event rule, subscription, queue or stream consumer gave it, see :meth:`bind_subscriber`).
     """
 
     def __init__(self, scope: Construct, construct_id: str, *, table: IdempotencyTable, code: lambda_.Code,
@@ -185,11 +186,13 @@ class IdempotentFunction(Construct):
         super().__init__(scope, construct_id)
         self.table = table
         self.lease_source: str | None = None
-        self.operation: str | None = None
-        self._operation_source: str | None = None
+        # The runtime's default subscriber, a name that survives the function's replacement (its physical
+        # name does not): the path below the stack until an event source names it (bind_subscriber).
+        self.subscriber: str = stack_relative_path(self)
+        self._subscriber_source: str | None = None
         check_same_region(self, table.table, "the idempotency table")
         own: dict[str, Any] = {"environment": {names.TABLE_ENV: table.table.table_name, names.HORIZON_ENV: table.retention_env(),
-                                               **table.home_environment()}}
+                                               names.SUBSCRIBER_ENV: self.subscriber, **table.home_environment()}}
         if powertools_cutover is not None:
             check_same_region(self, powertools_cutover.table, "the Powertools idempotency table",
                               why="The runtime's DynamoDB client calls its own region, where GetItem on that "
@@ -232,28 +235,28 @@ class IdempotentFunction(Construct):
         self.lease_source = source.node.path
         self.function.add_environment(names.VISIBILITY_TIMEOUT_ENV, str(seconds))
 
-    def bind_operation(self, source: Construct, operation: str | None) -> str:
-        """The operation the function's records are scoped by, for an event rule, subscription or stream of it.
+    def bind_subscriber(self, source: Construct, subscriber: str | None) -> str:
+        """The subscriber the function's records are scoped by, for an event rule, subscription, queue or stream of it.
 
-        The function has one handler, so one default operation (``RETRYSAFE_OPERATION``): the first
-        ``source`` sets it (``operation``, @default ``source``'s path below its stack) and claims it on
-        the table (two functions with one operation are refused, see
-        :meth:`IdempotencyTable.claim_operation`); a further source of the function shares it, and a
-        different ``operation`` there is refused (it would silently replace the first one's).
+        The function has one default subscriber (``RETRYSAFE_SUBSCRIBER``): the first ``source`` sets it
+        (``subscriber``, @default ``source``'s path below its stack) and claims it on the table (two
+        consumers with one subscriber are refused, see :meth:`IdempotencyTable.claim_subscriber`); a
+        further source of the function shares it, and a different ``subscriber`` there is refused (it
+        would silently replace the first one's).
         """
-        if self.operation is not None:
-            if operation is not None and operation != self.operation:
+        if self._subscriber_source is not None:
+            if subscriber is not None and subscriber != self.subscriber:
                 raise ValueError(
-                    f"{source.node.path}: {self.node.path} already has the operation {self.operation!r} (from "
-                    f"{self._operation_source}), and a function has one ({names.OPERATION_ENV}): operation={operation!r} "
-                    "would replace it, and the first source's retries would no longer find their records. Fix: "
-                    f"omit operation= here (or pass {self.operation!r}), or give this source its own "
-                    "IdempotentFunction.")
-            return self.operation
-        chosen = operation or stack_relative_path(source)
-        self.table.claim_operation(chosen, source)
-        self.operation, self._operation_source = chosen, source.node.path
-        self.function.add_environment(names.OPERATION_ENV, chosen)
+                    f"{source.node.path}: {self.node.path} already has the subscriber {self.subscriber!r} (from "
+                    f"{self._subscriber_source}), and a function has one ({names.SUBSCRIBER_ENV}): "
+                    f"subscriber={subscriber!r} would replace it, and the first source's retries would no longer "
+                    f"find their records. Fix: omit subscriber= here (or pass {self.subscriber!r}), or give this "
+                    "source its own IdempotentFunction.")
+            return self.subscriber
+        chosen = subscriber or stack_relative_path(source)
+        self.table.claim_subscriber(chosen, source)
+        self.subscriber, self._subscriber_source = chosen, source.node.path
+        self.function.add_environment(names.SUBSCRIBER_ENV, chosen)
         return chosen
 
     @property

@@ -27,7 +27,6 @@ SQS_DEFAULT_RETENTION = Duration.days(4)
 _SQS_DEFAULT_VISIBILITY = Duration.seconds(30)
 _SQS_MAX_RETENTION = Duration.days(14)
 DLQ_RETENTION = Duration.days(14)
-#: The consumer's operation (the middle of its records' scope), read by ``retrysafe.sqs``.
 _CREATED_QUEUE_DEFAULTS = {"encryption": sqs.QueueEncryption.SQS_MANAGED, "enforce_ssl": True}
 
 
@@ -60,7 +59,7 @@ class QueueConsumerProps(TypedDict, total=False):
     max_receive_count: int
     queue_logical_id: str
     dead_letter_queue_logical_id: str
-    operation: str
+    subscriber: str
     batch_size: int
     max_batching_window: Duration
     max_concurrency: int
@@ -92,11 +91,11 @@ class IdempotentQueueConsumer(Construct):
     :param queue_logical_id: pin the created queue's logical id (moving or renaming this construct then
         keeps the queue). @default derived from the construct path.
     :param dead_letter_queue_logical_id: the same for the created DLQ. @default derived from the construct path.
-    :param operation: the operation the consumer's records are scoped by (with the handler's
-        ``subscriber=``). @default this construct's path below its stack (``"InventoryQueue"``): pin it
-        before moving or renaming the construct, or in-flight retries run again. An explicit
-        ``operation=`` in the handler's decorator wins. Two consumers of one table with the same
-        operation are refused.
+    :param subscriber: the subscriber the consumer's records are scoped by, passed as
+        ``RETRYSAFE_SUBSCRIBER``. @default this construct's path below its stack (``"InventoryQueue"``):
+        pin it before moving or renaming the construct, or in-flight retries run again. A
+        ``subscriber=`` in the handler's decorator wins. Two consumers of one table with the same
+        subscriber are refused.
     :param batch_size: messages per invocation. @default 10.
     :param max_batching_window: how long to gather a batch. @default none.
     :param max_concurrency: concurrent invocations. @default 5 (2..1000).
@@ -105,7 +104,7 @@ class IdempotentQueueConsumer(Construct):
     The queue's redelivery window is added to the table's :class:`RetryHorizon`, and its
     visibility timeout reaches the function as ``RETRYSAFE_VISIBILITY_TIMEOUT_SECONDS``.
     Attributes: ``queue``, ``dead_letter_queue``, ``max_receive_count``, ``visibility_seconds``,
-    ``redelivery_seconds``, ``operation``, ``event_source``, ``dlq_alarm``.
+    ``redelivery_seconds``, ``subscriber``, ``event_source``, ``dlq_alarm``.
     """
 
     def __init__(self, scope: Construct, construct_id: str, *, function: IdempotentFunction,
@@ -113,7 +112,7 @@ class IdempotentQueueConsumer(Construct):
                  queue_props: sqs.QueueProps | None = None, existing_dead_letter_queue: sqs.IQueue | None = None,
                  dead_letter_queue_props: sqs.QueueProps | None = None, max_receive_count: int | None = None,
                  queue_logical_id: str | None = None, dead_letter_queue_logical_id: str | None = None,
-                 operation: str | None = None, batch_size: int = 10, max_batching_window: Duration | None = None,
+                 subscriber: str | None = None, batch_size: int = 10, max_batching_window: Duration | None = None,
                  max_concurrency: int = 5, alarms: bool | AlarmOptions = True) -> None:
         super().__init__(scope, construct_id)
         self.dead_letter_queue: sqs.IQueue
@@ -147,7 +146,7 @@ class IdempotentQueueConsumer(Construct):
         self._check_fifo(self.queue, self.dead_letter_queue)
         function.table.add_queue_redelivery(self.node.path, self.redelivery_seconds)
         function.bind_lease(self, self.visibility_seconds)
-        self.operation = function.bind_operation(self, operation)
+        self.subscriber = function.bind_subscriber(self, subscriber)
         self.event_source = sources.SqsEventSource(
             self.queue, batch_size=batch_size, max_batching_window=max_batching_window,
             report_batch_item_failures=True, max_concurrency=max_concurrency)

@@ -58,8 +58,8 @@ class IdempotentTopicSubscription(Construct):
         encryption, TLS only, 14 days' retention. Refused with ``existing_dead_letter_queue``.
     :param dead_letter_queue_logical_id: pin the new queue's logical id. @default derived from the
         construct path. Refused with ``existing_dead_letter_queue``.
-    :param operation: the operation the function's records are scoped by, as for
-        :class:`IdempotentEventRule`. @default the function's operation when another rule or
+    :param subscriber: the subscriber the function's records are scoped by, as for
+        :class:`IdempotentEventRule`. @default the function's subscriber when another rule or
         subscription already gave it one, else this construct's path below its stack.
     :param filter_policy: ``{attribute: sns.SubscriptionFilter}``. @default every message.
     :param async_max_event_age: how long Lambda keeps retrying the invocation, 60 s..6 h.
@@ -71,7 +71,7 @@ class IdempotentTopicSubscription(Construct):
         SNS publishes that metric) and ``DestinationDeliveryFailuresAlarm`` (the function's
         ``DestinationDeliveryFailures`` >= 1: Lambda could not put a failed invocation's record in the DLQ).
 
-    Attributes: ``topic``, ``dead_letter_queue``, ``subscription``, ``redelivery_seconds``, ``operation``,
+    Attributes: ``topic``, ``dead_letter_queue``, ``subscription``, ``redelivery_seconds``, ``subscriber``,
     ``dlq_alarm``, ``lost_alarm`` (None for a topic of another account or region),
     ``delivery_failures_alarm``.
     The function's asynchronous invocation settings are its (or its SnapStart alias's)
@@ -87,7 +87,7 @@ class IdempotentTopicSubscription(Construct):
                  filter_policy: Mapping[str, sns.SubscriptionFilter] | None = None,
                  async_max_event_age: Duration = LAMBDA_ASYNC_MAX_EVENT_AGE, async_retry_attempts: int = 2,
                  topic_logical_id: str | None = None, dead_letter_queue_logical_id: str | None = None,
-                 operation: str | None = None, alarms: bool | AlarmOptions = True) -> None:
+                 subscriber: str | None = None, alarms: bool | AlarmOptions = True) -> None:
         super().__init__(scope, construct_id)
         refuse_ignored(self, "existing_topic", existing_topic,
                        {"topic_props": topic_props, "topic_logical_id": topic_logical_id},
@@ -112,7 +112,7 @@ class IdempotentTopicSubscription(Construct):
             f"({int(dlq_retention.to_seconds())}s)",
             "shorten async_max_event_age or the dead-letter queue's retention_period")
         configure_async(self, function, self.dead_letter_queue, async_max_event_age, async_retry_attempts)
-        self.operation = function.bind_operation(self, operation)
+        self.subscriber = function.bind_subscriber(self, subscriber)
         self.subscription = subscriptions.LambdaSubscription(
             function.invoke_target, dead_letter_queue=self.dead_letter_queue,
             filter_policy=dict(filter_policy) if filter_policy else None)

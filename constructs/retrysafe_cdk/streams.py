@@ -72,12 +72,12 @@ class IdempotentStreamConsumer(Construct):
         encryption, TLS only, 14 days' retention. Refused with ``existing_failure_queue``.
     :param failure_queue_logical_id: pin the new queue's logical id. @default derived from the
         construct path. Refused with ``existing_failure_queue``.
-    :param operation: the operation the function's records are scoped by (with the handler's
-        ``subscriber=``), passed as ``RETRYSAFE_OPERATION``. @default the function's operation when
-        another source already gave it one, else this construct's path below its stack (pin
-        it before moving or renaming the construct: its new event source mapping reads the stream
-        again from ``starting_position``). An ``operation=`` in the handler's decorator wins. Two
-        functions with one operation on one table are refused.
+    :param subscriber: the subscriber the function's records are scoped by, passed as
+        ``RETRYSAFE_SUBSCRIBER``. @default the function's subscriber when another source already gave
+        it one, else this construct's path below its stack (pin it before moving or renaming the
+        construct: its new event source mapping reads the stream again from ``starting_position``).
+        A ``subscriber=`` in the handler's decorator wins. Two consumers with one subscriber on one
+        table are refused.
     :param starting_position: where a new mapping starts reading. @default ``TRIM_HORIZON`` (no
         record of the retention is skipped).
     :param batch_size: records per batch. @default 100.
@@ -96,7 +96,7 @@ class IdempotentStreamConsumer(Construct):
     :param iterator_age_threshold: the ``IteratorAgeAlarm``'s threshold. @default 5 minutes.
 
     Attributes: ``stream`` (None for a DynamoDB table), ``table`` (None for Kinesis),
-    ``stream_arn``, ``failure_queue``, ``event_source``, ``retention_seconds``, ``operation``, ``alarms``.
+    ``stream_arn``, ``failure_queue``, ``event_source``, ``retention_seconds``, ``subscriber``, ``alarms``.
     """
 
     def __init__(self, scope: Construct, construct_id: str, *, function: IdempotentFunction,
@@ -108,7 +108,7 @@ class IdempotentStreamConsumer(Construct):
                  max_record_age: Duration | None = None, ordered: bool = True, parallelization_factor: int = 1,
                  filters: Sequence[Mapping[str, Any]] | None = None, alarms: bool | AlarmOptions = True,
                  iterator_age_threshold: Duration = _ITERATOR_AGE_THRESHOLD, stream_logical_id: str | None = None,
-                 failure_queue_logical_id: str | None = None, operation: str | None = None) -> None:
+                 failure_queue_logical_id: str | None = None, subscriber: str | None = None) -> None:
         super().__init__(scope, construct_id)
         self._function = function
         refuse_ignored(self, "existing_table", existing_table,
@@ -154,7 +154,7 @@ class IdempotentStreamConsumer(Construct):
             self, "FailureQueue", existing_failure_queue, failure_queue_props, failure_queue_logical_id,
             "the on-failure destination: metadata of batches that failed every attempt")
         self._grant_read(function.role)
-        self.operation = function.bind_operation(self, operation)
+        self.subscriber = function.bind_subscriber(self, subscriber)
         self.event_source = lambda_.EventSourceMapping(
             self, "Mapping", target=function.invoke_target, event_source_arn=self.stream_arn,
             starting_position=starting_position, batch_size=batch_size, max_batching_window=max_batching_window,

@@ -411,7 +411,7 @@ class IdempotencyTable(Construct):
 
     Attributes: ``table``, ``horizon``, ``retention_seconds``, ``stream_arn``,
     ``encryption_key``, ``relays`` (the outbox relay attached: :class:`Outbox` / :class:`OutboxPipe`),
-    ``operations`` (the consumers' operations, see :meth:`claim_operation`), ``fencing_alarm``
+    ``subscribers`` (the consumers' subscribers, see :meth:`claim_subscriber`), ``fencing_alarm``
     (once :meth:`add_fencing_alarm` ran).
     """
 
@@ -454,7 +454,7 @@ class IdempotencyTable(Construct):
             raise ValueError(f"{self.node.path}: record_ttl must be at least 24 hours (the runtime refuses less); "
                              f"got {self.record_ttl_seconds}s. Pass record_ttl=Duration.days(7) or leave it unset.")
         self.relays: list[Construct] = []
-        self.operations: dict[str, str] = {}
+        self.subscribers: dict[str, str] = {}
         self.fencing_alarm: cloudwatch.Alarm | None = None
         self._relay_targets: list[OutboxTarget] = []
         self._stream_arn: str | None = None
@@ -512,21 +512,21 @@ class IdempotencyTable(Construct):
         return [stack.format_arn(service="dynamodb", resource="table", resource_name=table.table_name, region=region)
                 for region in sorted(self.home_regions.regions) if region != stack.region]
 
-    def claim_operation(self, operation: str, consumer: Construct) -> None:
-        """Record that ``consumer`` processes messages as ``operation``; refuse a second consumer with it.
+    def claim_subscriber(self, subscriber: str, consumer: Construct) -> None:
+        """Record that ``consumer`` processes messages as ``subscriber``; refuse a second consumer with it.
 
         Processed-message records are scoped by (subscriber, operation, key): two consumers of this
-        table with one operation (and the same ``subscriber=`` in their handlers, which synthesis
-        cannot see) would acknowledge each other's messages as duplicates without running them.
+        table with one subscriber (and the same handler, whose ``module.qualname`` is the operation)
+        would acknowledge each other's messages as duplicates without running them.
         """
-        owner = self.operations.get(operation)
+        owner = self.subscribers.get(subscriber)
         if owner is not None:
             raise ValueError(
-                f"{consumer.node.path}: the operation {operation!r} is already used by {owner} on the idempotency "
-                f"table {self.node.path}. With the same subscriber= in their handlers, each consumer would "
-                "acknowledge the other's messages as duplicates without running them. Fix: pass a distinct "
-                "operation=... to one of them (a stable name of what it does, e.g. operation=\"reserve-stock\").")
-        self.operations[operation] = consumer.node.path
+                f"{consumer.node.path}: the subscriber {subscriber!r} is already used by {owner} on the idempotency "
+                f"table {self.node.path}. With the same handler, each consumer would acknowledge the other's "
+                "messages as duplicates without running them. Fix: pass a distinct subscriber=... to one of them "
+                "(a stable name of what it does, e.g. subscriber=\"reserve-stock\").")
+        self.subscribers[subscriber] = consumer.node.path
 
     # -- retry horizon -------------------------------------------------------------------------
 

@@ -153,7 +153,7 @@ class WebhookReceiver(Construct):
             function_props=with_defaults({
                 "timeout": Duration.seconds(10), "description": f"retrysafe webhook receiver ({provider})",
                 "environment": {names.WEBHOOK_SECRET_ARN_ENV: self.secret.secret_arn,
-                                names.WEBHOOK_PROVIDER_ENV: provider, names.WEBHOOK_SOURCE_ENV: self.source,
+                                names.WEBHOOK_PROVIDER_ENV: provider, names.WEBHOOK_TENANT_ENV: self.source,
                                 **outbox_target.producer_environment()}}, receiver_function_props))
         self.secret.grant_read(self.receiver.role)
         route = path or f"/webhooks/{provider}"

@@ -25,7 +25,7 @@ class MovedStack(Stack):
         reserve = IdempotentFunction(service, "ReserveStock", table=table, code=code,
                                      handler="sqs_consumer.handler")
         IdempotentQueueConsumer(service, "InventoryQueue", function=reserve,
-                                operation="InventoryQueue",  # what it was before the move
+                                subscriber="InventoryQueue",  # what it was before the move
                                 queue_logical_id="InventoryQueue9CB6A1E3",
                                 dead_letter_queue_logical_id="InventoryQueueDeadLetterQueue0100568D")
         # --8<-- [end:pinned]

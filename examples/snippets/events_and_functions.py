@@ -16,7 +16,7 @@ class Shipment:
     weight_kg: Decimal
 
 
-@idempotent(namespace="fulfilment", key="detail.order_id")  # a republished event has a new id
+@idempotent(subscriber="fulfilment", key="detail.order_id")  # a republished event has a new id
 def ship_order(event: dict[str, Any], context: Any, txn: Transaction) -> Shipment:
     order = event["detail"]
     txn.put({"pk": f"shipment#{order['order_id']}", "status": "requested"}, table="orders")
@@ -25,7 +25,7 @@ def ship_order(event: dict[str, Any], context: Any, txn: Transaction) -> Shipmen
 
 
 # --8<-- [start:natural]
-@idempotent(namespace="thumbnails")  # S3's natural key: bucket, object key and sequencer
+@idempotent(subscriber="thumbnails")  # S3's natural key: bucket, object key and sequencer
 def make_thumbnail(event: dict[str, Any], context: Any, txn: Transaction) -> str:
     source = event["Records"][0]["s3"]["object"]["key"]
     txn.put({"pk": f"thumbnail#{source}"}, table="orders")
@@ -34,7 +34,7 @@ def make_thumbnail(event: dict[str, Any], context: Any, txn: Transaction) -> str
 
 
 # --8<-- [start:invoke]
-@idempotent(namespace="reports", key="report_id", fingerprint="[report_id, month]")
+@idempotent(subscriber="reports", key="report_id", fingerprint="[report_id, month]")
 def build_report(event: dict[str, Any], context: Any, txn: Transaction) -> dict[str, str]:
     txn.put({"pk": f"report#{event['report_id']}", "month": event["month"]}, table="orders")
     return {"report": event["report_id"]}
@@ -59,7 +59,7 @@ class Receipt:
     amount: Decimal
 
 
-@idempotent_function(data_keyword_argument="order", namespace="payments", key="order_id")
+@idempotent_function(data_keyword_argument="order", subscriber="payments", key="order_id")
 def charge(order: Order) -> Receipt:  # no txn: claim-first, the mode for foreign calls
     made = payments.charge(amount=order.total, idempotency_key=f"order-{order.order_id}")
     return Receipt(made.id, Decimal(made.amount) / 100)
@@ -67,7 +67,7 @@ def charge(order: Order) -> Receipt:  # no txn: claim-first, the mode for foreig
 
 
 # --8<-- [start:function_txn]
-@idempotent_function(data_keyword_argument="order", namespace="billing", key="order_id")
+@idempotent_function(data_keyword_argument="order", subscriber="billing", key="order_id")
 def invoice(order: Order, txn: Transaction) -> str:  # takes txn: atomic, one round trip
     txn.put({"pk": f"invoice#{order.order_id}", "total": order.total}, table="invoices")
     return f"invoice#{order.order_id}"
@@ -98,7 +98,7 @@ class Cents:
         return Decimal(stored) / 100
 
 
-@idempotent_function(data_keyword_argument="order", namespace="payments", key="order_id",
+@idempotent_function(data_keyword_argument="order", subscriber="payments", key="order_id",
                      operation="refund", serializer=Cents())
 def refund(order: Order) -> Decimal:
     payments.charge(amount=-order.total, idempotency_key=f"refund-{order.order_id}")

@@ -3,7 +3,8 @@
 Environment variables (set by :mod:`retrysafe_cdk`, or by hand):
 
 ``RETRYSAFE_TABLE``
-    Name of the idempotency table. Required unless a store is passed explicitly.
+    Name of the idempotency table. Required unless a store is passed explicitly. Read at
+    decoration inside Lambda (a missing name fails the cold start), else at the first call.
 ``RETRYSAFE_RETRY_HORIZON_SECONDS``
     How long a record is kept: the business retry horizon (client retries,
     queue redelivery incl. DLQ redrive, webhook and operator replay,

@@ -214,8 +214,9 @@ class Engine:
     ``cache``: by default the store's (the store from :meth:`DynamoStore.from_env` has one in Lambda's
     execution environment); pass a :class:`~retrysafe._cache.RecordCache` of its own, or ``None`` for none.
 
-    With ``RETRYSAFE_IDEMPOTENCY_DISABLED=true`` (unit tests that do not test idempotency) every
-    intent runs as :meth:`execute_unkeyed` does; inside Lambda's execution environment that switch
+    ``RETRYSAFE_IDEMPOTENCY_DISABLED=true`` (unit tests that do not test idempotency) is read by the
+    adapters on each call, before they select a key or a fingerprint: they then call
+    :meth:`execute_unkeyed`, never :meth:`execute`. Inside Lambda's execution environment that switch
     raises :class:`~retrysafe.errors.IdempotencyDisabledError` here, at cold start.
     """
 
@@ -238,9 +239,6 @@ class Engine:
         if home is not self.store:  # a table with replicas: this tenant's records live in another region
             return Engine(home, cache=self.cache, clock=self.clock).execute(intent, work, remaining_ms,
                                                                             predecessor=predecessor)
-        if idempotency_disabled():
-            return self.execute_unkeyed(intent.scope, work, intent.retention,
-                                        steps=intent.mode is Mode.CLAIM_FIRST)
         now = self.clock()
         record_id = intent.scope.record_id
         if self.cache is not None:
@@ -293,7 +291,8 @@ class Engine:
                 telemetry.count(LEGACY_REPLAYED, scope.operation, "unkeyed")
                 return Outcome(found.result, replayed=True, stored=False)
         writer = new_token()
-        own = Scope(scope.tenant, scope.operation, f"unkeyed/{writer}", adapter=scope.adapter)
+        own = Scope(scope.tenant, scope.operation, f"unkeyed/{writer}", adapter=scope.adapter,
+                    subscriber=scope.subscriber)
 
         def commit_step(name: str, checkpoints: dict[str, Any], actions: list[dict[str, Any]]) -> None:
             self.store.transact(actions, token=request_token(writer, "step", name))

@@ -1,10 +1,11 @@
 """``@idempotent`` (a Lambda handler of any event) and ``@idempotent_function`` (a plain function).
 
 Both run on the one engine: each call is an :class:`~retrysafe._engine.Intent` scoped
-``Scope(namespace, operation, key, adapter="event")`` (``"function"`` for plain functions).
-``namespace`` plays the part of the HTTP tenant
-and of ``idempotent_sqs``'s ``subscriber``: the records of two consumers of one event
-never meet unless they share a namespace and an operation.
+``Scope("", operation, key, adapter="event", subscriber=subscriber)`` (``"function"`` for plain
+functions). The subscriber defaults to the deployed function and the operation to the
+handler's or function's ``module.qualname`` (:mod:`retrysafe._adapter`): the records of two
+consumers of one event, two deployed functions or two functions of one name never meet unless
+they name one subscriber and one operation on purpose.
 
 Natural keys and default fingerprints of ``@idempotent`` (``key=None``, ``fingerprint=None``),
 by the shape of the event:
@@ -27,21 +28,33 @@ dedupes those, and the default fingerprint ignores the new ``id`` and ``time``. 
 same goes for an SNS message published twice (new ``MessageId``). Events that have
 their own adapter (API Gateway, ALB and function URLs: ``idempotent_http``; SQS
 batches: ``idempotent_sqs``; Kinesis and DynamoDB Streams batches) are refused without
-``key=``: a batch needs per-record results, an HTTP request an HTTP answer.
+``key=``: a batch needs per-record results, an HTTP request an HTTP answer. An HTTP
+request is refused with ``key=`` too unless ``fingerprint=`` says what must match
+(:class:`~retrysafe.errors.ConfigurationError`, pointing at ``idempotent_http(key=...)``):
+the whole event holds the request id, the time and the tracing headers, so a client's
+retry would never match its first request.
 """
 
 from __future__ import annotations
 
 import functools
 import inspect
-import os
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol, TypeVar, cast
 
 from . import names
-from ._adapter import flushes_telemetry, lambda_entry_point, wiring
-from ._config import Mode
-from ._cutover import PowertoolsCutover, cutover
+from ._adapter import (
+    TXN,
+    SubscriberName,
+    Wired,
+    chosen_mode,
+    flushes_telemetry,
+    lambda_entry_point,
+    qualified_name,
+    takes_transaction,
+)
+from ._config import Mode, idempotency_disabled
+from ._cutover import PowertoolsCutover
 from ._engine import Completion, Engine, Intent
 from ._keys import Scope
 from ._observability import UNKEYED, telemetry
@@ -55,11 +68,9 @@ from .errors import ConfigurationError, KeyNotFoundError, UnstorableResultError
 R = TypeVar("R")
 R_co = TypeVar("R_co", covariant=True)
 
-#: What ``@idempotent`` decorates: ``handler(event, context, txn)``.
-EventHandler = Callable[[Any, Any, Transaction], R]
+#: What ``@idempotent`` decorates: ``handler(event, context, txn)``, or ``handler(event, context)`` (claim-first).
+EventHandler = Callable[[Any, Any, Transaction], R] | Callable[[Any, Any], R]
 
-#: The name of the parameter through which ``@idempotent_function`` passes its transaction.
-TXN_PARAMETER = "txn"
 
 # -- event sources -----------------------------------------------------------------------------------------
 
@@ -88,7 +99,7 @@ def _is_eventbridge(event: Mapping[str, Any]) -> bool:
 
 def _other_adapter(event: Mapping[str, Any]) -> str | None:
     """The adapter an event of another source belongs to, when it has one."""
-    if "requestContext" in event:
+    if _is_http(event):
         return "an HTTP request: use idempotent_http"
     source = _record_source(event)
     if source == "aws:sqs":
@@ -96,6 +107,19 @@ def _other_adapter(event: Mapping[str, Any]) -> str | None:
     if source in ("aws:kinesis", "aws:dynamodb"):
         return "a stream batch: use the stream consumers (per-record results, shard order)"
     return None
+
+
+def _is_http(event: Mapping[str, Any]) -> bool:
+    """An API Gateway (REST v1, HTTP API v2), function URL or load balancer request: they carry ``requestContext``."""
+    return "requestContext" in event
+
+
+#: Why ``@idempotent`` refuses an HTTP request without ``fingerprint=`` (no key, no body in it).
+_HTTP_FINGERPRINT = ("@idempotent got an HTTP request (API Gateway, function URL or load balancer); its default "
+                     "fingerprint, the whole event, holds the request id, the time and the tracing headers, so "
+                     "every client retry would be refused as another request. Use idempotent_http(key=...) "
+                     "with the same key expression (it fingerprints method, route, path, query and body, and "
+                     "answers refusals with HTTP problems), or pass fingerprint= (e.g. fingerprint='body')")
 
 
 def _has_sequencer(event: Mapping[str, Any]) -> bool:
@@ -156,23 +180,20 @@ def _without(record: Any, names: frozenset[str]) -> Any:
 # -- the shared part ---------------------------------------------------------------------------------------
 
 
-class _Idempotency:
+class _Idempotency(Wired):
     """What both decorators share: scope, selectors, serializer, mode and the engine."""
 
     #: The record namespace of the decorator's adapter (:data:`retrysafe.names.ADAPTERS`).
     adapter: str
 
-    def __init__(self, *, namespace: str, operation: str, key: Selector | None, fingerprint: Selector | None,
+    def __init__(self, *, subscriber: str | None, operation: str, key: Selector | None, fingerprint: Selector | None,
                  mode: Mode | str, key_required: bool, serializer: ResultSerializer[Any], lease_seconds: float | None,
                  horizon_seconds: int | None, powertools_cutover: PowertoolsCutover | None,
                  store: DynamoStore | None, engine: Engine | None,
                  to_json: Callable[[Any], Any] | None = None) -> None:
-        if not isinstance(namespace, str) or not namespace:
-            raise ConfigurationError("namespace= is required: it scopes this consumer's records "
-                                     "(as idempotent_sqs's subscriber does)")
         if lease_seconds is not None and lease_seconds <= 0:
             raise ConfigurationError(f"lease_seconds must be positive, got {lease_seconds}")
-        self.namespace = namespace
+        self.subscriber = SubscriberName(subscriber)
         self.operation = operation
         self.mode = Mode.parse(mode)
         self.key = KeySelector(key) if key is not None else None
@@ -180,13 +201,12 @@ class _Idempotency:
         self.key_required = key_required
         self.serializer = serializer
         self.lease_seconds = lease_seconds
-        self.retention, self.engine = wiring(horizon_seconds, store, engine)
         # Powertools stored the JSON of the result; decoded, it is what this adapter's serializer stores
-        self.cutover = cutover(powertools_cutover, self.engine, lambda response: response)
+        self.wire(horizon_seconds, store, engine, powertools_cutover)
 
     def scope(self, key: str) -> Scope:
         """The scope of one call (built here only)."""
-        return Scope(self.namespace, self.operation, key, adapter=self.adapter)
+        return Scope("", self.operation, key, adapter=self.adapter, subscriber=self.subscriber())
 
     def run(self, key: str | None, fingerprint: Callable[[], str], call: Callable[[Transaction], Any],
             remaining_ms: Callable[[], int] | None, data: Any) -> Any:
@@ -216,6 +236,12 @@ class _Idempotency:
         outcome = self.engine.execute(intent, work, remaining_ms, predecessor=predecessor)
         return self.serializer.load(outcome.result) if outcome.replayed else produced[0]
 
+    def unprotected(self, call: Callable[[Transaction], Any]) -> Any:
+        """``call`` with deduplication switched off (``RETRYSAFE_IDEMPOTENCY_DISABLED``): no key or fingerprint
+        is selected and no record read or written; its writes and events still commit in one transaction."""
+        return self.engine.execute_unkeyed(self.scope("unkeyed"), lambda txn: Completion(call(txn)), self.retention,
+                                           steps=self.mode is Mode.CLAIM_FIRST).result
+
     def find_key(self, value: Any, select: Callable[[Any], str]) -> str | None:
         """The key, or ``None`` when there is none and keys are optional (an ``Unkeyed`` metric and log line)."""
         try:
@@ -223,7 +249,7 @@ class _Idempotency:
         except KeyNotFoundError as error:
             if self.key_required:
                 raise
-            telemetry.count(UNKEYED, self.operation, "unkeyed", namespace=self.namespace, reason=str(error),
+            telemetry.count(UNKEYED, self.operation, "unkeyed", subscriber=self.subscriber(), reason=str(error),
                             detail="no idempotency key: runs unprotected (key_required=False)")
             return None
 
@@ -236,9 +262,10 @@ class EventIdempotency(_Idempotency):
 
     adapter = names.EVENT_ADAPTER
 
-    def __init__(self, handler: EventHandler[Any], **options: Any) -> None:
+    def __init__(self, handler: EventHandler[Any], *, takes_txn: bool, **options: Any) -> None:
         super().__init__(**options)
-        self.handler = handler
+        self.handler: Callable[..., Any] = handler
+        self.takes_txn = takes_txn
 
     def event_key(self, event: Any) -> str:
         """The key of ``event``: ``key=``'s selection, else the event's natural key."""
@@ -251,10 +278,15 @@ class EventIdempotency(_Idempotency):
     @flushes_telemetry
     def __call__(self, event: Any, context: Any) -> Any:
         """The Lambda handler: run the handler at most once per key; replays return the stored result."""
+        if idempotency_disabled():
+            return self.unprotected(lambda txn: self.handler(event, context, txn) if self.takes_txn else self.handler(event, context))
+        if self.fingerprint is None and isinstance(event, Mapping) and _is_http(event):
+            raise ConfigurationError(_HTTP_FINGERPRINT)
         key = self.find_key(event, self.event_key)
         remaining = getattr(context, "get_remaining_time_in_millis", None)
         return self.run(key, lambda: self.event_fingerprint(event),
-                        lambda txn: self.handler(event, context, txn), remaining, event)
+                        lambda txn: self.handler(event, context, txn) if self.takes_txn else
+                        self.handler(event, context), remaining, event)
 
 
 class IdempotentHandler(Protocol[R_co]):
@@ -265,8 +297,8 @@ class IdempotentHandler(Protocol[R_co]):
     def __call__(self, event: Any, context: Any, /) -> R_co: ...
 
 
-def idempotent(*, namespace: str, key: Selector | None = None, fingerprint: Selector | None = None,
-               operation: str | None = None, mode: Mode | str = Mode.ATOMIC, key_required: bool = True,
+def idempotent(*, subscriber: str | None = None, key: Selector | None = None, fingerprint: Selector | None = None,
+               operation: str | None = None, mode: Mode | str | None = None, key_required: bool = True,
                serializer: ResultSerializer[Any] | None = None, lease_seconds: float | None = None,
                horizon_seconds: int | None = None, powertools_cutover: PowertoolsCutover | None = None,
                store: DynamoStore | None = None,
@@ -275,16 +307,21 @@ def idempotent(*, namespace: str, key: Selector | None = None, fingerprint: Sele
 
     Options (keyword-only):
 
-    - ``namespace``: required; scopes the records (two consumers of one event use two).
+    - ``subscriber``: which consumer the records belong to; default the deployed function
+      (``RETRYSAFE_SUBSCRIBER``, set by the constructs, else ``AWS_LAMBDA_FUNCTION_NAME``), read at
+      the first call. Two functions share records only when they name one subscriber (and operation).
     - ``key``: a JMESPath expression (``"detail.order_id"``) or ``callable(event)``;
       default the event's natural key (see :mod:`retrysafe._generic`). A key that is not
       found raises :class:`~retrysafe.errors.KeyNotFoundError` and nothing runs.
     - ``fingerprint``: expression or callable selecting what must match between the first
       delivery and a replay; default the whole event without its transport fields. The
       same key with another fingerprint raises :class:`~retrysafe.errors.KeyReuseMismatchError`.
-    - ``operation``: default the handler's name. ``mode``: ``"atomic"`` (the handler's
+      An HTTP request without ``fingerprint=`` raises :class:`~retrysafe.errors.ConfigurationError`:
+      use :func:`~retrysafe.http.idempotent_http` (``key=`` there takes the same expressions).
+    - ``operation``: default the handler's ``module.qualname``. ``mode``: ``"atomic"`` (the handler's
       ``txn`` writes commit with the record, one round trip) or ``"claim_first"`` (foreign
-      calls; ``txn.step`` and ``txn.derive_key``). ``key_required=False``: an event without
+      calls; ``txn.step`` and ``txn.derive_key``); default: atomic for ``handler(event, context, txn)``,
+      claim-first for ``handler(event, context)``, whose effects are not in a transaction. ``key_required=False``: an event without
       a key runs unprotected (``Unkeyed`` metric and a warning log line).
     - ``serializer``: how the result is stored and replayed; default from the handler's
       return annotation (a dataclass or pydantic model class), else JSON with ``Decimal``,
@@ -297,19 +334,17 @@ def idempotent(*, namespace: str, key: Selector | None = None, fingerprint: Sele
 
     Example::
 
-        @idempotent(namespace="fulfilment", key="detail.order_id")
+        @idempotent(key="detail.order_id")
         def handler(event, context, txn):
             txn.put({"pk": f"shipment#{event['detail']['order_id']}"}, table="shipments")
             return {"shipped": event["detail"]["order_id"]}
     """
 
     def decorate(func: EventHandler[R]) -> IdempotentHandler[R]:
+        takes_txn = takes_transaction(func, 3)
         idempotency = EventIdempotency(
-            # The constructs name each deployed consumer (OPERATION_ENV): two functions sharing a handler name
-            # and namespace do not share (and acknowledge) each other's records.
-            func, namespace=namespace,
-            operation=operation or os.environ.get(names.OPERATION_ENV) or str(getattr(func, "__name__", "handler")), key=key,
-            fingerprint=fingerprint, mode=mode, key_required=key_required,
+            func, subscriber=subscriber, operation=operation or qualified_name(func), key=key,
+            fingerprint=fingerprint, mode=chosen_mode(mode, takes_txn), takes_txn=takes_txn, key_required=key_required,
             serializer=serializer if serializer is not None else serializer_for(func), lease_seconds=lease_seconds,
             horizon_seconds=horizon_seconds, powertools_cutover=powertools_cutover, store=store, engine=engine)
 
@@ -356,7 +391,7 @@ class FunctionIdempotency(_Idempotency):
             raise ConfigurationError(f"{func.__qualname__} has no parameter {data_keyword_argument!r} "
                                      "(data_keyword_argument=)")
         self.argument = data_keyword_argument
-        self.takes_txn = TXN_PARAMETER in self.signature.parameters
+        self.takes_txn = TXN in self.signature.parameters
 
     def argument_key(self, value: Any) -> str:
         """``key=``'s selection in the argument; default the hash of the whole argument."""
@@ -373,27 +408,23 @@ class FunctionIdempotency(_Idempotency):
     @flushes_telemetry
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Call the function at most once per key; replays return the stored result as the same type."""
-        if self.takes_txn and TXN_PARAMETER in kwargs:
+        if self.takes_txn and TXN in kwargs:
             raise TypeError(f"{self.func.__qualname__}: do not pass txn=; @idempotent_function passes its own")
+
+        def call(txn: Transaction) -> Any:
+            return self.func(*args, **kwargs, txn=txn) if self.takes_txn else self.func(*args, **kwargs)
+
+        if idempotency_disabled():
+            return self.unprotected(call)
         bound = self.signature.bind_partial(*args, **kwargs)
         if self.argument not in bound.arguments:
             raise TypeError(f"{self.func.__qualname__}() needs its {self.argument!r} argument: it names the intent")
         value = bound.arguments[self.argument]
         key = self.find_key(value, self.argument_key)
-
-        def call(txn: Transaction) -> Any:
-            return self.func(*args, **kwargs, txn=txn) if self.takes_txn else self.func(*args, **kwargs)
-
         return self.run(key, lambda: self.argument_fingerprint(value), call, None, value)
 
 
-def _qualified_name(func: Callable[..., Any]) -> str:
-    """``module.qualname``: the default operation of a function, so ``payments.apply`` and
-    ``refunds.apply`` never share records (a ``__qualname__`` alone would make them one operation)."""
-    return f"{getattr(func, '__module__', None) or '?'}.{getattr(func, '__qualname__', 'function')}"
-
-
-def idempotent_function(*, data_keyword_argument: str, namespace: str, key: Selector | None = None,
+def idempotent_function(*, data_keyword_argument: str, subscriber: str | None = None, key: Selector | None = None,
                         fingerprint: Selector | None = None, operation: str | None = None,
                         mode: Mode | str | None = None, key_required: bool = True,
                         serializer: ResultSerializer[Any] | None = None, lease_seconds: float | None = None,
@@ -420,17 +451,17 @@ def idempotent_function(*, data_keyword_argument: str, namespace: str, key: Sele
 
     Example::
 
-        @idempotent_function(data_keyword_argument="order", namespace="payments", key="order_id")
+        @idempotent_function(data_keyword_argument="order", key="order_id")
         def charge(order: Order) -> Receipt:
             return provider.charge(order.total, idempotency_key=order.order_id)
     """
 
     def decorate(func: Callable[..., R]) -> Callable[..., R]:
-        takes_txn = TXN_PARAMETER in inspect.signature(func).parameters
-        chosen = mode if mode is not None else (Mode.ATOMIC if takes_txn else Mode.CLAIM_FIRST)
+        takes_txn = TXN in inspect.signature(func).parameters
+        chosen = chosen_mode(mode, takes_txn)
         idempotency = FunctionIdempotency(
-            func, data_keyword_argument=data_keyword_argument, namespace=namespace,
-            operation=operation or _qualified_name(func), key=key, fingerprint=fingerprint,
+            func, data_keyword_argument=data_keyword_argument, subscriber=subscriber,
+            operation=operation or qualified_name(func), key=key, fingerprint=fingerprint,
             mode=chosen, key_required=key_required,
             serializer=serializer if serializer is not None else serializer_for(func), lease_seconds=lease_seconds,
             horizon_seconds=horizon_seconds, powertools_cutover=powertools_cutover, store=store, engine=engine)

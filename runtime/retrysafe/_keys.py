@@ -74,24 +74,30 @@ def _digest(*parts: str) -> str:
 
 
 class Scope(Value):
-    """Through which kind of adapter, who asked (tenant), for what (operation) and which intent (key).
+    """Through which kind of adapter, which consumer (subscriber), who asked (tenant), for what (operation)
+    and which intent (key).
 
     ``adapter`` is one of :data:`retrysafe.names.ADAPTERS`; each adapter builds its scopes
     in one place with its own, so two adapters sharing a tenant and an operation name never share records.
+    ``subscriber`` is the consumer the records belong to (every adapter's ``subscriber=`` option, by
+    default the deployed function); ``tenant`` the authenticated caller where there is one (HTTP,
+    Step Functions tasks, webhooks), ``""`` for consumers of events, messages and streams.
     """
 
-    __slots__ = ("_record_id", "adapter", "key", "operation", "tenant")
+    __slots__ = ("_record_id", "adapter", "key", "operation", "subscriber", "tenant")
 
     adapter: str
     key: str
     operation: str
+    subscriber: str
     tenant: str
     _record_id: str | None
 
-    def __init__(self, tenant: str, operation: str, key: str, *, adapter: str) -> None:
+    def __init__(self, tenant: str, operation: str, key: str, *, adapter: str, subscriber: str = "") -> None:
         if adapter not in ADAPTERS:
             raise ConfigurationError(f"unknown adapter {adapter!r}; one of {', '.join(ADAPTERS)}")
         set_field(self, "adapter", adapter)
+        set_field(self, "subscriber", subscriber)
         set_field(self, "tenant", tenant)
         set_field(self, "operation", operation)
         set_field(self, "key", key)
@@ -102,7 +108,8 @@ class Scope(Value):
         """The record's partition key: ``idem#`` + a hash of the scope (adapter included) (the raw key never reaches DynamoDB)."""
         record_id = self._record_id
         if record_id is None:
-            record_id = RECORD_PREFIX + _digest("scope/v1", self.adapter, self.tenant, self.operation, self.key)
+            record_id = RECORD_PREFIX + _digest("scope/v2", self.adapter, self.subscriber, self.tenant, self.operation,
+                                                self.key)
             set_field(self, "_record_id", record_id)
         return record_id
 
@@ -110,7 +117,7 @@ class Scope(Value):
         """A stable downstream idempotency key for ``purpose`` (e.g. ``"charge"``).
 
         The same for every retry and every takeover of this intent, different
-        for every adapter, tenant, operation, key and purpose; 43 URL-safe characters,
+        for every adapter, subscriber, tenant, operation, key and purpose; 43 URL-safe characters,
         accepted by payment providers' Idempotency-Key headers.
         """
-        return _digest("derived/v1", self.adapter, self.tenant, self.operation, self.key, purpose)
+        return _digest("derived/v2", self.adapter, self.subscriber, self.tenant, self.operation, self.key, purpose)

@@ -9,8 +9,8 @@ one tenant to ONE region (its home) puts all of them on one replica again,
 where conditions and transactions mean what they mean on a single-region table.
 
 The rule is chosen per :class:`~retrysafe._keys.Scope` from its tenant (the
-HTTP tenant, the SQS subscriber, the Step Functions tenant, the webhook
-source), without any DynamoDB call: the store sends the request to the home
+HTTP tenant, the Step Functions tenant, the webhook provider) or, for consumers of
+events, messages and streams, which have no caller, their subscriber, without any DynamoDB call: the store sends the request to the home
 region's endpoint directly.
 """
 
@@ -50,7 +50,7 @@ class HomeRegions(Value):
 
     def region_for(self, scope: Scope) -> str:
         """The region whose replica holds ``scope``'s record writes."""
-        return self.tenants.get(scope.tenant, self.default)
+        return self.tenants.get(scope.tenant or scope.subscriber, self.default)
 
     @property
     def regions(self) -> frozenset[str]:

@@ -14,7 +14,10 @@ Keys (:class:`KeySelector`): the selected value must be
   ``Decimal("42")`` and ``"42"`` name the same intent; floats and fractional
   decimals are refused (``1.0`` and ``1`` have no single exact text), or
 - a list of those (a composite key such as S3's bucket + object key +
-  sequencer), encoded as its canonical JSON so no two lists share a key.
+  sequencer), encoded as its canonical JSON so no two lists share a key, or
+- where the adapter takes whole documents as keys (``objects=True``: the HTTP
+  adapter, whose Powertools users key on ``powertools_json(body)``), a JSON
+  object, keyed by the hash of its canonical JSON as Powertools hashes it.
 
 Nothing selected (``None``, or ``None`` inside a composite key) raises
 :class:`~retrysafe.errors.KeyNotFoundError`; anything else raises :class:`~retrysafe.errors.InvalidKeyError`.
@@ -123,10 +126,11 @@ def _compile(expression: str, description: str) -> Callable[[Any], Any]:
 class KeySelector:
     """A key selector (see the module docstring for what a key may be)."""
 
-    __slots__ = ("_compiled",)
+    __slots__ = ("_compiled", "_objects")
 
-    def __init__(self, selector: Selector, *, option: str = "key") -> None:
+    def __init__(self, selector: Selector, *, option: str = "key", objects: bool = False) -> None:
         self._compiled = _Compiled(selector, option)
+        self._objects = objects
 
     @property
     def description(self) -> str:
@@ -159,8 +163,15 @@ class KeySelector:
             return str(selected)
         if isinstance(selected, Decimal) and selected.is_finite() and selected == selected.to_integral_value():
             return str(int(selected))
-        raise InvalidKeyError(f"{self.description} selected a {json_type(selected)}; "
-                              "a key is a string, an integer or a list of those")
+        if self._objects and isinstance(selected, dict):
+            try:
+                return fingerprint_document(selected)
+            except InvalidInputError:  # NaN, a lone surrogate: raised below, outside the except, so unchained
+                pass
+            raise InvalidKeyError(f"{self.description} selected an object with no canonical JSON form")
+        kinds = "a string, an integer, a JSON object or a list of those" if self._objects else \
+            "a string, an integer or a list of those"
+        raise InvalidKeyError(f"{self.description} selected a {json_type(selected)}; a key is {kinds}")
 
 
 class FingerprintSelector:

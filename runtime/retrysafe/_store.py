@@ -29,6 +29,7 @@ from .errors import (
     BusinessConditionFailedError,
     ConfigurationError,
     RecordConflict,
+    StoreAccessError,
     StoreRejectedError,
     StoreUnavailableError,
     TransactionRaced,
@@ -44,6 +45,8 @@ _UNAVAILABLE = frozenset({
     "InternalServerError", "ServiceUnavailable", "InternalFailure", "LimitExceededException",
     "TransactionInProgressException", "ThrottlingError", "ProvisionedThroughputExceeded",
 })
+#: The error code of a cancelled transaction (its reasons are in the message).
+_TRANSACTION_CANCELED = "TransactionCanceledException"
 #: ``CancellationReasons`` codes of a transaction that DynamoDB refused as invalid.
 _REJECTED_REASONS = frozenset({"ValidationError", "ItemCollectionSizeLimitExceeded"})
 
@@ -392,7 +395,8 @@ class DynamoStore:
             from botocore.exceptions import BotoCoreError
 
             if isinstance(error, BotoCoreError):  # connection errors, timeouts after retries
-                return StoreUnavailableError(f"DynamoDB unreachable after retries ({type(error).__name__})")
+                return StoreUnavailableError(f"DynamoDB unreachable after retries ({type(error).__name__})",
+                                             code=type(error).__name__)
             return error
         code = response.get("Error", {}).get("Code", "")
         if code == "ConditionalCheckFailedException":
@@ -403,18 +407,19 @@ class DynamoStore:
         if code == "TransactionConflictException":
             return TransactionRaced(str(error))
         if code == "ResourceNotFoundException":
-            return ConfigurationError(
+            return StoreAccessError(
                 f"idempotency table {self.table_name!r} (or a table in the transaction) does not exist in this "
-                "account/region: check RETRYSAFE_TABLE and the function's region"
+                "account/region: check RETRYSAFE_TABLE and the function's region", code=code
             )
         if code in ("AccessDeniedException", "UnrecognizedClientException"):
-            return ConfigurationError(f"no access to DynamoDB table {self.table_name!r}: {response['Error'].get('Message')}")
+            return StoreAccessError(f"no access to DynamoDB table {self.table_name!r}: "
+                                    f"{response['Error'].get('Message')}", code=code)
         message = str(response.get("Error", {}).get("Message", ""))
         if code == "ValidationException" and "size" in message.lower():
             return TransactionTooLargeError(f"DynamoDB refused the transaction as too large: {message}")
         if code in _UNAVAILABLE or response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) >= 500:
-            return StoreUnavailableError(f"DynamoDB unavailable after retries ({code})")
-        return StoreRejectedError(f"DynamoDB rejected the request ({code}): {message}")
+            return StoreUnavailableError(f"DynamoDB unavailable after retries ({code})", code=code)
+        return StoreRejectedError(f"DynamoDB rejected the request ({code}): {message}", code=code)
 
 
 def _cancellation(reasons: list[dict[str, Any]], record_first: bool) -> Exception:
@@ -434,12 +439,13 @@ def _cancellation(reasons: list[dict[str, Any]], record_first: bool) -> Exceptio
         if reason.get("Code") == "ValidationError" and "size" in str(reason.get("Message", "")).lower():
             return TransactionTooLargeError(f"DynamoDB cancelled the transaction: {described}")
     if codes & _REJECTED_REASONS:
-        return StoreRejectedError(f"DynamoDB cancelled the transaction: {described}")
+        return StoreRejectedError(f"DynamoDB cancelled the transaction: {described}", code=_TRANSACTION_CANCELED)
     if codes & _UNAVAILABLE:
-        return StoreUnavailableError(f"DynamoDB cancelled the transaction: {described}")
+        return StoreUnavailableError(f"DynamoDB cancelled the transaction: {described}", code=_TRANSACTION_CANCELED)
     if "TransactionConflict" in codes:
         return TransactionRaced("a concurrent transaction touched the same items")
-    return StoreRejectedError(f"DynamoDB cancelled the transaction: {described or 'no reason given'}")
+    return StoreRejectedError(f"DynamoDB cancelled the transaction: {described or 'no reason given'}",
+                              code=_TRANSACTION_CANCELED)
 
 
 class _ConditionFailed(Exception):

@@ -61,8 +61,13 @@ class Transaction:
         return self.scope.key
 
     @property
+    def subscriber(self) -> str:
+        """The consumer this intent's record belongs to (the adapter's ``subscriber=``, else the deployed function)."""
+        return self.scope.subscriber
+
+    @property
     def tenant(self) -> str:
-        """The authenticated tenant this intent belongs to."""
+        """The authenticated caller this intent belongs to (``""`` for consumers of events, messages and streams)."""
         return self.scope.tenant
 
     @property

@@ -30,8 +30,10 @@ The hierarchy::
     │   ├── EventTooLargeError        an outbox event cannot fit its target
     │   ├── ResponseTooLargeError     the result cannot fit one item
     │   └── PayloadTooLargeError      a webhook delivery no path can carry (413)
-    ├── StoreUnavailableError         DynamoDB throttled or unavailable (503, Retry-After)
-    ├── StoreRejectedError            DynamoDB refused a request as invalid (500)
+    ├── StoreError                    a store call failed; ``code`` is the AWS error code
+    │   ├── StoreUnavailableError     DynamoDB throttled or unavailable (503, Retry-After)
+    │   ├── StoreRejectedError        DynamoDB refused a request as invalid (500)
+    │   └── StoreAccessError          no such table, or no permission to use it (also a ConfigurationError)
     ├── SignatureError                webhook signature missing or wrong (401)
     ├── ShardHaltedError              a stream record not run: an earlier one of its shard failed
     ├── ClaimCheckError               a claim-checked S3 object is missing or altered
@@ -65,6 +67,8 @@ __all__ = [
     "RetrysafeError",
     "ShardHaltedError",
     "SignatureError",
+    "StoreAccessError",
+    "StoreError",
     "StoreRejectedError",
     "StoreUnavailableError",
     "SweepIncompleteError",
@@ -218,11 +222,25 @@ class BusinessConditionFailedError(RetrysafeError):
         return {name: deserializer.deserialize(value) for name, value in self.item.items()}
 
 
-class StoreUnavailableError(RetrysafeError):
+class StoreError(RetrysafeError):
+    """A call to the store failed: the one base of every store failure (Powertools' persistence errors).
+
+    ``code`` is the AWS error code DynamoDB (or S3, for a claim-checked body) answered with
+    (``ProvisionedThroughputExceededException``, ``AccessDeniedException``...), or the botocore
+    exception's class name for a failure without an answer (``ConnectTimeoutError``); ``""`` when
+    retrysafe itself gave up. docs/configuration.md lists which fault gives which error.
+    """
+
+    def __init__(self, message: str, *, code: str = "") -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class StoreUnavailableError(StoreError):
     """DynamoDB kept throttling or failing after botocore's retries (contract: 503 with Retry-After)."""
 
-    def __init__(self, message: str, retry_after_seconds: int = 1) -> None:
-        super().__init__(message)
+    def __init__(self, message: str, retry_after_seconds: int = 1, *, code: str = "") -> None:
+        super().__init__(message, code=code)
         self.retry_after_seconds = retry_after_seconds
 
 
@@ -235,12 +253,20 @@ class InvalidInputError(RetrysafeError):
     """
 
 
-class StoreRejectedError(RetrysafeError):
+class StoreRejectedError(StoreError):
     """DynamoDB refused a request as invalid (contract: 500 problem; a retry cannot cure it).
 
     A deployment or data-model bug rather than a client's: a business table whose key
     schema does not match the handler's writes, an item collection over its limit, a
     ``ValidationError`` cancellation reason. The message names DynamoDB's reason.
+    """
+
+
+class StoreAccessError(StoreError, ConfigurationError):
+    """The table does not exist in this account and region, or the function may not use it.
+
+    ``ResourceNotFoundException``, ``AccessDeniedException``, ``UnrecognizedClientException``: a
+    deployment bug, answered as a :class:`ConfigurationError` is (HTTP 500; never retried by Step Functions).
     """
 
 

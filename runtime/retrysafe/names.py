@@ -46,10 +46,14 @@ POWERTOOLS_KEY_PREFIX_ENV = "RETRYSAFE_POWERTOOLS_KEY_PREFIX"
 LOG_LEVEL_ENV = "RETRYSAFE_LOG_LEVEL"
 #: An SQS consumer's queue visibility timeout, seconds (its claim lease in claim-first mode).
 VISIBILITY_TIMEOUT_ENV = "RETRYSAFE_VISIBILITY_TIMEOUT_SECONDS"
-#: A consumer's default operation (SQS, EventBridge rule, SNS subscription, Kinesis or DynamoDB stream), set per
-#: deployed function by the constructs (a stable name, not the function's physical name, which changes when the
-#: function is replaced); the decorator's ``operation=`` wins.
-OPERATION_ENV = "RETRYSAFE_OPERATION"
+#: Every adapter's default subscriber (the scope of the function's records), set per deployed function by the
+#: constructs (a stable name, not the function's physical name, which changes when the function is replaced);
+#: else ``AWS_LAMBDA_FUNCTION_NAME``; the decorator's ``subscriber=`` wins.
+SUBSCRIBER_ENV = "RETRYSAFE_SUBSCRIBER"
+#: Set by Lambda: the function's name (the default subscriber where the constructs set none).
+LAMBDA_FUNCTION_NAME_ENV = "AWS_LAMBDA_FUNCTION_NAME"
+#: The default subscriber outside Lambda (no ``RETRYSAFE_SUBSCRIBER``, no ``AWS_LAMBDA_FUNCTION_NAME``).
+LOCAL_SUBSCRIBER = "local"
 #: The outbox target: an EventBridge bus name or ARN, an SNS topic ARN or an SQS queue URL (exactly one).
 EVENT_BUS_ENV = "RETRYSAFE_EVENT_BUS"
 TOPIC_ENV = "RETRYSAFE_TOPIC_ARN"
@@ -69,8 +73,8 @@ WEBHOOK_SECRET_ARN_ENV = "RETRYSAFE_WEBHOOK_SECRET_ARN"
 WEBHOOK_SECRET_PARAMETER_ENV = "RETRYSAFE_WEBHOOK_SECRET_PARAMETER"
 #: The webhook provider (``github``...).
 WEBHOOK_PROVIDER_ENV = "RETRYSAFE_WEBHOOK_PROVIDER"
-#: ``source`` of the events a webhook receiver appends.
-WEBHOOK_SOURCE_ENV = "RETRYSAFE_WEBHOOK_SOURCE"
+#: A webhook receiver's tenant: the sender, the receipts' ``source`` (default the provider's name).
+WEBHOOK_TENANT_ENV = "RETRYSAFE_WEBHOOK_TENANT"
 #: The default home region of the idempotency records when the table has replicas (global tables): every
 #: claim and commit of a tenant not listed in :data:`TENANT_HOME_REGIONS_ENV` is sent to this region.
 HOME_REGION_ENV = "RETRYSAFE_HOME_REGION"
@@ -200,13 +204,14 @@ __all__ = [
             "KEY_MESSAGE_ATTRIBUTE",
             "KIND_ATTRIBUTE",
             "KINESIS_ADAPTER",
+            "LAMBDA_FUNCTION_NAME_ENV",
             "LEASE_ENV",
             "LEASE_MARGIN_SECONDS",
+            "LOCAL_SUBSCRIBER",
             "LOG_LEVEL_ENV",
             "MAX_MESSAGE_BYTES",
             "METRICS_NAMESPACE_ENV",
             "MIN_HORIZON_SECONDS",
-            "OPERATION_ENV",
             "OUTBOX_INDEX",
             "OUTBOX_KIND",
             "OUTBOX_MAX_MESSAGE_ENV",
@@ -228,6 +233,7 @@ __all__ = [
             "SNS_TARGET",
             "SQS_ADAPTER",
             "SQS_TARGET",
+            "SUBSCRIBER_ENV",
             "SWEEP_AFTER_ENV",
             "TABLE_ENV",
             "TARGET_KINDS",
@@ -251,5 +257,5 @@ __all__ = [
             "WEBHOOK_RECEIPT_EVENT",
             "WEBHOOK_SECRET_ARN_ENV",
             "WEBHOOK_SECRET_PARAMETER_ENV",
-            "WEBHOOK_SOURCE_ENV",
-]
+            "WEBHOOK_TENANT_ENV",
+        ]

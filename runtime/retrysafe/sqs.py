@@ -1,7 +1,7 @@
 """``@idempotent_sqs``: idempotent consumers for SQS-triggered Lambda functions (the inbox).
 
-Each record runs through the engine with ``Scope(tenant=subscriber,
-operation=operation, key=message key)`` in the SQS record namespace. In
+Each record runs through the engine scoped by its subscriber (default the deployed function),
+operation (default the handler's ``module.qualname``) and message key, in the SQS record namespace. In
 atomic mode the processed-message record, the handler's writes and its outbox events commit in ONE
 ``TransactWriteItems``; a redelivered message meets its record in that same
 call and is acknowledged without a second effect (one round trip either way).
@@ -47,19 +47,28 @@ import os
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol, cast
 
-from ._adapter import flushes_telemetry, lambda_entry_point, takes_options, wiring
+from ._adapter import (
+    SubscriberName,
+    Wired,
+    chosen_mode,
+    flushes_telemetry,
+    lambda_entry_point,
+    qualified_name,
+    takes_options,
+    takes_transaction,
+)
 from ._claimcheck import ClaimCheck, resolve
-from ._config import Mode, env_float
-from ._cutover import PowertoolsCutover, cutover
+from ._config import Mode, env_float, idempotency_disabled
+from ._cutover import PowertoolsCutover
 from ._engine import Completion, Engine, Intent
-from ._fingerprint import canonical_document, fingerprint, is_unicode, parse_json
+from ._fingerprint import canonical_document, fingerprint, parse_json
 from ._keys import Scope
 from ._select import FingerprintSelector, KeySelector, Selector
 from ._store import DynamoStore
 from ._transaction import Transaction
 from ._value import Value, set_field
-from .errors import ConfigurationError, InvalidInputError
-from .names import KEY_MESSAGE_ATTRIBUTE, OPERATION_ENV, SQS_ADAPTER, VISIBILITY_TIMEOUT_ENV
+from .errors import ConfigurationError
+from .names import KEY_MESSAGE_ATTRIBUTE, SQS_ADAPTER, VISIBILITY_TIMEOUT_ENV
 
 #: Dotted paths into the (unwrapped) JSON content that may carry a propagated event id.
 DEFAULT_KEY_PATHS: tuple[str, ...] = ("event_id",)
@@ -68,9 +77,16 @@ DEFAULT_KEY_PATHS: tuple[str, ...] = ("event_id",)
 class Message(Value):
     """One SQS record as the handler sees it.
 
-    ``content`` is the decoded message without its transport envelope: the
-    EventBridge ``detail``, the SNS ``Message``, or the body (JSON-decoded when
-    it is JSON, else the raw text). ``record`` is Powertools' ``SQSRecord``.
+    - ``content``: the decoded message without its transport envelope: the
+      EventBridge ``detail``, the SNS ``Message``, or the body (JSON-decoded when
+      it is JSON, else the raw text);
+    - ``key``: the message's idempotency key (``key=``, else :func:`default_key`'s; do not log it);
+    - ``record``: Powertools' ``SQSRecord`` (``record.raw_event`` is the record as Lambda delivers it);
+    - ``message_id``: the SQS message id.
+
+    A ``key=`` or ``fingerprint=`` expression searches the record as Lambda delivers it
+    with ``body`` replaced by ``content`` (``key="messageId"``, ``key="body.order_id"``);
+    a callable is given the :class:`Message` (its ``key`` still empty).
     """
 
     __slots__ = ("content", "key", "record")
@@ -90,8 +106,8 @@ class Message(Value):
         return str(self.record.message_id)
 
 
-KeyExtractor = Callable[[Any, Any], "str | None"]
-RecordHandler = Callable[[Message, Transaction], Any]
+#: What ``@idempotent_sqs`` decorates: ``handler(message, txn)``, or ``handler(message)`` (claim-first).
+RecordHandler = Callable[[Message, Transaction], Any] | Callable[[Message], Any]
 
 
 def unwrap(body: str) -> tuple[Any, dict[str, str]]:
@@ -119,10 +135,13 @@ def _envelope(doc: Any) -> tuple[str | None, Any, dict[str, str]]:
     return None, doc, {}
 
 
-def default_key(paths: Sequence[str] = DEFAULT_KEY_PATHS, attribute: str = KEY_MESSAGE_ATTRIBUTE) -> KeyExtractor:
-    """A key extractor: the ``attribute`` message attribute (SQS or SNS envelope), then ``paths`` in the content."""
+def default_key(paths: Sequence[str] = DEFAULT_KEY_PATHS,
+                attribute: str = KEY_MESSAGE_ATTRIBUTE) -> Callable[[Message], str]:
+    """The default ``key=``: the ``attribute`` message attribute (SQS or SNS envelope), then ``paths`` in the
+    content, else the SQS message id. Pass ``key=default_key(paths=("detail.order_id",))`` to look elsewhere."""
 
-    def extract(record: Any, content: Any) -> str | None:
+    def extract(message: Message) -> str:
+        record, content = message.record, message.content
         attr = record.message_attributes[attribute]
         if attr is not None and attr.string_value:
             return str(attr.string_value)
@@ -135,14 +154,14 @@ def default_key(paths: Sequence[str] = DEFAULT_KEY_PATHS, attribute: str = KEY_M
                 value = value.get(part) if isinstance(value, dict) else None
             if isinstance(value, (str, int)) and str(value):
                 return str(value)
-        return None
+        return str(record.message_id)
 
     return extract
 
 
-def _content_key(selector: KeySelector) -> KeyExtractor:
-    """``key="detail_path"``: a JMESPath expression searching the message content; a missing key is an error."""
-    return lambda record, content: selector(content)
+def _document(message: Message) -> Any:
+    """What ``key=`` / ``fingerprint=`` expressions search: the record as delivered, ``body`` its content."""
+    return {**message.record.raw_event, "body": message.content}
 
 
 def message_fingerprint(body: str) -> str:
@@ -185,46 +204,41 @@ def _redelivered(record: Any) -> bool:
     return isinstance(count, str) and count.isdecimal() and int(count) > 1
 
 
-class SqsConsumer:
+class SqsConsumer(Wired):
     """Configuration and engine of one idempotent SQS consumer.
 
     Its options are those of :func:`idempotent_sqs`, documented there with their defaults.
     """
 
-    def __init__(self, handler: RecordHandler, *, subscriber: str, operation: str | None = None,
-                 mode: Mode | str = Mode.ATOMIC, key: KeyExtractor | str | None = None,
+    def __init__(self, handler: RecordHandler, *, subscriber: str | None = None, operation: str | None = None,
+                 mode: Mode | str | None = None, key: Selector | None = None,
                  fingerprint: Selector | None = None, fifo: bool | None = None,
-                 visibility_timeout_seconds: float | None = None, horizon_seconds: int | None = None,
+                 lease_seconds: float | None = None, horizon_seconds: int | None = None,
                  retry_hints: bool = True, claim_check: ClaimCheck | None = None,
                  powertools_cutover: PowertoolsCutover | None = None, store: DynamoStore | None = None,
                  engine: Engine | None = None) -> None:
-        if not subscriber:
-            raise ConfigurationError("idempotent_sqs needs a subscriber id: it scopes the processed-message records")
-        self.mode = Mode.parse(mode)
-        self.handler = handler
-        self.subscriber = subscriber
-        # The constructs name each deployed consumer (OPERATION_ENV), so a copied consumer with the same
-        # subscriber and handler name does not share (and acknowledge) the other's processed-message records.
-        self.operation: str = operation or os.environ.get(OPERATION_ENV) or str(getattr(handler, "__name__",
-                                                                                              "consume"))
-        self.key = _content_key(KeySelector(key)) if isinstance(key, str) else key or default_key()
+        self.takes_txn = takes_transaction(handler, 2)
+        self.mode = chosen_mode(mode, self.takes_txn)
+        self.handler: Callable[..., Any] = handler
+        self.subscriber = SubscriberName(subscriber)
+        self.operation: str = operation or qualified_name(handler)
+        self.key = KeySelector(key if key is not None else default_key())
         self.fingerprint = FingerprintSelector(fingerprint) if fingerprint is not None else None
         self.fifo = fifo
-        self.lease_seconds = _visibility_timeout(visibility_timeout_seconds)
+        self.lease_seconds = _lease(lease_seconds)
         self.retry_hints = retry_hints
         self.claim_check = claim_check if claim_check is not None else ClaimCheck.from_env()
-        self.retention, self.engine = wiring(horizon_seconds, store, engine)
-        self.cutover = cutover(powertools_cutover, self.engine, lambda response: response)
+        self.wire(horizon_seconds, store, engine, powertools_cutover)
 
     def process(self, record: Any, context: Any = None) -> Any:
         """Process one record at most once; raises (the record is reported failed) when it must be redelivered."""
         content, _ = unwrap(record.body)
-        key = self.key(record, content) or record.message_id
+        if idempotency_disabled():  # no key, no fingerprint, no record: the message is handled as a new one
+            return self._unprotected(Message(record=record, key="", content=content))
+        key = self.key(Message(record=record, key="", content=content), _document)
         message = Message(record=record, key=key, content=content)
-        if not isinstance(key, str) or not is_unicode(key):
-            raise InvalidInputError("the message key is not Unicode text")
-        part = message_fingerprint(record.body) if self.fingerprint is None else self.fingerprint(content)
-        intent = Intent(Scope(self.subscriber, self.operation, key, adapter=SQS_ADAPTER), part,
+        part = message_fingerprint(record.body) if self.fingerprint is None else self.fingerprint(message, _document)
+        intent = Intent(Scope("", self.operation, key, adapter=SQS_ADAPTER, subscriber=self.subscriber()), part,
                         self.mode, self.retention, lease_seconds=self.lease_seconds,
                         hinted=self.retry_hints and _redelivered(record))
 
@@ -232,13 +246,23 @@ class SqsConsumer:
             # An outbox event whose body was claim-checked to S3 reaches the handler inline (verified),
             # fetched only when the handler runs (a replay found before it, in claim-first mode, skips it).
             resolved = resolve(content, self.claim_check)
-            return Completion(self.handler(message if resolved is content else
-                                           Message(record=record, key=key, content=resolved), txn))
+            delivered = message if resolved is content else Message(record=record, key=key, content=resolved)
+            return Completion(self.handler(delivered, txn) if self.takes_txn else self.handler(delivered))
 
         remaining = getattr(context, "get_remaining_time_in_millis", None)
         # Powertools' @idempotent_function(data_keyword_argument="record") hashed the record (its raw event)
         predecessor = self.cutover.predecessor(record) if self.cutover is not None else None
         return self.engine.execute(intent, work, remaining, predecessor=predecessor).result
+
+    def _unprotected(self, message: Message) -> Any:
+        def work(txn: Transaction) -> Completion:
+            resolved = resolve(message.content, self.claim_check)
+            return Completion(self.handler(message if resolved is message.content else
+                                           Message(record=message.record, key="", content=resolved), txn))
+
+        return self.engine.execute_unkeyed(Scope("", self.operation, "", adapter=SQS_ADAPTER,
+                                                 subscriber=self.subscriber()), work, self.retention,
+                                           steps=self.mode is Mode.CLAIM_FIRST).result
 
     @flushes_telemetry
     def __call__(self, event: dict[str, Any], context: Any) -> dict[str, Any]:
@@ -269,13 +293,13 @@ class SqsLambdaHandler(Protocol):
 @takes_options
 def idempotent_sqs(
     func: RecordHandler, /, *,
-    subscriber: str,
+    subscriber: str | None = None,
     operation: str | None = None,
-    mode: Mode | str = Mode.ATOMIC,
-    key: KeyExtractor | str | None = None,
+    mode: Mode | str | None = None,
+    key: Selector | None = None,
     fingerprint: Selector | None = None,
     fifo: bool | None = None,
-    visibility_timeout_seconds: float | None = None,
+    lease_seconds: float | None = None,
     horizon_seconds: int | None = None,
     retry_hints: bool = True,
     claim_check: ClaimCheck | None = None,
@@ -285,26 +309,27 @@ def idempotent_sqs(
 ) -> SqsLambdaHandler:
     """Make an SQS record handler idempotent and turn it into the Lambda handler of its queue.
 
-    Used as ``@idempotent_sqs(subscriber="billing")``: ``subscriber`` is required, so the bare
-    form is refused (by mypy, and at import). The decorated function receives a :class:`Message`
+    Used as ``@idempotent_sqs`` or ``@idempotent_sqs(option=...)``. The decorated function receives a :class:`Message`
     and the :class:`~retrysafe.Transaction` that commits its writes and outbox events with the
     processed-message record. Enable ``ReportBatchItemFailures`` on the event source mapping.
     The options (the same for :class:`SqsConsumer`):
 
-    - ``subscriber`` (required): the consumer's id; it scopes the processed-message records, so
-      two consumers of one event each process it once.
-    - ``operation`` (default: the function's name): the operation the records are scoped by.
-    - ``mode`` (default ``Mode.ATOMIC``): ``Mode.CLAIM_FIRST`` for foreign effects; its lease is the
+    - ``subscriber`` (default: the deployed function, ``RETRYSAFE_SUBSCRIBER`` else
+      ``AWS_LAMBDA_FUNCTION_NAME``, read at the first call): the consumer the processed-message
+      records belong to, so two consumers of one event each process it once.
+    - ``operation`` (default: the function's ``module.qualname``): the operation the records are scoped by.
+    - ``mode`` (default: ``Mode.ATOMIC`` for ``handler(message, txn)``, ``Mode.CLAIM_FIRST`` for
+      ``handler(message)``, whose effects are elsewhere): claim-first for foreign effects; its lease is the
       queue's visibility timeout.
     - ``key`` (default :func:`default_key`: the ``idempotency-key`` attribute, then an event id in
-      the body, else the message id): a JMESPath expression searching the message content (e.g.
-      ``"order_id"``), or ``(record, content) -> key``.
-    - ``fingerprint`` (default: the whole content): a JMESPath expression or a callable given the
-      content, selecting what must match between deliveries of a key.
+      the body, else the message id): a JMESPath expression searching the record with ``body``
+      decoded (``"messageId"``, ``"body.order_id"``), or a callable given the :class:`Message`.
+    - ``fingerprint`` (default: the whole content): the same kind of selector, selecting what must
+      match between deliveries of a key.
     - ``fifo`` (default ``None``: detected from the queue ARN): FIFO batch semantics (a failure
       fails the rest of its message group in the batch).
-    - ``visibility_timeout_seconds`` (default ``RETRYSAFE_VISIBILITY_TIMEOUT_SECONDS``): the claim
-      lease in claim-first mode.
+    - ``lease_seconds`` (default ``RETRYSAFE_VISIBILITY_TIMEOUT_SECONDS``, the queue's visibility
+      timeout, which the constructs set): the claim lease in claim-first mode.
     - ``horizon_seconds`` (default ``RETRYSAFE_RETRY_HORIZON_SECONDS``, else 7 days): record lifetime.
     - ``retry_hints`` (default ``True``): in atomic mode, a message received before
       (``ApproximateReceiveCount`` above 1) claims first when the record cache misses, so an
@@ -318,14 +343,14 @@ def idempotent_sqs(
 
     Example::
 
-        @idempotent_sqs(subscriber="billing")
+        @idempotent_sqs
         def handler(message, txn):
             order = message.content["payload"]
             txn.update({"pk": f"invoice#{order['id']}"}, "SET total = :t", values={":t": order["total"]},
                        table="invoices")
     """
     consumer = SqsConsumer(func, subscriber=subscriber, operation=operation, mode=mode, key=key, fingerprint=fingerprint, fifo=fifo,
-                           visibility_timeout_seconds=visibility_timeout_seconds, horizon_seconds=horizon_seconds,
+                           lease_seconds=lease_seconds, horizon_seconds=horizon_seconds,
                            retry_hints=retry_hints, claim_check=claim_check, powertools_cutover=powertools_cutover,
                            store=store, engine=engine)
 
@@ -335,13 +360,13 @@ def idempotent_sqs(
     return cast(SqsLambdaHandler, lambda_entry_point(func, wrapper, consumer=consumer))
 
 
-def _visibility_timeout(explicit: float | None) -> float | None:
+def _lease(explicit: float | None) -> float | None:
     value = float(explicit) if explicit is not None else env_float(os.environ, VISIBILITY_TIMEOUT_ENV, None)
     if value is None:
         return None
     if value <= 0:
-        raise ConfigurationError(f"the visibility timeout must be positive, got {value}")
+        raise ConfigurationError(f"lease_seconds (the queue's visibility timeout) must be positive, got {value}")
     return value
 
-__all__ = ["DEFAULT_KEY_PATHS", "KeyExtractor", "Message", "RecordHandler", "SqsConsumer", "SqsLambdaHandler",
+__all__ = ["DEFAULT_KEY_PATHS", "Message", "RecordHandler", "SqsConsumer", "SqsLambdaHandler",
            "default_key", "idempotent_sqs", "message_fingerprint", "unwrap"]

@@ -36,8 +36,8 @@ import json
 from collections.abc import Callable
 from typing import Any, Protocol, cast
 
-from ._adapter import flushes_telemetry, lambda_entry_point, takes_options, wiring
-from ._config import Mode
+from ._adapter import SubscriberName, Wired, flushes_telemetry, lambda_entry_point, takes_options
+from ._config import Mode, idempotency_disabled
 from ._engine import Completion, Engine, Intent
 from ._fingerprint import canonical_value, fingerprint, is_unicode
 from ._keys import Scope
@@ -137,18 +137,19 @@ class TaskRequest(Value):
         return json.dumps([self.execution, self.iteration]) if self.iteration is not None else self.execution
 
 
-class TaskIdempotency:
+class TaskIdempotency(Wired):
     """Configuration and engine of one idempotent Step Functions task.
 
     Its options are those of :func:`idempotent_task`, documented there with their defaults.
     """
 
-    def __init__(self, *, tenant: str | None = None, operation: str | None = None,
+    def __init__(self, *, subscriber: str | None = None, tenant: str | None = None, operation: str | None = None,
                  horizon_seconds: int | None = None, lease_seconds: float | None = None,
                  store: DynamoStore | None = None, engine: Engine | None = None) -> None:
+        self.subscriber = SubscriberName(subscriber)
         self.tenant = tenant
         self.operation = operation
-        self.retention, self.engine = wiring(horizon_seconds, store, engine)
+        self.wire(horizon_seconds, store, engine)
         self.lease_seconds = lease_seconds
 
     def intent(self, request: TaskRequest) -> Intent:
@@ -156,7 +157,8 @@ class TaskIdempotency:
         tenant = self.tenant or request.state_machine
         if not tenant:
             raise TaskPayloadError('configure tenant= or pass "stateMachine.$": "$$.StateMachine.Id" in the payload')
-        scope = Scope(tenant, self.operation or request.state, request.key(), adapter=TASK_ADAPTER)
+        scope = Scope(tenant, self.operation or request.state, request.key(), adapter=TASK_ADAPTER,
+                      subscriber=self.subscriber())
         return Intent(scope, request.fingerprint(), Mode.CLAIM_FIRST, self.retention, self.lease_seconds)
 
     @flushes_telemetry
@@ -165,6 +167,11 @@ class TaskIdempotency:
         """Run ``work`` at most once for this execution's state and return its (possibly replayed) result."""
         try:
             request = TaskRequest.parse(payload)
+            if idempotency_disabled():  # no key, no fingerprint, no record: the state runs as a new one
+                scope = Scope(self.tenant or request.state_machine or "-", self.operation or request.state, "",
+                              adapter=TASK_ADAPTER, subscriber=self.subscriber())
+                return self.engine.execute_unkeyed(scope, lambda txn: Completion(work(request, txn)),
+                                                   self.retention, steps=True).result
             outcome = self.engine.execute(self.intent(request), lambda txn: Completion(work(request, txn)),
                                           remaining_ms)
         except RequestInFlightError as error:
@@ -177,6 +184,7 @@ class TaskIdempotency:
 @takes_options
 def idempotent_task(
     func: TaskHandler, /, *,
+    subscriber: str | None = None,
     tenant: str | None = None,
     operation: str | None = None,
     horizon_seconds: int | None = None,
@@ -191,7 +199,9 @@ def idempotent_task(
     :class:`~retrysafe.Transaction`; its return value (JSON-able) is stored and returned on every
     retry. The options (the same for :class:`TaskIdempotency`):
 
-    - ``tenant`` (default: the state machine ARN from the payload): a fixed tenant name.
+    - ``subscriber`` (default: the deployed function, ``RETRYSAFE_SUBSCRIBER`` else
+      ``AWS_LAMBDA_FUNCTION_NAME``, read at the first call): the consumer the records belong to.
+    - ``tenant`` (default: the state machine ARN from the payload, the caller): a fixed tenant name.
     - ``operation`` (default: the state name): a fixed operation name.
     - ``horizon_seconds`` (default ``RETRYSAFE_RETRY_HORIZON_SECONDS``, else 7 days): record
       lifetime; keep it longer than the execution can be redriven or replayed.
@@ -204,7 +214,7 @@ def idempotent_task(
         def charge(order, context, txn):
             return txn.step("charge", lambda: provider.charge(order["amount"], key=txn.derive_key("charge")))
     """
-    task = TaskIdempotency(tenant=tenant, operation=operation, horizon_seconds=horizon_seconds,
+    task = TaskIdempotency(subscriber=subscriber, tenant=tenant, operation=operation, horizon_seconds=horizon_seconds,
                            lease_seconds=lease_seconds, store=store, engine=engine)
 
     def wrapper(payload: Any, context: Any) -> Any:

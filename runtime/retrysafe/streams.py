@@ -1,8 +1,8 @@
 """``@idempotent_kinesis`` and ``@idempotent_dynamodb_stream``: idempotent consumers of Kinesis Data Streams
 and DynamoDB Streams.
 
-Each record runs through the engine with ``Scope(tenant=subscriber,
-operation=operation, key=record key)``, as an SQS message does: in atomic
+Each record runs through the engine scoped by its subscriber (default the deployed function),
+operation (default the handler's ``module.qualname``) and record key, as an SQS message is: in atomic
 mode the processed-record record, the handler's writes and its outbox events
 commit in ONE ``TransactWriteItems``, and a redelivered record meets its record
 in that same call (one round trip either way); claim-first mode claims first
@@ -24,14 +24,21 @@ import base64
 import binascii
 import functools
 import json
-import os
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any, ClassVar, Generic, Protocol, TypeVar, cast
 
 from . import names
-from ._adapter import flushes_telemetry, lambda_entry_point, wiring
-from ._config import Mode
+from ._adapter import (
+    SubscriberName,
+    Wired,
+    chosen_mode,
+    flushes_telemetry,
+    lambda_entry_point,
+    qualified_name,
+    takes_transaction,
+)
+from ._config import Mode, idempotency_disabled
 from ._engine import Completion, Engine, Intent
 from ._fingerprint import canonical_json, canonical_value, fingerprint
 from ._keys import Scope
@@ -141,8 +148,10 @@ class DynamoDBChange(Value):
 
 
 M = TypeVar("M", KinesisMessage, DynamoDBChange)
-KinesisHandler = Callable[[KinesisMessage, Transaction], Any]
-DynamoDBStreamHandler = Callable[[DynamoDBChange, Transaction], Any]
+#: What ``@idempotent_kinesis`` decorates: ``handler(message, txn)``, or ``handler(message)`` (claim-first).
+KinesisHandler = Callable[[KinesisMessage, Transaction], Any] | Callable[[KinesisMessage], Any]
+#: What ``@idempotent_dynamodb_stream`` decorates: ``handler(change, txn)``, or ``handler(change)`` (claim-first).
+DynamoDBStreamHandler = Callable[[DynamoDBChange, Transaction], Any] | Callable[[DynamoDBChange], Any]
 
 
 class _Source(ABC, Generic[M]):
@@ -276,26 +285,26 @@ def _is_ttl_removal(raw: dict[str, Any]) -> bool:
         identity.get("type") == TTL_IDENTITY["type"] and identity.get("principalId") == TTL_IDENTITY["principalId"]
 
 
-class StreamConsumer(Generic[M]):
+class StreamConsumer(Wired, Generic[M]):
     """Configuration and engine of one idempotent stream consumer (see :func:`idempotent_kinesis`)."""
 
-    def __init__(self, handler: Callable[[M, Transaction], Any], source: _Source[M], *, subscriber: str,
-                 operation: str | None, mode: Mode | str, key: Selector | None, fingerprint: Selector | None,
-                 skip_ttl_removals: bool, horizon_seconds: int | None, store: DynamoStore | None,
-                 engine: Engine | None) -> None:
-        if not subscriber:
-            raise ConfigurationError(f"{source.name} needs a subscriber id: it scopes the processed-record records")
+    def __init__(self, handler: Callable[..., Any], source: _Source[M], *, subscriber: str | None,
+                 operation: str | None, mode: Mode | str | None, key: Selector | None, fingerprint: Selector | None,
+                 skip_ttl_removals: bool, lease_seconds: float | None, horizon_seconds: int | None,
+                 store: DynamoStore | None, engine: Engine | None) -> None:
+        if lease_seconds is not None and lease_seconds <= 0:
+            raise ConfigurationError(f"lease_seconds must be positive, got {lease_seconds}")
         self.source: _Source[M] = source
-        self.handler: Callable[[M, Transaction], Any] = handler
-        self.subscriber = subscriber
-        # The constructs name each deployed consumer (OPERATION_ENV), as for SQS consumers.
-        self.operation: str = operation or os.environ.get(names.OPERATION_ENV) or str(getattr(handler, "__name__",
-                                                                                              "consume"))
-        self.mode = Mode.parse(mode)
+        self.handler: Callable[..., Any] = handler
+        self.subscriber = SubscriberName(subscriber)
+        self.operation: str = operation or qualified_name(handler)
+        self.lease_seconds = lease_seconds
+        self.takes_txn = takes_transaction(handler, 2)
+        self.mode = chosen_mode(mode, self.takes_txn)
         self.key = KeySelector(key if key is not None else source.default_key)
         self.fingerprint = FingerprintSelector(fingerprint) if fingerprint is not None else None
         self.skip_ttl_removals = skip_ttl_removals
-        self.retention, self.engine = wiring(horizon_seconds, store, engine)
+        self.wire(horizon_seconds, store, engine)
 
     def process(self, record: Any, lambda_context: Any = None) -> Any:
         """Process one record at most once; raises (the record is reported failed) when it must be redelivered.
@@ -307,13 +316,20 @@ class StreamConsumer(Generic[M]):
         if self.skip_ttl_removals and _is_ttl_removal(record.raw_event):
             return None
         source = self.source
+        if idempotency_disabled():  # no key, no fingerprint, no record: the record is handled as a new one
+            unkeyed = source.message(record, lambda probe: "")
+            return self.engine.execute_unkeyed(
+                Scope("", self.operation, "", adapter=source.adapter, subscriber=self.subscriber()),
+                lambda txn: Completion(self.handler(unkeyed, txn)), self.retention,
+                steps=self.mode is Mode.CLAIM_FIRST).result
         message = source.message(record, lambda probe: self.key(probe, source.document))
         part = self.fingerprint(message, source.document) if self.fingerprint is not None else \
             source.fingerprint(message)
-        intent = Intent(Scope(self.subscriber, self.operation, message.key, adapter=source.adapter), part, self.mode, self.retention)
+        intent = Intent(Scope("", self.operation, message.key, adapter=source.adapter, subscriber=self.subscriber()),
+                        part, self.mode, self.retention, lease_seconds=self.lease_seconds)
 
         def work(txn: Transaction) -> Completion:
-            return Completion(self.handler(message, txn))
+            return Completion(self.handler(message, txn) if self.takes_txn else self.handler(message))
 
         remaining = getattr(lambda_context, "get_remaining_time_in_millis", None)
         return self.engine.execute(intent, work, remaining).result
@@ -387,9 +403,10 @@ class DynamoDBStreamLambdaHandler(Protocol):
     def __call__(self, event: dict[str, Any], context: Any) -> dict[str, Any]: ...
 
 
-def idempotent_kinesis(*, subscriber: str, operation: str | None = None, mode: Mode | str = Mode.ATOMIC,
-                       key: Selector | None = None, fingerprint: Selector | None = None,
-                       horizon_seconds: int | None = None, store: DynamoStore | None = None,
+def idempotent_kinesis(*, subscriber: str | None = None, operation: str | None = None,
+                       mode: Mode | str | None = None, key: Selector | None = None, fingerprint: Selector | None = None,
+                       lease_seconds: float | None = None, horizon_seconds: int | None = None,
+                       store: DynamoStore | None = None,
                        engine: Engine | None = None) -> Callable[[KinesisHandler], KinesisLambdaHandler]:
     """Make a Kinesis record handler idempotent and turn it into the Lambda handler of its stream.
 
@@ -400,10 +417,12 @@ def idempotent_kinesis(*, subscriber: str, operation: str | None = None, mode: M
     numbers), and after a failure the rest of its shard's batch is reported
     failed without running.
 
-    ``subscriber`` (required): scopes the records (two consumers of one stream
-    each process a record once). ``operation``: default the function's name.
-    ``mode``: ``"atomic"`` or ``"claim_first"`` (foreign effects; the lease is
-    the Lambda's remaining time). ``key``: a JMESPath expression or a callable
+    ``subscriber``: which consumer the records belong to (two consumers of one stream
+    each process a record once); default the deployed function (``RETRYSAFE_SUBSCRIBER``,
+    else ``AWS_LAMBDA_FUNCTION_NAME``). ``operation``: default the function's ``module.qualname``.
+    ``mode``: ``"atomic"`` or ``"claim_first"`` (foreign effects); default atomic for
+    ``handler(message, txn)``, claim-first for ``handler(message)``. ``lease_seconds``: a claim's
+    lease (default the Lambda's remaining time plus a margin). ``key``: a JMESPath expression or a callable
     selecting the record's key; expressions search the record as Lambda
     delivers it with ``kinesis.data`` decoded (JSON or text), callables get the
     :class:`KinesisMessage`; default ``[kinesis.partitionKey, kinesis.sequenceNumber]``.
@@ -413,23 +432,24 @@ def idempotent_kinesis(*, subscriber: str, operation: str | None = None, mode: M
 
     Example::
 
-        @idempotent_kinesis(subscriber="ledger")
+        @idempotent_kinesis()
         def handler(message, txn):
             txn.update({"pk": f"account#{message.content['account']}"}, "ADD balance :a",
                        values={":a": message.content["amount"]}, table="accounts")
     """
     def decorate(func: KinesisHandler) -> KinesisLambdaHandler:
         consumer = StreamConsumer(func, _Kinesis(), subscriber=subscriber, operation=operation, mode=mode, key=key,
-                                  fingerprint=fingerprint, skip_ttl_removals=False, horizon_seconds=horizon_seconds,
-                                  store=store, engine=engine)
+                                  fingerprint=fingerprint, skip_ttl_removals=False, lease_seconds=lease_seconds,
+                                  horizon_seconds=horizon_seconds, store=store, engine=engine)
         return cast(KinesisLambdaHandler, _entry(func, consumer))
 
     return decorate
 
 
-def idempotent_dynamodb_stream(*, subscriber: str, operation: str | None = None, mode: Mode | str = Mode.ATOMIC,
-                               key: Selector | None = None, fingerprint: Selector | None = None,
-                               skip_ttl_removals: bool = False, horizon_seconds: int | None = None,
+def idempotent_dynamodb_stream(*, subscriber: str | None = None, operation: str | None = None,
+                               mode: Mode | str | None = None, key: Selector | None = None,
+                               fingerprint: Selector | None = None, skip_ttl_removals: bool = False,
+                               lease_seconds: float | None = None, horizon_seconds: int | None = None,
                                store: DynamoStore | None = None, engine: Engine | None = None
                                ) -> Callable[[DynamoDBStreamHandler], DynamoDBStreamLambdaHandler]:
     """Make a DynamoDB Streams record handler idempotent and turn it into the Lambda handler of its stream.
@@ -448,7 +468,7 @@ def idempotent_dynamodb_stream(*, subscriber: str, operation: str | None = None,
 
     Example::
 
-        @idempotent_dynamodb_stream(subscriber="search-index")
+        @idempotent_dynamodb_stream(subscriber="search-index")  # or () for the deployed function
         def handler(change, txn):
             if change.event_name != "REMOVE":
                 txn.put({"pk": f"doc#{change.keys['pk']}", **change.new_image}, table="documents")
@@ -456,7 +476,8 @@ def idempotent_dynamodb_stream(*, subscriber: str, operation: str | None = None,
     def decorate(func: DynamoDBStreamHandler) -> DynamoDBStreamLambdaHandler:
         consumer = StreamConsumer(func, _DynamoDB(), subscriber=subscriber, operation=operation, mode=mode, key=key,
                                   fingerprint=fingerprint, skip_ttl_removals=skip_ttl_removals,
-                                  horizon_seconds=horizon_seconds, store=store, engine=engine)
+                                  lease_seconds=lease_seconds, horizon_seconds=horizon_seconds, store=store,
+                                  engine=engine)
         return cast(DynamoDBStreamLambdaHandler, _entry(func, consumer))
 
     return decorate

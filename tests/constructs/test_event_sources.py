@@ -443,7 +443,7 @@ def test_a_rule_on_a_bus_of_another_account_or_region_is_refused_with_the_patter
                                                         event_pattern=events.EventPattern(source=["shop.orders"])))
 
 
-# -- one operation per function, one function per operation and table --------------------------------------
+# -- one subscriber per function, one function per subscriber and table ----------------------------------------
 
 
 def _variables(stack: cdk.Stack, fn: IdempotentFunction) -> dict[str, Any]:
@@ -451,44 +451,44 @@ def _variables(stack: cdk.Stack, fn: IdempotentFunction) -> dict[str, Any]:
     return variables
 
 
-def test_each_source_gives_its_function_an_operation_named_by_its_path(stack: cdk.Stack,
+def test_each_source_gives_its_function_a_subscriber_named_by_its_path(stack: cdk.Stack,
                                                                        table: IdempotencyTable) -> None:
     rule_fn, topic_fn, stream_fn = (inline_function(stack, table, t) for t in (10, 20, 30))
     rule = IdempotentEventRule(stack, "OrderPlaced", function=rule_fn, rule_props=ORDER_PLACED)
-    topic = IdempotentTopicSubscription(stack, "Receipts", function=topic_fn, operation="send-receipt")
+    topic = IdempotentTopicSubscription(stack, "Receipts", function=topic_fn, subscriber="send-receipt")
     consumer = IdempotentStreamConsumer(stack, "Clicks", function=stream_fn)
-    assert (rule.operation, topic.operation, consumer.operation) == ("OrderPlaced", "send-receipt", "Clicks")
+    assert (rule.subscriber, topic.subscriber, consumer.subscriber) == ("OrderPlaced", "send-receipt", "Clicks")
     for fn, source in ((rule_fn, rule), (topic_fn, topic), (stream_fn, consumer)):
-        assert _variables(stack, fn)[names.OPERATION_ENV] == source.operation
-    assert table.operations == {"OrderPlaced": rule.node.path, "send-receipt": topic.node.path,
+        assert _variables(stack, fn)[names.SUBSCRIBER_ENV] == source.subscriber
+    assert table.subscribers == {"OrderPlaced": rule.node.path, "send-receipt": topic.node.path,
                                 "Clicks": consumer.node.path}
 
 
-def test_two_functions_with_one_operation_on_one_table_are_refused(stack: cdk.Stack, table: IdempotencyTable) -> None:
+def test_two_functions_with_one_subscriber_on_one_table_are_refused(stack: cdk.Stack, table: IdempotencyTable) -> None:
     # Copied with the same handler and namespace, the second would acknowledge the first one's events as duplicates.
     IdempotentEventRule(stack, "Fulfil", function=inline_function(stack, table), rule_props=ORDER_PLACED,
-                        operation="fulfil")
-    with pytest.raises(ValueError, match=r"Sources/FulfilEu: the operation 'fulfil' is already used by Sources/Fulfil "
-                                         r"on the idempotency table Sources/Table.*Fix: pass a distinct operation="):
-        IdempotentTopicSubscription(stack, "FulfilEu", function=inline_function(stack, table, 20), operation="fulfil")
-    with pytest.raises(ValueError, match=r"the operation 'fulfil' is already used by Sources/Fulfil"):
+                        subscriber="fulfil")
+    with pytest.raises(ValueError, match=r"Sources/FulfilEu: the subscriber 'fulfil' is already used by Sources/Fulfil "
+                                         r"on the idempotency table Sources/Table.*Fix: pass a distinct subscriber="):
+        IdempotentTopicSubscription(stack, "FulfilEu", function=inline_function(stack, table, 20), subscriber="fulfil")
+    with pytest.raises(ValueError, match=r"the subscriber 'fulfil' is already used by Sources/Fulfil"):
         IdempotentStreamConsumer(stack, "FulfilStream", function=inline_function(stack, table, 30),
-                                 operation="fulfil")
+                                 subscriber="fulfil")
 
 
-def test_a_second_source_of_one_function_shares_its_operation_or_is_refused(stack: cdk.Stack,
+def test_a_second_source_of_one_function_shares_its_subscriber_or_is_refused(stack: cdk.Stack,
                                                                            table: IdempotencyTable) -> None:
     fn = inline_function(stack, table)
     first = IdempotentEventRule(stack, "Placed", function=fn, rule_props=ORDER_PLACED)
     second = IdempotentEventRule(stack, "Cancelled", function=fn, existing_dead_letter_queue=first.dead_letter_queue,
                                  rule_props=events.RuleProps(event_pattern=events.EventPattern(
                                      source=["shop.orders"], detail_type=["OrderCancelled"])), alarms=False)
-    assert second.operation == first.operation == "Placed" == _variables(stack, fn)[names.OPERATION_ENV]
-    with pytest.raises(ValueError, match=r"Sources/Other: Sources/Fn10 already has the operation 'Placed' \(from "
-                                         r"Sources/Placed\), and a function has one \(RETRYSAFE_OPERATION\).*Fix: omit "
-                                         r"operation= here \(or pass 'Placed'\), or give this source its own"):
+    assert second.subscriber == first.subscriber == "Placed" == _variables(stack, fn)[names.SUBSCRIBER_ENV]
+    with pytest.raises(ValueError, match=r"Sources/Other: Sources/Fn10 already has the subscriber 'Placed' \(from "
+                                         r"Sources/Placed\), and a function has one \(RETRYSAFE_SUBSCRIBER\).*Fix: omit "
+                                         r"subscriber= here \(or pass 'Placed'\), or give this source its own"):
         IdempotentEventRule(stack, "Other", function=fn, existing_dead_letter_queue=first.dead_letter_queue,
-                            rule_props=ORDER_PLACED, operation="other")
+                            rule_props=ORDER_PLACED, subscriber="other")
 
 
 # -- moving the stateful resources -------------------------------------------------------------------------
@@ -501,11 +501,11 @@ def _stateful_ids(parent: Construct, table: IdempotencyTable, pins: bool) -> dic
                               "topic": {"topic_logical_id": "Receipts", "dead_letter_queue_logical_id": "ReceiptDlq"}}
     given = pinned if pins else {"rule": {}, "stream": {}, "topic": {}}
     rule = IdempotentEventRule(parent, "Rule", function=inline_function(stack, table), rule_props=ORDER_PLACED,
-                               operation="rule", **given["rule"])
+                               subscriber="rule", **given["rule"])
     consumer = IdempotentStreamConsumer(parent, "Stream", function=inline_function(stack, table, 20),
-                                        operation="stream", **given["stream"])
+                                        subscriber="stream", **given["stream"])
     topic = IdempotentTopicSubscription(parent, "Topic", function=inline_function(stack, table, 30),
-                                        operation="topic", **given["topic"])
+                                        subscriber="topic", **given["topic"])
     assert consumer.stream is not None
     resources = {"rule dlq": rule.dead_letter_queue, "stream": consumer.stream,
                  "failure queue": consumer.failure_queue, "topic": topic.topic, "topic dlq": topic.dead_letter_queue}

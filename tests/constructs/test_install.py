@@ -1,13 +1,15 @@
-"""A user's install: the wheel ships the sandbox as its own top-level package, and ``retrysafe_cdk`` needs no moto.
+"""A user's install: three distributions, one import package each, one version; the layer is the runtime wheel's.
 
-The sandbox (``retrysafe_sandbox``) needs moto and joserfc, which only the ``sandbox`` and ``dev``
-extras install; ``pip install 'retrysafe[cdk]'`` gets neither, so no ``retrysafe_cdk`` module may
-import them, or import the sandbox.
+``retrysafe`` (the runtime, what a Lambda function runs), ``retrysafe-cdk`` and ``retrysafe-sandbox``
+(docs/development.md, "Distributions"). The sandbox needs moto and joserfc, which only
+``retrysafe-sandbox`` requires; ``pip install 'retrysafe[cdk]'`` gets neither, so no ``retrysafe_cdk``
+module may import them, or import the sandbox.
 """
 
 from __future__ import annotations
 
 import ast
+import email.message
 import email.parser
 import shutil
 import subprocess
@@ -17,45 +19,80 @@ import zipfile
 from pathlib import Path
 
 import pytest
+import retrysafe
+from aws_cdk import BundlingOptions, DockerImage
+from retrysafe_cdk.layer import _PinnedLayer
 
 from tests.helpers import ROOT
 
 SANDBOX_ONLY = ("moto", "joserfc")
+#: Each distribution's project folder and its one import package.
+PROJECTS = {"retrysafe": (".", "retrysafe"), "retrysafe-cdk": ("constructs", "retrysafe_cdk"),
+            "retrysafe-sandbox": ("sandbox", "retrysafe_sandbox")}
 
 
 @pytest.fixture(scope="module")
-def wheel(tmp_path_factory: pytest.TempPathFactory) -> zipfile.ZipFile:
-    """The project's wheel, built with pip from a copy of its sources (the checkout stays untouched)."""
-    source, out = tmp_path_factory.mktemp("source"), tmp_path_factory.mktemp("wheel")
+def wheels(tmp_path_factory: pytest.TempPathFactory) -> dict[str, zipfile.ZipFile]:
+    """The three wheels, built with pip from a copy of the sources (the checkout stays untouched)."""
+    source, out = tmp_path_factory.mktemp("source"), tmp_path_factory.mktemp("wheels")
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info")
-    for name in ("pyproject.toml", "README.md", "LICENSE"):
+    for name in ("pyproject.toml", "MANIFEST.in", "README.md", "LICENSE"):
         shutil.copy2(ROOT / name, source / name)
     for folder in ("runtime", "constructs", "sandbox"):
         shutil.copytree(ROOT / folder, source / folder, ignore=ignore)
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", str(out), str(source)],
-                   check=True, capture_output=True, text=True, timeout=600)
-    [built] = out.glob("retrysafe-*.whl")
-    return zipfile.ZipFile(built)
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", str(out),
+                    *(str(source / folder) for folder, _ in PROJECTS.values())],
+                   check=True, capture_output=True, text=True, timeout=900)
+    return {name: zipfile.ZipFile(next(out.glob(f"{name.replace('-', '_')}-*.whl"))) for name in PROJECTS}
 
 
-def test_the_wheel_ships_the_sandbox_as_its_own_top_level_package(wheel: zipfile.ZipFile) -> None:
-    names = wheel.namelist()
-    tops = {name.split("/")[0] for name in names if not name.split("/")[0].endswith(".dist-info")}
-    assert tops == {"retrysafe", "retrysafe_cdk", "retrysafe_sandbox"}
-    assert not [name for name in names if name.startswith("retrysafe_cdk/sandbox")]
-    assert {"retrysafe_sandbox/__init__.py", "retrysafe_sandbox/__main__.py", "retrysafe_sandbox/sfn_runner.mjs",
-            "retrysafe_sandbox/py.typed", "retrysafe_cdk/py.typed"} <= set(names)
+def metadata(wheel: zipfile.ZipFile) -> email.message.Message:
+    """The wheel's METADATA."""
+    [name] = [name for name in wheel.namelist() if name.endswith(".dist-info/METADATA")]
+    return email.parser.Parser().parsestr(wheel.read(name).decode())
 
 
-def test_moto_and_joserfc_come_only_with_the_sandbox_extra(wheel: zipfile.ZipFile) -> None:
-    [metadata_file] = [name for name in wheel.namelist() if name.endswith(".dist-info/METADATA")]
-    metadata = email.parser.Parser().parsestr(wheel.read(metadata_file).decode())
-    assert "sandbox" in metadata.get_all("Provides-Extra", [])
-    requirements = metadata.get_all("Requires-Dist", [])
-    extras_of = {package: {r.partition("extra == ")[2].strip("\"' ") for r in requirements if r.startswith(package)}
-                 for package in SANDBOX_ONLY}
-    assert extras_of == {"moto": {"sandbox", "dev"}, "joserfc": {"sandbox"}}
-    assert 'retrysafe[cdk,nag,sandbox]; extra == "dev"' in requirements
+def test_each_distribution_holds_its_one_import_package(wheels: dict[str, zipfile.ZipFile]) -> None:
+    for distribution, (_, package) in PROJECTS.items():
+        names = wheels[distribution].namelist()
+        assert {name.split("/")[0] for name in names if ".dist-info/" not in name} == {package}, distribution
+        assert f"{package}/py.typed" in names
+    assert {"retrysafe_sandbox/__main__.py", "retrysafe_sandbox/sfn_runner.mjs"} <= set(wheels["retrysafe-sandbox"]
+                                                                                          .namelist())
+    [entry_points] = [n for n in wheels["retrysafe"].namelist() if n.endswith(".dist-info/entry_points.txt")]
+    assert "[pytest11]\nretrysafe = retrysafe.testing._plugin" in wheels["retrysafe"].read(entry_points).decode()
+
+
+def test_one_version_and_the_others_require_exactly_that_retrysafe(wheels: dict[str, zipfile.ZipFile]) -> None:
+    assert {metadata(wheel)["Version"] for wheel in wheels.values()} == {retrysafe.__version__}
+    for distribution in ("retrysafe-cdk", "retrysafe-sandbox"):
+        assert f"retrysafe=={retrysafe.__version__}" in metadata(wheels[distribution]).get_all("Requires-Dist", [])
+    runtime = metadata(wheels["retrysafe"]).get_all("Requires-Dist", [])
+    assert {'retrysafe-cdk; extra == "cdk"', 'retrysafe-cdk[nag]; extra == "nag"',
+            'retrysafe-sandbox; extra == "sandbox"'} <= set(runtime)
+    assert [r for r in runtime if "extra ==" not in r] == ["boto3>=1.34", "aws-lambda-powertools<4,>=3.0"]
+
+
+def test_moto_and_joserfc_come_only_with_the_sandbox(wheels: dict[str, zipfile.ZipFile]) -> None:
+    for distribution, wheel in wheels.items():
+        requirements = metadata(wheel).get_all("Requires-Dist", [])
+        extras_of = {package: {r.partition("extra == ")[2].strip("\"' ") for r in requirements
+                               if r.startswith(package)} for package in SANDBOX_ONLY}
+        expected = {"retrysafe": {"moto": {"dev"}, "joserfc": set()}, "retrysafe-cdk": {"moto": set(), "joserfc": set()},
+                    "retrysafe-sandbox": {"moto": {""}, "joserfc": {""}}}[distribution]
+        assert extras_of == expected, distribution
+
+
+def test_the_layer_holds_the_runtime_wheels_files(wheels: dict[str, zipfile.ZipFile], tmp_path: Path) -> None:
+    # the layer is built from the installed retrysafe package; the wheel is what installs it. The test
+    # plugin (retrysafe/testing) is in the wheel for users' test suites and is the one part left out.
+    _PinnedLayer(()).try_bundle(str(tmp_path), BundlingOptions(image=DockerImage.from_registry("unused")))
+    layer = tmp_path / "python"
+    shipped = {path.relative_to(layer).as_posix() for path in layer.rglob("*") if path.is_file()}
+    in_wheel = {name for name in wheels["retrysafe"].namelist()
+                if name.startswith("retrysafe/") and not name.startswith("retrysafe/testing/")}
+    assert shipped == in_wheel
+    assert any(name.startswith("retrysafe/testing/") for name in wheels["retrysafe"].namelist())
 
 
 BLOCKED_IMPORT = textwrap.dedent('''

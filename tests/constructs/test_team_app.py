@@ -133,22 +133,22 @@ def test_moving_the_constructs_keeps_the_pinned_stateful_resources() -> None:
     assert _pinned_app(nest=True) == expected
 
 
-# -- 4. two consumers with one operation would drop each other's messages ---------------------------------------
+# -- 4. two consumers with one subscriber would drop each other's messages ---------------------------------------
 
-def test_each_consumer_gets_its_own_operation_and_a_shared_one_is_refused(stack: cdk.Stack) -> None:
+def test_each_consumer_gets_its_own_subscriber_and_a_shared_one_is_refused(stack: cdk.Stack) -> None:
     table = IdempotencyTable(stack, "Table")
     billing = IdempotentQueueConsumer(stack, "Billing", function=inline_function(stack, table))
     copied = IdempotentQueueConsumer(stack, "BillingEu", function=inline_function(stack, table, 20))
-    assert (billing.operation, copied.operation) == ("Billing", "BillingEu")  # below the stack: stable across stages
+    assert (billing.subscriber, copied.subscriber) == ("Billing", "BillingEu")  # below the stack: stable across stages
     for consumer, fn in ((billing, "Fn10"), (copied, "Fn20")):
         function = stack.node.find_child(fn)
         assert isinstance(function, IdempotentFunction)
-        assert _variables(stack, function)[names.OPERATION_ENV] == consumer.operation
-    with pytest.raises(ValueError, match="the operation 'invoices' is already used by Team/First") as raised:
-        IdempotentQueueConsumer(stack, "First", function=inline_function(stack, table, 30), operation="invoices")
-        IdempotentQueueConsumer(stack, "Second", function=inline_function(stack, table, 40), operation="invoices")
+        assert _variables(stack, function)[names.SUBSCRIBER_ENV] == consumer.subscriber
+    with pytest.raises(ValueError, match="the subscriber 'invoices' is already used by Team/First") as raised:
+        IdempotentQueueConsumer(stack, "First", function=inline_function(stack, table, 30), subscriber="invoices")
+        IdempotentQueueConsumer(stack, "Second", function=inline_function(stack, table, 40), subscriber="invoices")
     assert "acknowledge the other's messages as duplicates" in str(raised.value)
-    assert "pass a distinct operation=" in str(raised.value)
+    assert "pass a distinct subscriber=" in str(raised.value)
 
 
 # -- 5. one function behind two consumers gets one lease ---------------------------------------------------------

@@ -61,7 +61,7 @@ def test_moved_constructs_keep_the_example_apps_logical_ids(stacks: dict[str, An
     for logical_id in ("IdempotencyTable48612DF4", "InventoryQueue9CB6A1E3", "InventoryQueueDeadLetterQueue0100568D"):
         assert moved[logical_id]["Type"] == example[logical_id]
     (function,) = [r for r in moved.values() if r["Type"] == "AWS::Lambda::Function"]
-    assert function["Properties"]["Environment"]["Variables"][names.OPERATION_ENV] == "InventoryQueue"
+    assert function["Properties"]["Environment"]["Variables"][names.SUBSCRIBER_ENV] == "InventoryQueue"
 
 
 def test_saga_has_its_compensations_and_the_documented_task_payload(stacks: dict[str, Any]) -> None:

@@ -92,7 +92,7 @@ def bill(message: Message, txn: Transaction) -> str:
     return str(order)
 
 
-@idempotent_sqs(subscriber="mailer", mode="claim_first", visibility_timeout_seconds=30)
+@idempotent_sqs(subscriber="mailer", mode="claim_first", lease_seconds=30)
 def notify(message: Message, txn: Transaction) -> str:
     """Claim-first consumer: a foreign call (the provider) per message."""
     return str(provider.charge(txn.derive_key("mail"), int(message.content["amount"]))["charge"])
@@ -111,25 +111,25 @@ def capture(order: dict[str, Any], context: Any, txn: Transaction) -> dict[str, 
     return {"charge": charge["charge"]}
 
 
-@idempotent(namespace="fulfilment")
+@idempotent(subscriber="fulfilment")
 def ship(event: dict[str, Any], context: Any, txn: Transaction) -> dict[str, Any]:
     """Any event (here EventBridge, keyed by its id), atomic: the order and its event commit with the record."""
     return {"order": _order(txn, int(event["detail"]["amount"]))}
 
 
-@idempotent(namespace="payments", mode="claim_first", lease_seconds=30)
+@idempotent(subscriber="payments", mode="claim_first", lease_seconds=30)
 def charge_event(event: dict[str, Any], context: Any, txn: Transaction) -> dict[str, Any]:
     """Any event, claim-first: a foreign charge with a derived key."""
     return {"charge": provider.charge(txn.derive_key("charge"), int(event["detail"]["amount"]))["charge"]}
 
 
-@idempotent_function(data_keyword_argument="order", namespace="payments", key="id", lease_seconds=30)
+@idempotent_function(data_keyword_argument="order", subscriber="payments", key="id", lease_seconds=30)
 def charge_card(order: dict[str, Any]) -> dict[str, Any]:
     """A plain function, claim-first (no txn): the provider's key comes from the argument's own id."""
     return provider.charge(f"card#{order['id']}", int(order["amount"]))
 
 
-@idempotent_function(data_keyword_argument="order", namespace="billing", key="id")
+@idempotent_function(data_keyword_argument="order", subscriber="billing", key="id")
 def invoice(order: dict[str, Any], txn: Transaction) -> str:
     """A plain function taking txn: atomic, its writes commit with its record."""
     return _order(txn, int(order["amount"]))

@@ -192,7 +192,7 @@ def _event(intent: str, engine: Engine, notes: list[str], mode: str = "atomic") 
         return {"intent": event["detail"]["intent"], "amount": Decimal(event["detail"]["amount"]) / 4,
                 "run": run_token()}
 
-    adapter = EventAdapter(idempotent(namespace="explore", mode=mode, engine=engine)(ship),
+    adapter = EventAdapter(idempotent(subscriber="explore", mode=mode, engine=engine)(ship),
                            lambda variant: payload(intent))
     return lambda: adapter.invoke(adapter.request(KEY))
 
@@ -210,7 +210,7 @@ def _function(intent: str, engine: Engine, notes: list[str], storable: bool,
         return {"intent": order["intent"], "charged": Decimal(order["amount"]) / 4, "run": run_token()} \
             if storable else _Unstorable()
 
-    function = idempotent_function(data_keyword_argument="order", namespace="explore", key="id", mode=mode,
+    function = idempotent_function(data_keyword_argument="order", subscriber="explore", key="id", mode=mode,
                                    lease_seconds=30, engine=engine)(charge)
     adapter = FunctionAdapter(function, lambda variant: payload(intent))
     return lambda: adapter.invoke(adapter.request(KEY))
@@ -393,7 +393,7 @@ def _takeover_sqs(intent: str, engine: Engine, notes: list[str], mode: str) -> C
     def consume(message: Message, txn: Transaction) -> dict[str, str]:
         return _work(txn, message.content["intent"])
 
-    consumer = idempotent_sqs(consume, subscriber="billing", mode=mode, visibility_timeout_seconds=30,
+    consumer = idempotent_sqs(consume, subscriber="billing", mode=mode, lease_seconds=30,
                               engine=engine).consumer
     record = sqs_record(payload(intent), attributes={names.KEY_MESSAGE_ATTRIBUTE: KEY})
     return lambda: _per_record(lambda: consumer.process(SQSRecord(record), DrillContext()))

@@ -73,7 +73,7 @@ class Case:
 
 
 def _event(mode: str, engine: Engine, runs: list[str]) -> Callable[[], Any]:
-    @idempotent(namespace="fulfilment", operation="Ship", mode=mode, engine=engine)
+    @idempotent(subscriber="fulfilment", operation="Ship", mode=mode, engine=engine)
     def ship(event: dict[str, Any], context: Any, txn: Transaction) -> dict[str, str]:
         runs.append(mode)
         return effect(txn)
@@ -84,7 +84,7 @@ def _event(mode: str, engine: Engine, runs: list[str]) -> Callable[[], Any]:
 
 
 def _function(mode: str, engine: Engine, runs: list[str]) -> Callable[[], Any]:
-    @idempotent_function(data_keyword_argument="order", namespace="payments", key="order", mode=mode,
+    @idempotent_function(data_keyword_argument="order", subscriber="payments", key="order", mode=mode,
                          lease_seconds=30, engine=engine)
     def charge(order: dict[str, Any], txn: Transaction) -> dict[str, str]:
         runs.append(mode)
@@ -122,7 +122,7 @@ def _sqs(mode: str, engine: Engine, runs: list[str]) -> Callable[[], Any]:
         return effect(txn)
 
     consumer = idempotent_sqs(consume, subscriber="billing", operation="Bill", mode=mode,
-                              visibility_timeout_seconds=30, engine=engine).consumer
+                              lease_seconds=30, engine=engine).consumer
     record = sqs_record({"order": "o-1"}, message_id="m-1")
     return lambda: consumer.process(SQSRecord(record), DrillContext())  # what the batch processor is given
 

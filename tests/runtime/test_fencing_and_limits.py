@@ -225,14 +225,25 @@ def test_missing_table_is_a_configuration_error(aws):
         Engine(store).execute(intent(), lambda txn: Completion("x"))
 
 
-def test_missing_table_env_fails_at_decoration_time(monkeypatch):
+@pytest.mark.parametrize("in_lambda", [True, False])
+def test_missing_table_env_fails_the_cold_start_in_lambda_and_the_first_call_elsewhere(monkeypatch, in_lambda):
+    """Inside Lambda the environment is the deployment's: read at decoration. Elsewhere (a test suite that
+    sets it after importing the handler) at the first call."""
     monkeypatch.delenv(names.TABLE_ENV)
+    for name in ("AWS_LAMBDA_RUNTIME_API", "AWS_LAMBDA_INITIALIZATION_TYPE"):
+        monkeypatch.delenv(name, raising=False)
+    if in_lambda:
+        monkeypatch.setenv("LAMBDA_TASK_ROOT", "/var/task")
+    else:
+        monkeypatch.delenv("LAMBDA_TASK_ROOT", raising=False)
     with pytest.raises(ConfigurationError, match=names.TABLE_ENV):
-        idempotent_http(lambda e, c, t: None)
+        handler = idempotent_http(lambda e, c, t: None)
+        handler(rest_event({"n": 1}), DrillContext())
 
 
 @pytest.mark.parametrize("horizon", ["3600", "soon"])
-def test_bad_horizon_fails_at_decoration_time(monkeypatch, horizon):
+def test_bad_horizon_fails_the_cold_start_in_lambda(monkeypatch, horizon):
+    monkeypatch.setenv("LAMBDA_TASK_ROOT", "/var/task")
     monkeypatch.setenv(names.HORIZON_ENV, horizon)
     with pytest.raises(ConfigurationError, match="RETRY_HORIZON"):
         idempotent_http(lambda e, c, t: None)
@@ -278,6 +289,7 @@ def test_table_verification_at_cold_start_is_opt_in(aws, monkeypatch):
     from retrysafe import _store as store_module
 
     monkeypatch.setattr(store_module, "_SHARED", {})
+    monkeypatch.setenv("LAMBDA_TASK_ROOT", "/var/task")  # Lambda's cold start: the store is made at decoration
     monkeypatch.setenv(names.TABLE_ENV, "missing-table")
     idempotent_http(lambda e, c, t: None)  # off by default: no DynamoDB call at decoration
     monkeypatch.setattr(store_module, "_SHARED", {})

@@ -10,7 +10,6 @@ never a time. After a first request botocore has loaded its own dependencies (``
 
 from __future__ import annotations
 
-import inspect
 import json
 import os
 import subprocess
@@ -20,7 +19,6 @@ from typing import Any
 
 import pytest
 from retrysafe import names
-from retrysafe._generic import idempotent
 from retrysafe.testing import api_event, sqs_record, task_payload
 
 from tests.helpers import EXECUTION, STATE_MACHINE, TABLE, create_idempotency_table
@@ -64,11 +62,11 @@ CASES: dict[str, tuple[str, str, frozenset[str], frozenset[str]]] = {
         frozenset({"retrysafe._results", "boto3"}) | NEVER | _room("retrysafe.http"), frozenset()),
     "idempotent": (
         "from retrysafe import idempotent",
-        "handler = idempotent(**{SUBSCRIBER: 'imports'})(lambda event, context, txn: None)",
+        "handler = idempotent(subscriber='imports')(lambda event, context, txn: None)",
         NEVER_ON_IMPORT - GENERIC | NEVER | POWERTOOLS | _room("retrysafe._generic"), frozenset()),
     "idempotent_function": (
         "from retrysafe import idempotent_function",
-        "handler = idempotent_function(data_keyword_argument='order', **{SUBSCRIBER: 'imports'})(lambda order, txn: None)",
+        "handler = idempotent_function(data_keyword_argument='order', subscriber='imports')(lambda order, txn: None)",
         NEVER_ON_IMPORT - GENERIC | NEVER | POWERTOOLS | _room("retrysafe._generic"), frozenset()),
     "idempotent_sqs": (
         "from retrysafe import idempotent_sqs",
@@ -102,7 +100,6 @@ CASES: dict[str, tuple[str, str, frozenset[str], frozenset[str]]] = {
 _PROBE = """
 import json, sys
 {imports}
-SUBSCRIBER = {subscriber!r}
 loaded = {{"import": sorted(sys.modules)}}
 {decoration}
 loaded["decorate"] = sorted(sys.modules)
@@ -123,15 +120,10 @@ print(json.dumps(loaded, default=str))
 """
 
 
-def _subscriber() -> str:
-    # namespace= is being renamed subscriber= in parallel: the probe follows whichever the decorator takes
-    return "subscriber" if "subscriber" in inspect.signature(idempotent).parameters else "namespace"
-
-
 def probe(case: str, event: Any = None, env: dict[str, str] | None = None) -> dict[str, Any]:
     """Run ``case``'s import and decoration (and with ``event`` one first invocation) in a fresh interpreter."""
     imports, decoration, _, _ = CASES[case]
-    script = _PROBE.format(imports=imports, decoration=decoration, subscriber=_subscriber())
+    script = _PROBE.format(imports=imports, decoration=decoration)
     environ = {key: value for key, value in os.environ.items()
                if key not in ("AWS_LAMBDA_INITIALIZATION_TYPE", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_DYNAMODB")}
     environ |= {"PYTHONPATH": os.pathsep.join(sys.path), names.TABLE_ENV: TABLE, **(env or {})}
@@ -159,7 +151,7 @@ def test_importing_and_decorating_loads_only_what_the_adapter_uses(case: str) ->
 def test_a_jmespath_selector_loads_jmespath_when_the_decorator_compiles_it() -> None:
     """The deferred import still happens where it is needed: at decoration, not on the first event."""
     script = ("import sys\nfrom retrysafe import idempotent_sqs\nassert 'jmespath' not in sys.modules\n"
-              "idempotent_sqs(lambda message, txn: None, subscriber='imports', key='order_id')\n"
+              "idempotent_sqs(lambda message, txn: None, subscriber='imports', key='body.order_id')\n"
               "assert 'jmespath' in sys.modules\n")
     proc = subprocess.run([sys.executable, "-c", script], env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
                           capture_output=True, text=True, check=False)

@@ -46,8 +46,8 @@ def test_a_missing_key_is_refused_only_where_required() -> None:
 
 
 def test_the_record_id_is_pinned_and_hides_the_key() -> None:
-    scope = Scope("tenant-a", "CreateOrder", "order-1", adapter=names.HTTP_ADAPTER)
-    assert scope.record_id == "idem#-OTKdjfWyddZduzsseMqyBv_M1etzjAytpy7XpDGlYo"
+    scope = Scope("tenant-a", "CreateOrder", "order-1", adapter=names.HTTP_ADAPTER, subscriber="orders-api")
+    assert scope.record_id == "idem#Cvi0MkVu-HCqzB66Af_bYn3l-Jd39_cyM91Q1Y3FHg0"
     assert "order-1" not in scope.record_id and URL_SAFE_43.match(scope.record_id.removeprefix(names.RECORD_PREFIX))
 
 
@@ -59,7 +59,9 @@ def test_every_part_of_the_scope_counts_and_parts_cannot_pose_as_each_other() ->
         (http, "t", "opk", ""), (http, "t", "op", "k\x00"),
         *((adapter, "t", "op", "k") for adapter in names.ADAPTERS if adapter != http),
     ]}
-    assert len(ids) == 8 + len(names.ADAPTERS) - 1
+    ids |= {Scope(tenant, "op", "k", adapter=http, subscriber=subscriber).record_id
+            for subscriber, tenant in [("s", "t"), ("s2", "t"), ("st", ""), ("", "st")]}
+    assert len(ids) == 8 + len(names.ADAPTERS) - 1 + 4
     assert Scope("t", "op", "k", adapter=http).record_id == Scope("t", "op", "k", adapter=http).record_id
 
 
@@ -72,11 +74,12 @@ def test_a_scope_names_a_known_adapter() -> None:
 
 def test_derived_keys_are_pinned_per_purpose_and_accepted_by_providers() -> None:
     http = names.HTTP_ADAPTER
-    scope = Scope("tenant-a", "CreateOrder", "order-1", adapter=http)
-    assert scope.derive_key("charge") == "_r8aWRKF_aPYy2mhEDNUzc4TNuUsGuX08ChsHAvVlkY"
+    scope = Scope("tenant-a", "CreateOrder", "order-1", adapter=http, subscriber="orders-api")
+    assert scope.derive_key("charge") == "vnducrl_OrfzYukxbslnV6JHXUtd5J5CARNpmCeIh4k"
     derived = {scope.derive_key(p) for p in ("charge", "refund", "email")}
     derived |= {Scope("tenant-b", "CreateOrder", "order-1", adapter=http).derive_key("charge"),
                 Scope("tenant-a", "CreateOrder", "order-2", adapter=http).derive_key("charge"),
-                Scope("tenant-a", "CreateOrder", "order-1", adapter=names.SQS_ADAPTER).derive_key("charge")}
-    assert len(derived) == 6 and all(URL_SAFE_43.match(k) for k in derived)
+                Scope("tenant-a", "CreateOrder", "order-1", adapter=names.SQS_ADAPTER).derive_key("charge"),
+                Scope("tenant-a", "CreateOrder", "order-1", adapter=http, subscriber="other").derive_key("charge")}
+    assert len(derived) == 7 and all(URL_SAFE_43.match(k) for k in derived)
     assert scope.derive_key("charge") != scope.record_id.removeprefix(names.RECORD_PREFIX)

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 from retrysafe import idempotent, idempotent_function, idempotent_sqs
-from retrysafe.errors import InvalidInputError, InvalidKeyError
+from retrysafe.errors import ConfigurationError, InvalidInputError, InvalidKeyError
 from retrysafe.http._decorator import idempotent_http
 from retrysafe.stepfunctions import idempotent_task
 from retrysafe.streams import idempotent_kinesis
@@ -98,6 +98,16 @@ HTTP_CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     "key with bad characters": ({}, {"key": SECRET + " \u00e9"}),
     "key too long": ({}, {"key": SECRET * 20}),
     "key with a bad escape": ({}, {"key": '"' + SECRET + '\\x"'}),
+    "key= of a wrong type": ({"key": "abs(powertools_json(body).card)"}, {"raw_body": json.dumps({"card": SECRET})}),
+    "key= on a body not JSON": ({"key": "powertools_json(body).card"}, {"raw_body": SECRET}),
+    "key= on truncated JSON": ({"key": "powertools_json(powertools_json(body).blob)"},
+                               {"raw_body": json.dumps({"blob": TRUNCATED})}),
+    "key= selects a float": ({"key": "powertools_json(body).[card, n]"},
+                             {"raw_body": json.dumps({"card": SECRET, "n": 1.5})}),
+    "key= object with NaN": ({"key": "powertools_json(body)"}, {"raw_body": '{"card": "' + SECRET + '", "n": NaN}'}),
+    "key= callable raises": ({"key": lambda event: int(json.loads(event["body"])["card"])},
+                             {"raw_body": json.dumps({"card": SECRET})}),
+    "key= found nothing": ({"key": "powertools_json(body).id"}, {"raw_body": json.dumps({"card": SECRET})}),
 }
 
 
@@ -113,13 +123,15 @@ def test_http_refusals_carry_no_payload(store: Any, caplog: pytest.LogCaptureFix
     _clean(texts)
 
 
+@pytest.mark.parametrize("options", [{}, {"key": "powertools_json(body).card"}], ids=["header", "key="])
 def test_http_mismatch_and_in_flight_carry_no_payload(store: Any, caplog: pytest.LogCaptureFixture,
-                                                      capsys: pytest.CaptureFixture[str]) -> None:
-    handler = idempotent_http(operation="Pay", tenant=None, store=store)(_ok)
+                                                      capsys: pytest.CaptureFixture[str],
+                                                      options: dict[str, Any]) -> None:
+    handler = idempotent_http(operation="Pay", tenant=None, store=store, **options)(_ok)
     key = "k-" + SECRET[:16]
     handler(http_event({"card": SECRET}, key=key), DrillContext())
     capsys.readouterr()
-    response, error, texts = _run(lambda: handler(http_event({"card": SECRET + "x"}, key=key), DrillContext()),
+    response, error, texts = _run(lambda: handler(http_event({"card": SECRET, "n": 2}, key=key), DrillContext()),
                                   caplog, capsys)
     assert error is None and response["statusCode"] == 422
     _clean(texts)
@@ -159,6 +171,8 @@ EVENT_CASES: dict[str, tuple[dict[str, Any], Any, type[Exception]]] = {
     "direct key wrong type": ({"key": "abs(card)"}, {"card": SECRET}, InvalidKeyError),
     "direct key callable raises": ({"key": lambda event: int(event["card"])}, {"card": SECRET}, InvalidKeyError),
     "direct key with a lone surrogate": ({"key": "card"}, {"card": SECRET + "\ud800"}, InvalidKeyError),
+    "HTTP request with key=": ({"key": "powertools_json(body).card"}, http_event({"card": SECRET}),
+                               ConfigurationError),
     "direct fingerprint NaN": ({"key": "id", "fingerprint": "card"}, {"id": "i", "card": float("nan")},
                                InvalidInputError),
 }
@@ -168,7 +182,7 @@ EVENT_CASES: dict[str, tuple[dict[str, Any], Any, type[Exception]]] = {
 def test_idempotent_errors_carry_no_payload(store: Any, caplog: pytest.LogCaptureFixture,
                                             capsys: pytest.CaptureFixture[str], case: str) -> None:
     options, event, expected = EVENT_CASES[case]
-    handler = idempotent(namespace="payments", store=store, **options)(_ok)
+    handler = idempotent(subscriber="payments", store=store, **options)(_ok)
     _, error, texts = _run(lambda: handler(event, DrillContext()), caplog, capsys)
     assert isinstance(error, expected)
     _clean(texts)
@@ -179,7 +193,7 @@ def test_idempotent_errors_carry_no_payload(store: Any, caplog: pytest.LogCaptur
 def test_idempotent_function_errors_carry_no_payload(store: Any, caplog: pytest.LogCaptureFixture,
                                                      capsys: pytest.CaptureFixture[str], key: str,
                                                      value: Any) -> None:
-    @idempotent_function(data_keyword_argument="order", namespace="payments", key=key, store=store)
+    @idempotent_function(data_keyword_argument="order", subscriber="payments", key=key, store=store)
     def charge(order: Any) -> str:
         return "charged"
 
@@ -190,7 +204,7 @@ def test_idempotent_function_errors_carry_no_payload(store: Any, caplog: pytest.
 
 def test_idempotent_mismatch_carries_no_payload(store: Any, caplog: pytest.LogCaptureFixture,
                                                 capsys: pytest.CaptureFixture[str]) -> None:
-    handler = idempotent(namespace="payments", key="id", store=store)(_ok)
+    handler = idempotent(subscriber="payments", key="id", store=store)(_ok)
     handler({"id": "i-1", "card": SECRET}, DrillContext())
     _, error, texts = _run(lambda: handler({"id": "i-1", "card": SECRET + "2"}, DrillContext()), caplog, capsys)
     assert error is not None

@@ -55,7 +55,7 @@ def old_table(ddb: Any, monkeypatch: pytest.MonkeyPatch) -> str:
     ddb.create_table(TableName=POWERTOOLS_TABLE, KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
                      AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
                      BillingMode="PAY_PER_REQUEST")
-    monkeypatch.setenv("AWS_LAMBDA_FUNCTION_NAME", FUNCTION)
+    monkeypatch.setenv(retrysafe_names.LAMBDA_FUNCTION_NAME_ENV, FUNCTION)
     return POWERTOOLS_TABLE
 
 
@@ -343,7 +343,7 @@ def test_sqs_redelivery_across_the_deploy_is_acknowledged_from_powertools_record
                                 table_name=POWERTOOLS_TABLE, until=window(), **SQS_CONFIG)
     results: list[Any] = []
 
-    @idempotent_sqs(subscriber="billing", mode=mode, key="order_id", powertools_cutover=cutover,
+    @idempotent_sqs(subscriber="billing", mode=mode, key="body.order_id", powertools_cutover=cutover,
                     engine=Engine(store, cache=None))
     def handler(message: Message, txn: Transaction) -> dict[str, Any]:
         effect(ddb, "sqs")
@@ -363,7 +363,7 @@ def test_sqs_in_flight_powertools_record_is_a_batch_item_failure(store: Any, ddb
                                               "failure.<locals>.record_handler",
                                 table_name=POWERTOOLS_TABLE, until=window(), **SQS_CONFIG)
 
-    @idempotent_sqs(subscriber="billing", key="order_id", powertools_cutover=cutover, engine=Engine(store, cache=None))
+    @idempotent_sqs(subscriber="billing", key="body.order_id", powertools_cutover=cutover, engine=Engine(store, cache=None))
     def handler(message: Message, txn: Transaction) -> None:
         effect(ddb, "sqs")
 
@@ -389,7 +389,7 @@ def test_sqs_expired_powertools_record_runs(store: Any, ddb: Any, old_table: str
     cutover = PowertoolsCutover(function_name=f"{__name__}.old_sqs_handler.<locals>.record_handler",
                                 table_name=POWERTOOLS_TABLE, until=window(), **SQS_CONFIG)
 
-    @idempotent_sqs(subscriber="billing", key="order_id", powertools_cutover=cutover, engine=Engine(store, cache=None))
+    @idempotent_sqs(subscriber="billing", key="body.order_id", powertools_cutover=cutover, engine=Engine(store, cache=None))
     def handler(message: Message, txn: Transaction) -> None:
         effect(ddb, "sqs")
 
@@ -413,7 +413,7 @@ def old_charge(ddb: Any) -> Any:
 
 
 def new_charge(ddb: Any, engine: Engine, cutover: PowertoolsCutover) -> Any:
-    @idempotent_function(data_keyword_argument="order", namespace="payments", key="order_id",
+    @idempotent_function(data_keyword_argument="order", subscriber="payments", key="order_id",
                          powertools_cutover=cutover, engine=engine)
     def charge(order: dict[str, Any]) -> dict[str, Any]:
         effect(ddb, "charge")
@@ -639,7 +639,7 @@ def test_an_unkeyed_function_call_is_answered_from_powertools_record(store: Any,
     order = {"order_id": "o-8", "amount": 4}
     old_charge(ddb)(order=order)
 
-    @idempotent_function(data_keyword_argument="order", namespace="payments", key="missing_key", key_required=False,
+    @idempotent_function(data_keyword_argument="order", subscriber="payments", key="missing_key", key_required=False,
                          powertools_cutover=charge_cutover(), engine=Engine(store, cache=None))
     def charge(order: dict[str, Any]) -> dict[str, Any]:
         effect(ddb, "charge")

@@ -3,7 +3,7 @@
 An HTTP caller whose authenticated tenant is ``billing``, an SQS consumer with ``subscriber="billing"``,
 a webhook receiver with ``source="billing"`` and a Step Functions task with ``tenant="billing"``, all
 and the event, plain-function, Kinesis and DynamoDB Streams adapters with that tenant
-(``namespace=`` / ``subscriber=``), all with the same operation name and key, are independent intents: each runs its work once, none
+(``subscriber=`` / ``subscriber=``), all with the same operation name and key, are independent intents: each runs its work once, none
 answers with another's record (a replay) or refuses the other as a reused key (422, a dead letter).
 """
 
@@ -85,7 +85,7 @@ def webhook(store: Any) -> str:
     now = time.time()
     body = json.dumps({"id": KEY, "type": "invoice.paid"})
     signature = hmac.new(SECRET, f"{int(now)}.{body}".encode(), hashlib.sha256).hexdigest()
-    receiver = WebhookReceiver(Stripe(clock=lambda: now), source=TENANT, secrets=lambda: [SECRET], store=store,
+    receiver = WebhookReceiver(Stripe(clock=lambda: now), tenant=TENANT, secrets=lambda: [SECRET], store=store,
                                on_receipt=lambda receipt, txn: effect(txn, "webhook"))
     response = receiver(http_event(raw_body=body, key=None, tenant=None, route="/hooks/stripe",
                                    headers={"Stripe-Signature": f"t={int(now)},v1={signature}"}), DrillContext())
@@ -112,7 +112,7 @@ def event(store: Any) -> str:
         effect(txn, "event")
         return {"by": "event"}
 
-    handler = idempotent(namespace=TENANT, operation=OPERATION, key="detail.id", store=store)(react)
+    handler = idempotent(subscriber=TENANT, operation=OPERATION, key="detail.id", store=store)(react)
     bridged = {"version": "0", "id": "e-1", "detail-type": "invoice.paid", "source": "stripe", "account": "1",
                "time": "2026-12-01T00:00:00Z", "region": "eu-west-1", "resources": [], "detail": {"id": KEY}}
     handler(bridged, DrillContext())
@@ -120,7 +120,7 @@ def event(store: Any) -> str:
 
 
 def function(store: Any) -> str:
-    @idempotent_function(data_keyword_argument="invoice", namespace=TENANT, operation=OPERATION, key="id",
+    @idempotent_function(data_keyword_argument="invoice", subscriber=TENANT, operation=OPERATION, key="id",
                          store=store)
     def pay(invoice: dict[str, Any], txn: Transaction) -> str:
         effect(txn, "function")

@@ -66,7 +66,7 @@ def _twice(store: Any, returns: Any, annotation: Any, order: dict[str, Any]) -> 
             return provider.call(returns)
 
         charge.__annotations__["return"] = annotation
-        return idempotent_function(data_keyword_argument="order", namespace="payments", key="order_id",
+        return idempotent_function(data_keyword_argument="order", subscriber="payments", key="order_id",
                                    engine=Engine(store, cache=None))(charge)
 
     first = make()(order=order)
@@ -97,7 +97,7 @@ def test_a_dict_with_names_that_are_not_text_is_refused_before_anything_is_commi
         store: Any, value: Any) -> None:
     provider = Provider()
 
-    @idempotent_function(data_keyword_argument="order", namespace="payments", key="order_id",
+    @idempotent_function(data_keyword_argument="order", subscriber="payments", key="order_id",
                          engine=Engine(store, cache=None))
     def charge(order: dict[str, Any]) -> Any:
         return provider.call(value)
@@ -153,7 +153,7 @@ def test_an_event_handler_annotated_optional_replays_its_dataclass(store: Any) -
     runs: list[str] = []
 
     def make() -> Any:
-        @idempotent(namespace="fulfilment", key="detail.order_id", mode="claim_first",
+        @idempotent(subscriber="fulfilment", key="detail.order_id", mode="claim_first",
                     engine=Engine(store, cache=None))
         def ship(event: dict[str, Any], context: Any, txn: Transaction) -> Receipt | None:
             runs.append(event["id"])
@@ -197,7 +197,7 @@ def test_a_union_of_two_classes_is_refused_when_decorating(annotation: Any) -> N
 
     charge.__annotations__["return"] = annotation
     with pytest.raises(ConfigurationError, match="a union of"):
-        idempotent_function(data_keyword_argument="order", namespace="payments", key="order_id")(charge)
+        idempotent_function(data_keyword_argument="order", subscriber="payments", key="order_id")(charge)
 
 
 def test_a_union_of_types_stored_as_they_are_needs_nothing_rebuilt(store: Any) -> None:
@@ -263,4 +263,4 @@ def test_a_dataclass_that_its_stored_fields_cannot_build_is_refused_when_decorat
 
     charge.__annotations__["return"] = annotation
     with pytest.raises(ConfigurationError, match="InitVar"):
-        idempotent_function(data_keyword_argument="order", namespace="payments", key="order_id")(charge)
+        idempotent_function(data_keyword_argument="order", subscriber="payments", key="order_id")(charge)

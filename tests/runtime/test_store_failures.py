@@ -9,11 +9,18 @@ from typing import Any
 import pytest
 from retrysafe import Engine, Mode, Transaction, idempotent_http, idempotent_task, names
 from retrysafe._store import DynamoStore
-from retrysafe.errors import StoreRejectedError, StoreUnavailableError, TransactionRaced
+from retrysafe.errors import (
+    ConfigurationError,
+    StoreAccessError,
+    StoreError,
+    StoreRejectedError,
+    StoreUnavailableError,
+    TransactionRaced,
+)
 from retrysafe.sqs import idempotent_sqs
 from retrysafe.testing import ALWAYS, Boundary, DynamoSemantics, instant_retries
 from retrysafe.testing._boundary import Reason
-from retrysafe.testing._events import DrillContext, rest_event, sqs_record
+from retrysafe.testing._events import DrillContext, rest_event, sqs_record, task_payload
 
 from tests.helpers import ORDERS, TABLE, payload, problem
 
@@ -143,3 +150,31 @@ def test_step_functions_sees_named_errors(ddb, faults, reason, error):
         handler(payload("Charge", {"amount": 1}), DrillContext())
     assert type(caught.value) is error  # its __name__ is the Lambda errorType Step Functions matches
     assert (error in RETRIABLE_ERRORS) == (error is not StoreRejectedError)
+
+
+@pytest.mark.parametrize(("operation", "code", "error"), [
+    ("PutItem", "ProvisionedThroughputExceededException", StoreUnavailableError),
+    ("PutItem", "InternalServerError", StoreUnavailableError),
+    ("PutItem", "ValidationException", StoreRejectedError),
+    ("PutItem", "AccessDeniedException", StoreAccessError),
+    ("PutItem", "ResourceNotFoundException", StoreAccessError),
+    ("PutItem", "UnrecognizedClientException", StoreAccessError),
+])
+def test_every_store_failure_is_a_store_error_with_the_aws_code(ddb, faults, operation, code, error):
+    """One base for every store failure (Powertools' persistence error), carrying DynamoDB's error code."""
+    faults.fail(operation, 400, code, times=ALWAYS)
+    with pytest.raises(StoreError) as raised:
+        idempotent_task(lambda task, context, txn: {}, engine=engine_of(faults))(
+            task_payload({}, execution="exec-1"), DrillContext())
+    assert isinstance(raised.value, error) and raised.value.code == code
+    if error is StoreAccessError:  # a deployment bug: still what ``except ConfigurationError`` catches
+        assert isinstance(raised.value, ConfigurationError)
+
+
+def test_a_lost_answer_names_botocores_exception(ddb, faults):
+    """No answer after botocore's retries (here: every answer lost): the code is botocore's exception name."""
+    faults.lose_response("PutItem", times=ALWAYS)
+    with pytest.raises(StoreUnavailableError) as raised:
+        idempotent_task(lambda task, context, txn: {}, engine=engine_of(faults))(
+            task_payload({}, execution="exec-1"), DrillContext())
+    assert raised.value.code == "ReadTimeoutError"

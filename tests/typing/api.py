@@ -79,7 +79,6 @@ idempotent_http(http_handler, wait_for_in_flight="1s")  # type: ignore[call-over
 idempotent_http(http_handler, "CreateOrder")  # type: ignore[call-overload]
 idempotent_http(http_handler, retry_hint=False)  # type: ignore[call-overload]
 idempotent_http(http_handler, retry_hints="no")  # type: ignore[call-overload]
-idempotent_http(record_handler)  # type: ignore[arg-type]  # an SQS record handler is not an HTTP handler
 sqs_not_http: SqsLambdaHandler = idempotent_http(http_handler)  # type: ignore[assignment]
 
 # -- IdempotencyMiddleware ------------------------------------------------------------------------
@@ -96,8 +95,8 @@ IdempotencyMiddleware("CreateOrder")  # type: ignore[call-arg]  # options are ke
 # -- @idempotent_sqs ------------------------------------------------------------------------------
 
 
-def key_of(record: Any, content: Any) -> str | None:
-    return None
+def key_of(message: Message) -> str:
+    return message.message_id
 
 
 @idempotent_sqs(subscriber="billing")
@@ -106,13 +105,13 @@ def consume(message: Message, txn: Transaction) -> None:
 
 
 @idempotent_sqs(subscriber="billing", operation="Invoice", mode=Mode.CLAIM_FIRST, key=key_of, fifo=True,
-                visibility_timeout_seconds=30.0, horizon_seconds=86_400, retry_hints=False, store=store, engine=engine)
+                lease_seconds=30.0, horizon_seconds=86_400, retry_hints=False, store=store, engine=engine)
 def every_sqs_option(message: Message, txn: Transaction) -> None:
     pass
 
 
 sqs_lambda: SqsLambdaHandler = idempotent_sqs(record_handler, subscriber="billing")
-idempotent_sqs(record_handler)  # type: ignore[call-overload]  # subscriber is required
+idempotent_sqs(record_handler)  # the subscriber defaults to the deployed function
 idempotent_sqs(record_handler, subscribr="billing")  # type: ignore[call-overload]
 idempotent_sqs(subscribr="billing")  # type: ignore[call-overload]
 idempotent_sqs(record_handler, subscriber="billing", operaton="Invoice")  # type: ignore[call-overload]
@@ -147,7 +146,7 @@ def on_receipt(receipt: Receipt, txn: Transaction) -> None:
     pass
 
 
-WebhookReceiver(GitHub(), source="github", secrets=lambda: [b"secret"], on_receipt=on_receipt,
+WebhookReceiver(GitHub(), tenant="github", secrets=lambda: [b"secret"], on_receipt=on_receipt,
                 max_body_bytes=1 << 20, horizon_seconds=86_400, store=store, engine=engine)
 WebhookReceiver(GitHub(), sorce="github")  # type: ignore[call-arg]
 WebhookReceiver(GitHub(), max_body_bytes="1MB")  # type: ignore[arg-type]
@@ -156,24 +155,24 @@ WebhookReceiver()  # type: ignore[call-arg]
 # -- @idempotent (any event) ----------------------------------------------------------------------
 
 
-@idempotent(namespace="shipping", key="detail.order_id", fingerprint="detail", operation="Ship",
+@idempotent(subscriber="shipping", key="detail.order_id", fingerprint="detail", operation="Ship",
             mode=Mode.CLAIM_FIRST, key_required=False, lease_seconds=30.0, horizon_seconds=86_400,
             store=store, engine=engine)
 def every_event_option(event: Any, context: Any, txn: Transaction) -> dict[str, Any]:
     return {}
 
 
-idempotent(namespace="shipping")(http_handler)
-idempotent(namspace="shipping")  # type: ignore[call-arg]
-idempotent(namespace="shipping", kye="detail.order_id")  # type: ignore[call-arg]
-idempotent(namespace="shipping", key_required="no")  # type: ignore[arg-type]
-idempotent()  # type: ignore[call-arg]  # namespace is required
+idempotent(subscriber="shipping")(http_handler)
+idempotent(subscribr="shipping")  # type: ignore[call-arg]
+idempotent(subscriber="shipping", kye="detail.order_id")  # type: ignore[call-arg]
+idempotent(subscriber="shipping", key_required="no")  # type: ignore[arg-type]
+idempotent()  # the subscriber defaults to the deployed function
 idempotent("shipping")  # type: ignore[call-arg]  # options are keyword-only
 
 # -- @idempotent_function (a plain function) ------------------------------------------------------
 
 
-@idempotent_function(data_keyword_argument="order", namespace="payments", key="id", fingerprint="amount",
+@idempotent_function(data_keyword_argument="order", subscriber="payments", key="id", fingerprint="amount",
                      operation="Charge", mode="claim_first", lease_seconds=30.0, horizon_seconds=86_400,
                      store=store, engine=engine)
 def charge(order: dict[str, Any]) -> dict[str, Any]:
@@ -181,8 +180,8 @@ def charge(order: dict[str, Any]) -> dict[str, Any]:
 
 
 idempotent_function(data_keyword_argument="order", namespac="payments")  # type: ignore[call-arg]
-idempotent_function(namespace="payments")  # type: ignore[call-arg]  # data_keyword_argument is required
-idempotent_function(data_keyword_argument="order", namespace="payments", mode=2)  # type: ignore[arg-type]
+idempotent_function(subscriber="payments")  # type: ignore[call-arg]  # data_keyword_argument is required
+idempotent_function(data_keyword_argument="order", subscriber="payments", mode=2)  # type: ignore[arg-type]
 
 # -- @idempotent_kinesis, @idempotent_dynamodb_stream ---------------------------------------------
 
@@ -222,6 +221,34 @@ IdempotencyMiddleware(powertools_cutover=cutover)
 IdempotencyMiddleware(powertools_cutovr=cutover)  # type: ignore[call-arg]
 idempotent_sqs(record_handler, subscriber="billing", powertools_cutover=cutover)
 idempotent_sqs(record_handler, subscriber="billing", powertools_cutovr=cutover)  # type: ignore[call-overload]
-idempotent_function(data_keyword_argument="order", namespace="payments", powertools_cutover=cutover)
-idempotent_function(data_keyword_argument="order", namespace="payments",
+idempotent_function(data_keyword_argument="order", subscriber="payments", powertools_cutover=cutover)
+idempotent_function(data_keyword_argument="order", subscriber="payments",
                     powertools_cutovr=cutover)  # type: ignore[call-arg]
+
+
+# -- the mode follows the handler: one without the transaction is a claim-first handler ------------
+
+@idempotent_http
+def http_without_txn(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    return {"statusCode": 200, "body": "{}"}
+
+
+@idempotent_sqs
+def sqs_without_txn(message: Message) -> None:
+    pass
+
+
+@idempotent()
+def event_without_txn(event: Any, context: Any) -> None:
+    pass
+
+
+# -- @idempotent_http(key=...) on a Powertools handler as it was ------------------------------------------
+
+def powertools_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    return {"statusCode": 201}
+
+
+body_keyed: HttpLambdaHandler = idempotent_http(powertools_handler, key="powertools_json(body).order_id")
+idempotent_http(key=lambda event: event["body"], tenant=None)(powertools_handler)
+idempotent_http(powertools_handler, key=3)  # type: ignore[call-overload]

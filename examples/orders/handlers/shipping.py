@@ -17,7 +17,7 @@ from retrysafe import Transaction, idempotent
 SHIPMENTS_TABLE = os.environ.get("SHIPMENTS_TABLE", "shipments")
 
 
-@idempotent(namespace="shipping", key="detail.payload.order_id")
+@idempotent(subscriber="shipping", key="detail.payload.order_id")
 def handler(event: dict[str, Any], context: Any, txn: Transaction) -> dict[str, Any]:
     """Ship the order: one shipment item per order, counted (``shipped``) so a second effect would show."""
     order = event["detail"]["payload"]

@@ -12,17 +12,24 @@ from http import HTTPStatus
 from typing import Any
 
 from .. import names
-from .._adapter import flushes_telemetry, wiring
-from .._config import Mode
-from .._cutover import PowertoolsCutover, cutover
+from .._adapter import SubscriberName, Wired, flushes_telemetry
+from .._config import Mode, idempotency_disabled
+from .._cutover import PowertoolsCutover
 from .._engine import Completion, Engine, Intent
 from .._fingerprint import is_unicode
 from .._keys import Scope, parse_key
-from .._select import FingerprintSelector, Selector
+from .._select import FingerprintSelector, KeySelector, Selector
 from .._store import DynamoStore
 from .._transaction import Transaction
 from .._value import Value, set_field
-from ..errors import BusinessConditionFailedError, InvalidInputError, RetrysafeError, TenantRequiredError
+from ..errors import (
+    BusinessConditionFailedError,
+    ConfigurationError,
+    InvalidInputError,
+    KeyNotFoundError,
+    RetrysafeError,
+    TenantRequiredError,
+)
 from ._problem import Problem, problem_for
 from ._request import ALB_MULTI_VALUE, PROXY, HttpRequest, parse_event
 from ._tenant import TenantExtractor, default_tenant
@@ -96,26 +103,32 @@ def problem_answer(problem: Problem, shape: str = PROXY) -> HttpAnswer:
     return HttpAnswer(StoredResponse(problem.status, problem.all_headers(), problem.body()), shape=shape)
 
 
-class HttpIdempotency:
+class HttpIdempotency(Wired):
     """Configuration and engine of one idempotent HTTP operation.
 
     Its options are those of :func:`~retrysafe.http.idempotent_http`, documented there with their
     defaults; the decorator and :class:`~retrysafe.IdempotencyMiddleware` build one of these.
     """
 
-    def __init__(self, *, operation: str | None = None, mode: Mode | str = Mode.ATOMIC,
-                 header: str = names.IDEMPOTENCY_KEY_HEADER, key_required: bool = True,
-                 tenant: TenantExtractor | None = default_tenant,
+    def __init__(self, *, operation: str | None = None, mode: Mode | str | None = None,
+                 header: str | None = None, key: Selector | None = None, key_required: bool = True,
+                 subscriber: str | None = None, tenant: TenantExtractor | None = default_tenant,
                  fingerprint_query: Collection[str] | None = None, fingerprint: Selector | None = None,
                  replay_headers: Collection[str] = DEFAULT_REPLAY_HEADERS,
                  horizon_seconds: int | None = None, wait_for_in_flight: float = 0.0,
                  on_state_conflict: Callable[[BusinessConditionFailedError, Any], Any] | None = None,
                  retry_hints: bool = True, powertools_cutover: PowertoolsCutover | None = None,
                  store: DynamoStore | None = None, engine: Engine | None = None) -> None:
-        self.mode = Mode.parse(mode)
+        self.mode = Mode.parse(mode) if mode is not None else Mode.ATOMIC  # the decorator chooses by the handler
         self.operation = operation
-        self.header = header
+        if key is not None and header is not None:
+            raise ConfigurationError("pass key= or header=, not both: key= takes the idempotency key from the "
+                                     "request instead of a header")
+        #: The key's header, read unless ``key`` (the selector over the event) is set.
+        self.header = header if header is not None else names.IDEMPOTENCY_KEY_HEADER
+        self.key = KeySelector(key, objects=True) if key is not None else None
         self.key_required = key_required
+        self.subscriber = SubscriberName(subscriber)
         self.tenant = tenant
         self.fingerprint_query = fingerprint_query
         self.fingerprint = FingerprintSelector(fingerprint) if fingerprint is not None else None
@@ -123,10 +136,15 @@ class HttpIdempotency:
         self.wait_for_in_flight = wait_for_in_flight
         self.on_state_conflict = on_state_conflict
         self.retry_hints = retry_hints
-        self.retention, self.engine = wiring(horizon_seconds, store, engine)
-        # Powertools replays the handler's proxy response: stored as this adapter stores a handler's, if at all
-        self.cutover = cutover(powertools_cutover, self.engine, lambda response: to_stored(response, self).to_result(),
-                               lambda result: stores(StoredResponse.from_result(result)))
+        self.wire(horizon_seconds, store, engine, powertools_cutover)
+
+    def adopt(self, response: Any) -> Any:
+        """Powertools replays the handler's proxy response: stored as this adapter stores a handler's."""
+        return to_stored(response, self).to_result()
+
+    def adopts(self, result: Any) -> bool:
+        """An adopted answer is stored only where a handler's is: never a 5xx (docs/http.md)."""
+        return stores(StoredResponse.from_result(result))
 
     def select_headers(self, headers: Mapping[str, Any] | None) -> dict[str, str]:
         """The response headers worth storing."""
@@ -164,7 +182,8 @@ class HttpIdempotency:
                 raise TenantRequiredError(_NO_TENANT.get(request.source, _NO_TENANT["rest"]))
             tenant = _unicode(found, "the tenant")
         op = _unicode(self.operation or operation or request.route, "the operation")
-        key = parse_key(request.header(self.header), required=self.key_required)
+        disabled = idempotency_disabled()  # no key, no fingerprint, no record: every request runs
+        key = None if disabled else self._key(request)
 
         originals: list[Any] = []
 
@@ -174,12 +193,12 @@ class HttpIdempotency:
             return Completion(response.to_result(), store=stores(response))
 
         # Powertools' @idempotent hashed the whole Lambda event (its event_key_jmespath selects in it)
-        predecessor = self.cutover.predecessor(event) if self.cutover is not None else None
+        predecessor = self.cutover.predecessor(event) if self.cutover is not None and not disabled else None
         if key is None:  # key_required=False: a client of the old code may still retry without a key header
-            outcome = self.engine.execute_unkeyed(Scope(tenant, op, "", adapter=names.HTTP_ADAPTER), work,
+            outcome = self.engine.execute_unkeyed(Scope(tenant, op, "", adapter=names.HTTP_ADAPTER, subscriber=self.subscriber()), work,
                                                   self.retention, predecessor=predecessor)
         else:
-            intent = Intent(Scope(tenant, op, key, adapter=names.HTTP_ADAPTER),
+            intent = Intent(Scope(tenant, op, key, adapter=names.HTTP_ADAPTER, subscriber=self.subscriber()),
                             request.fingerprint(self.fingerprint_query, self.fingerprint),
                             self.mode, self.retention, wait_seconds=self.wait_for_in_flight,
                             hinted=self.retry_hints and is_retry(request))
@@ -187,6 +206,18 @@ class HttpIdempotency:
         original = originals[-1] if originals and not outcome.replayed else None
         return HttpAnswer(StoredResponse.from_result(outcome.result), replayed=outcome.replayed, original=original,
                           shape=request.shape)
+
+
+    def _key(self, request: HttpRequest) -> str | None:
+        """The header's key, or ``key=``'s selection in the event; ``None`` when absent and not required."""
+        if self.key is None:
+            return parse_key(request.header(self.header), required=self.key_required)
+        try:
+            return self.key(request.event)
+        except KeyNotFoundError:
+            if self.key_required:
+                raise
+            return None
 
 
 def stores(response: StoredResponse) -> bool:

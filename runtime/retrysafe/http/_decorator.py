@@ -6,8 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection
 from typing import Any, Protocol, cast
 
-from .. import names
-from .._adapter import lambda_entry_point, takes_options
+from .._adapter import chosen_mode, lambda_entry_point, takes_options, takes_transaction
 from .._config import Mode
 from .._cutover import PowertoolsCutover
 from .._engine import Engine
@@ -18,7 +17,9 @@ from ..errors import BusinessConditionFailedError
 from ._core import DEFAULT_REPLAY_HEADERS, HttpIdempotency, StoredResponse, to_proxy, to_stored
 from ._tenant import TenantExtractor, default_tenant
 
-Handler = Callable[[Any, Any, Transaction], Any]
+#: What ``@idempotent_http`` decorates: ``handler(event, context, txn)``, or ``handler(event, context)``
+#: (a Powertools handler as it was: no transaction, so claim-first by default).
+Handler = Callable[[Any, Any, Transaction], Any] | Callable[[dict[str, Any], Any], Any]
 
 
 class HttpLambdaHandler(Protocol):
@@ -33,9 +34,11 @@ class HttpLambdaHandler(Protocol):
 def idempotent_http(
     func: Handler, /, *,
     operation: str | None = None,
-    mode: Mode | str = Mode.ATOMIC,
-    header: str = names.IDEMPOTENCY_KEY_HEADER,
+    mode: Mode | str | None = None,
+    header: str | None = None,
+    key: Selector | None = None,
     key_required: bool = True,
+    subscriber: str | None = None,
     tenant: TenantExtractor | None = default_tenant,
     fingerprint_query: Collection[str] | None = None,
     fingerprint: Selector | None = None,
@@ -52,16 +55,28 @@ def idempotent_http(
 
     The handler receives a third argument, the :class:`~retrysafe.Transaction`
     in which it buffers its DynamoDB writes and outbox events; they commit
-    with the completed record in one transaction. Configuration errors are
+    with the completed record in one transaction. A handler ``(event, context)``
+    (a Powertools handler ported as it is) gets none and runs claim-first. Configuration errors are
     raised here, at cold start. The options (the same for
     :class:`~retrysafe.IdempotencyMiddleware` and :class:`HttpIdempotency`):
 
     - ``operation`` (default: the route, ``POST /orders``): a stable name of the operation.
-    - ``mode`` (default ``Mode.ATOMIC``, local writes only): ``Mode.CLAIM_FIRST`` when the
-      handler has foreign effects (``"atomic"`` / ``"claim_first"`` are accepted too).
+    - ``mode`` (default ``Mode.ATOMIC``, local writes only, for a handler that takes ``txn``; else
+      ``Mode.CLAIM_FIRST``): ``Mode.CLAIM_FIRST`` when the handler has foreign effects
+      (``"atomic"`` / ``"claim_first"`` are accepted too).
     - ``header`` (default ``Idempotency-Key``): the key header.
+    - ``key`` (default ``None``: the header): the key selected in the request instead, a JMESPath
+      expression over the event as Lambda delivers it (Powertools' ``event_key_jmespath`` ports
+      verbatim: ``"powertools_json(body).order_id"``, ``"powertools_json(body).[user_id, product_id]"``,
+      ``"powertools_json(body)"``, a selected object keyed by its hash) or a callable given the event.
+      It replaces the header (passing both is refused). The fingerprint stays method, route, path,
+      query and body (``fingerprint=``), never transport fields (request id, time, headers), so a
+      client's retry replays; a second identical order of the same tenant replays too (docs/http.md).
     - ``key_required`` (default ``True``): refuse requests without a key (400); when ``False`` they run
       without dedup, each as its own intent (its own ``derive_key()`` values and event ids).
+    - ``subscriber`` (default: the deployed function, ``RETRYSAFE_SUBSCRIBER`` else
+      ``AWS_LAMBDA_FUNCTION_NAME``, read at the first call): the consumer the records belong to, so
+      two functions serving one route keep their own records.
     - ``tenant`` (default :func:`default_tenant`): extractor of the authenticated tenant, ``None``
       when the API has no tenants.
     - ``fingerprint_query`` (default ``None``: all): query parameters that are part of the request's identity.
@@ -99,15 +114,18 @@ def idempotent_http(
             txn.put({"pk": f"order#{order_id}", "total": 42}, table="orders")
             return {"statusCode": 201, "body": json.dumps({"id": order_id})}
     """
+    takes_txn = takes_transaction(func, 3)
+    call_handler: Callable[..., Any] = func
     idempotency = HttpIdempotency(
-        operation=operation, mode=mode, header=header, key_required=key_required, tenant=tenant,
+        operation=operation, mode=chosen_mode(mode, takes_txn), header=header, key=key, key_required=key_required,
+        subscriber=subscriber, tenant=tenant,
         fingerprint_query=fingerprint_query, fingerprint=fingerprint, replay_headers=replay_headers,
         horizon_seconds=horizon_seconds, wait_for_in_flight=wait_for_in_flight, on_state_conflict=on_state_conflict,
         retry_hints=retry_hints, powertools_cutover=powertools_cutover, store=store, engine=engine)
 
     def wrapper(event: Any, context: Any) -> dict[str, Any]:
         def call(txn: Transaction) -> tuple[StoredResponse, Any]:
-            original = func(event, context, txn)
+            original = call_handler(event, context, txn) if takes_txn else call_handler(event, context)
             return to_stored(original, idempotency), original
 
         remaining = getattr(context, "get_remaining_time_in_millis", None)
@@ -115,4 +133,3 @@ def idempotent_http(
         return to_proxy(answer)
 
     return cast(HttpLambdaHandler, lambda_entry_point(func, wrapper, idempotency=idempotency))
-

@@ -22,7 +22,6 @@ from typing import Any
 from aws_lambda_powertools.event_handler.api_gateway import Response
 from aws_lambda_powertools.event_handler.middlewares import BaseMiddlewareHandler, NextMiddleware
 
-from .. import names
 from .._config import Mode
 from .._cutover import PowertoolsCutover
 from .._engine import Engine
@@ -41,15 +40,18 @@ class IdempotencyMiddleware(BaseMiddlewareHandler[Any]):
     """Route middleware running the handler at most once per (tenant, operation, key).
 
     Its options are those of :func:`~retrysafe.http.idempotent_http`, documented there with their
-    defaults. The default operation is the matched route (``POST /orders/<order_id>``).
+    defaults. The default operation is the matched route (``POST /orders/<order_id>``); the default
+    mode ``Mode.ATOMIC`` (a route always has ``app.context[TRANSACTION_KEY]``).
     """
 
     def __init__(
         self, *,
         operation: str | None = None,
-        mode: Mode | str = Mode.ATOMIC,
-        header: str = names.IDEMPOTENCY_KEY_HEADER,
+        mode: Mode | str | None = None,
+        header: str | None = None,
+        key: Selector | None = None,
         key_required: bool = True,
+        subscriber: str | None = None,
         tenant: TenantExtractor | None = default_tenant,
         fingerprint_query: Collection[str] | None = None,
         fingerprint: Selector | None = None,
@@ -64,7 +66,7 @@ class IdempotencyMiddleware(BaseMiddlewareHandler[Any]):
     ) -> None:
         super().__init__()
         self.idempotency = HttpIdempotency(
-            operation=operation, mode=mode, header=header, key_required=key_required, tenant=tenant,
+            operation=operation, mode=mode, header=header, key=key, key_required=key_required, subscriber=subscriber, tenant=tenant,
             fingerprint_query=fingerprint_query, fingerprint=fingerprint, replay_headers=replay_headers, horizon_seconds=horizon_seconds,
             wait_for_in_flight=wait_for_in_flight, on_state_conflict=on_state_conflict,
             retry_hints=retry_hints, powertools_cutover=powertools_cutover, store=store, engine=engine)

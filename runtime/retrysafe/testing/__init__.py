@@ -11,6 +11,7 @@ the fixtures that need it, so Lambda packages never load them.
 - :class:`DynamoSemantics` -- DynamoDB's documented semantics in front of moto (atomic calls,
   transactions, ``ClientRequestToken``); :class:`GlobalTables` -- replicas in several regions with
   replication lag (multi-Region eventual consistency); :func:`ttl_sweep`, :func:`instant_retries`
+- :func:`use_store` -- point an already-decorated handler at a test table or client; :func:`engine_of`
 - :class:`Clock`, :class:`DrillFailed`, :class:`DrillReport`
 - Lambda events and contexts for your own tests: :class:`DrillContext` (fixed remaining time),
   :func:`api_event`, :func:`http_event`, :func:`rest_event` (API Gateway v2 / v1),
@@ -31,6 +32,7 @@ from ._adapters import (
     TaskAdapter,
     WebhookAdapter,
     engine_of,
+    use_store,
 )
 from ._boundary import ALWAYS, Boundary, Commit, SimulatedCrash
 from ._drills import Clock, DrillFailed, DrillReport, Drills
@@ -78,4 +80,5 @@ __all__ = [
     "sqs_record",
     "task_payload",
     "ttl_sweep",
+    "use_store",
 ]

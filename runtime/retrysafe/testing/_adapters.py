@@ -12,13 +12,16 @@ import hashlib
 import hmac
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 from retrysafe import names
 
+from .._adapter import Wired
 from .._engine import Engine
+from .._store import DynamoStore
 from ..errors import KeyReuseMismatchError, RequestInFlightError, RetrysafeError
 from ..http._core import StoredResponse
 from ..names import KEY_MESSAGE_ATTRIBUTE
@@ -49,17 +52,51 @@ class Answer:
         return self.kind + (f" ({self.status})" if self.status is not None else "")
 
 
-def engine_of(handler: Any) -> Engine:
-    """The :class:`~retrysafe.Engine` behind a decorated handler (HTTP, SQS, task) or a webhook receiver."""
-    for path in (("idempotency", "engine"), ("consumer", "engine"), ("task", "engine"), ("engine",)):
-        target = handler
-        for name in path:
-            target = getattr(target, name, None)
-        if isinstance(target, Engine):
-            return target
+def _configuration(handler: Any) -> Wired:
+    """The configuration a decorated handler carries (``.idempotency``, ``.consumer``, ``.task``), or the
+    receiver or middleware itself."""
+    for name in ("idempotency", "consumer", "task"):
+        found = getattr(handler, name, None)
+        if isinstance(found, Wired):
+            return found
+    if isinstance(handler, Wired):
+        return handler
     raise TypeError(f"{handler!r} is not a retrysafe handler: decorate it with idempotent, idempotent_function, "
-                    "idempotent_http, idempotent_sqs "
-                    "or idempotent_task, or pass a WebhookReceiver")
+                    "idempotent_http, idempotent_sqs, idempotent_kinesis, idempotent_dynamodb_stream "
+                    "or idempotent_task, or pass a WebhookReceiver or an IdempotencyMiddleware")
+
+
+def engine_of(handler: Any) -> Engine:
+    """The :class:`~retrysafe.Engine` behind a decorated handler, a webhook receiver or an HTTP middleware.
+
+    The first look makes it (as the handler's first call would: ``RETRYSAFE_TABLE`` is read then).
+    """
+    return _configuration(handler).engine
+
+
+@contextmanager
+def use_store(handler: Any, store: DynamoStore | Engine) -> Iterator[Engine]:
+    """Inside the block, ``handler`` keeps its records (and commits its writes) through ``store``.
+
+    ``handler``: anything :func:`engine_of` takes, already decorated (with or without ``store=``).
+    ``store``: a :class:`~retrysafe.DynamoStore` on a test table or a client of your own (moto,
+    DynamoDB local), or an :class:`~retrysafe.Engine` (e.g. with a clock of its own). Yields the
+    engine now in use; on leaving, the handler's own engine is back (made again at the next call if
+    it had not been made yet). A Powertools cut-over is made again on the new store's client.
+    Not thread-safe: swap stores between tests, not while the handler runs.
+    """
+    configuration = _configuration(handler)
+    engine = store if isinstance(store, Engine) else Engine(store)
+    # The engine and cut-over are cached properties (Wired): their made values live in the instance's dict
+    made = vars(configuration)
+    saved: dict[str, Any] = {name: made.pop(name) for name in ("engine", "cutover") if name in made}
+    made["engine"] = engine
+    try:
+        yield engine
+    finally:
+        made.pop("engine", None)
+        made.pop("cutover", None)
+        made.update(saved)
 
 
 def _json(text: str) -> Any:

@@ -200,8 +200,9 @@ class Commit:
 
     @property
     def is_effect(self) -> bool:
-        """A commit that changed business state or emitted events."""
-        return bool(self.writes or self.events)
+        """A commit of the work: business writes, events, or the completed record (which may be all it wrote:
+        claim-first work whose only effects were foreign calls). A parked claim is none: nothing of it committed."""
+        return bool(self.writes or self.events or self.completes)
 
 
 @dataclass
@@ -323,7 +324,7 @@ class Boundary:
 
     # -- ledger ----------------------------------------------------------------
     def effects(self, record_id: str | None = None) -> list[Commit]:
-        """Commits that changed business state or emitted events (for one intent, or all)."""
+        """Every commit of the work (for one intent, or all): see :attr:`Commit.is_effect`."""
         return [c for c in self.commits if c.is_effect and (record_id is None or c.record_id == record_id)]
 
     def reset(self) -> None:

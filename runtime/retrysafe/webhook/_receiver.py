@@ -7,7 +7,7 @@ Order of work for each request:
 2. the delivery's identity is what the provider signs: a digest of the body
    for GitHub and the generic HMAC provider (their delivery, hook and event
    headers are unsigned), the event id for Stripe, ``webhook-id`` for Standard
-   Webhooks. It is scoped by source (tenant) and, when the provider's hook is
+   Webhooks. It is scoped by the sender (``tenant=``) and, when the provider's hook is
    configuration rather than an unsigned header, by hook. A captured body resent
    with fresh unsigned ids is therefore a replay;
 3. the receipt (body, event name, ids) goes to the outbox inline when its
@@ -35,9 +35,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .. import names
-from .._adapter import flushes_telemetry, wiring
+from .._adapter import SubscriberName, Wired, flushes_telemetry
 from .._claimcheck import ClaimCheck
-from .._config import Mode
+from .._config import Mode, idempotency_disabled
 from .._engine import Completion, Engine, Intent
 from .._fingerprint import fingerprint
 from .._keys import Scope
@@ -105,12 +105,15 @@ def parse_secrets(value: str | bytes) -> list[bytes]:
     return [text.encode("utf-8")]
 
 
-class WebhookReceiver:
+class WebhookReceiver(Wired):
     """An API Gateway Lambda handler receiving one provider's webhooks.
 
     ``provider``: :class:`~retrysafe.webhook.GitHub`, :class:`~retrysafe.webhook.Stripe`,
     :class:`~retrysafe.webhook.StandardWebhooks`, :class:`~retrysafe.webhook.GenericHmac`
-    or your own. ``source``: the scope's tenant (default the provider's name).
+    or your own. ``tenant``: the sender the deliveries come from, the scope's tenant and the
+    receipts' ``source`` (default the provider's name: name one per account when one provider
+    sends from several). ``subscriber``: which consumer the records belong to (default the
+    deployed function, as on every adapter).
     ``secrets``: where the signing secrets come from (default :func:`secret_from_env`).
     ``on_receipt(receipt, txn)``: optional light work committed in the receipt's
     transaction (keep it quick; heavy work belongs behind the outbox).
@@ -119,18 +122,20 @@ class WebhookReceiver:
     ``max_body_bytes``: refuse larger bodies outright (413).
     """
 
-    def __init__(self, provider: Provider, *, source: str | None = None, secrets: SecretSource | None = None,
+    def __init__(self, provider: Provider, *, tenant: str | None = None, subscriber: str | None = None,
+                 secrets: SecretSource | None = None,
                  on_receipt: Callable[[Receipt, Transaction], None] | None = None,
                  max_body_bytes: int = DEFAULT_MAX_BODY_BYTES, horizon_seconds: int | None = None,
                  claim_check: ClaimCheck | None = None, store: DynamoStore | None = None,
                  engine: Engine | None = None) -> None:
         self.provider = provider
-        self.source = source or provider.name
+        self.tenant = tenant or provider.name
+        self.subscriber = SubscriberName(subscriber)
         self.secrets = secrets or secret_from_env()
         self.on_receipt = on_receipt
         self.claim_check = claim_check if claim_check is not None else ClaimCheck.from_env()
         self.max_body_bytes = max_body_bytes
-        self.retention, self.engine = wiring(horizon_seconds, store, engine)
+        self.wire(horizon_seconds, store, engine)
 
     @flushes_telemetry
     def __call__(self, event: Any, context: Any = None) -> dict[str, Any]:
@@ -166,10 +171,14 @@ class WebhookReceiver:
             return Completion(StoredResponse(202, {"Content-Type": "application/json"}, body).to_result())
 
         scope_hook = receipt.hook if "hook" not in receipt.unsigned else NO_HOOK
-        intent = Intent(Scope(self.source, f"webhook/{scope_hook}", receipt.key, adapter=names.WEBHOOK_ADAPTER),
-                        fingerprint(["webhook/v1", request.body]),
-                        Mode.ATOMIC if pointer is None else Mode.CLAIM_FIRST, self.retention)
-        outcome = self.engine.execute(intent, work, remaining_ms)
+        scope = Scope(self.tenant, f"webhook/{scope_hook}", receipt.key, adapter=names.WEBHOOK_ADAPTER,
+                      subscriber=self.subscriber())
+        if idempotency_disabled():  # the signature was checked; no record: the receipt commits as a new delivery
+            outcome = self.engine.execute_unkeyed(scope, work, self.retention)
+        else:
+            intent = Intent(scope, fingerprint(["webhook/v1", request.body]),
+                            Mode.ATOMIC if pointer is None else Mode.CLAIM_FIRST, self.retention)
+            outcome = self.engine.execute(intent, work, remaining_ms)
         return HttpAnswer(StoredResponse.from_result(outcome.result), replayed=outcome.replayed)
 
     def _store_body(self, receipt: Receipt) -> None:
@@ -196,7 +205,7 @@ class WebhookReceiver:
         if not key:
             raise MalformedRequestError("the delivery carries no id")
         delivery = metadata(self.provider.delivery_id(request), key)
-        return Receipt(self.source, metadata(self.provider.hook(request), NO_HOOK), delivery,
+        return Receipt(self.tenant, metadata(self.provider.hook(request), NO_HOOK), delivery,
                        metadata(self.provider.event_name(request), "event"), request.body, key=key, unsigned=unsigned)
 
 
@@ -215,7 +224,7 @@ def handler(event: Any, context: Any = None) -> dict[str, Any]:
     """Lambda entry point configured from the environment.
 
     ``RETRYSAFE_WEBHOOK_PROVIDER`` (``github`` (default), ``stripe``, ``standard`` or ``hmac``),
-    ``RETRYSAFE_WEBHOOK_SOURCE`` (default the provider's name), the secret
+    ``RETRYSAFE_WEBHOOK_TENANT`` (default the provider's name), the secret
     variables of :func:`secret_from_env`, ``RETRYSAFE_TABLE``, and
     ``RETRYSAFE_CLAIM_CHECK_BUCKET`` / ``RETRYSAFE_OUTBOX_TARGET`` for large bodies.
     """
@@ -224,5 +233,5 @@ def handler(event: Any, context: Any = None) -> dict[str, Any]:
         name = os.environ.get(names.WEBHOOK_PROVIDER_ENV) or "github"
         if name not in PROVIDERS:
             raise ConfigurationError(f"{names.WEBHOOK_PROVIDER_ENV}={name!r}: choose one of {', '.join(PROVIDERS)}")
-        _default = WebhookReceiver(PROVIDERS[name](), source=os.environ.get(names.WEBHOOK_SOURCE_ENV) or None)
+        _default = WebhookReceiver(PROVIDERS[name](), tenant=os.environ.get(names.WEBHOOK_TENANT_ENV) or None)
     return _default(event, context)

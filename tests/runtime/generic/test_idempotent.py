@@ -83,7 +83,7 @@ def test_default_fingerprints_ignore_what_changes_when_an_event_is_sent_again() 
 
 
 def test_an_eventbridge_redelivery_is_a_no_op_in_one_round_trip(ddb: Any, engine: Engine, calls: Any) -> None:
-    @idempotent(namespace="fulfilment", engine=engine)
+    @idempotent(subscriber="fulfilment", engine=engine)
     def ship(event: dict[str, Any], context: Any, txn: Transaction) -> dict[str, Any]:
         count(txn, f"ship#{event['detail']['order_id']}")
         return {"shipped": event["detail"]["order_id"], "amount": Decimal(str(event["detail"]["amount"]))}
@@ -100,7 +100,7 @@ def test_an_eventbridge_redelivery_is_a_no_op_in_one_round_trip(ddb: Any, engine
 
 
 def test_a_republished_event_with_a_new_id_has_one_effect_with_a_business_key(ddb: Any, engine: Engine) -> None:
-    @idempotent(namespace="fulfilment", key="detail.order_id", engine=engine)
+    @idempotent(subscriber="fulfilment", key="detail.order_id", engine=engine)
     def ship(event: dict[str, Any], context: Any, txn: Transaction) -> str:
         count(txn, "ship#o-42")
         return str(event["id"])
@@ -113,7 +113,7 @@ def test_a_republished_event_with_a_new_id_has_one_effect_with_a_business_key(dd
 
 def test_without_a_business_key_a_republished_event_runs_again(ddb: Any, engine: Engine) -> None:
     """The caveat of the natural key: a republished event has a new ``id``."""
-    @idempotent(namespace="fulfilment", engine=engine)
+    @idempotent(subscriber="fulfilment", engine=engine)
     def ship(event: dict[str, Any], context: Any, txn: Transaction) -> None:
         count(txn, "ship#o-42")
 
@@ -126,7 +126,7 @@ def test_same_key_with_another_fingerprint_fails_loudly_and_runs_nothing(ddb: An
                                                                           calls: Any) -> None:
     runs: list[str] = []
 
-    @idempotent(namespace="fulfilment", key="detail.order_id", engine=engine)
+    @idempotent(subscriber="fulfilment", key="detail.order_id", engine=engine)
     def ship(event: dict[str, Any], context: Any, txn: Transaction) -> None:
         runs.append(event["id"])
         count(txn, "ship#o-42")
@@ -141,7 +141,7 @@ def test_same_key_with_another_fingerprint_fails_loudly_and_runs_nothing(ddb: An
 
 
 def test_a_volatile_field_outside_the_fingerprint_replays(ddb: Any, engine: Engine) -> None:
-    @idempotent(namespace="fulfilment", key="detail.order_id", fingerprint="detail.order_id", engine=engine)
+    @idempotent(subscriber="fulfilment", key="detail.order_id", fingerprint="detail.order_id", engine=engine)
     def ship(event: dict[str, Any], context: Any, txn: Transaction) -> dict[str, Any]:
         count(txn, "ship#o-42")
         return {"amount": event["detail"]["amount"]}
@@ -156,7 +156,7 @@ def test_claim_first_first_delivery_is_two_round_trips_and_a_redelivery_one(ddb:
                                                                              calls: Any) -> None:
     charged: list[str] = []
 
-    @idempotent(namespace="payments", key="detail.order_id", mode="claim_first", engine=engine)
+    @idempotent(subscriber="payments", key="detail.order_id", mode="claim_first", engine=engine)
     def charge(event: dict[str, Any], context: Any, txn: Transaction) -> dict[str, str]:
         charged.append(txn.derive_key("charge"))
         return {"charge": charged[-1][:8]}
@@ -174,7 +174,7 @@ def test_claim_first_first_delivery_is_two_round_trips_and_a_redelivery_one(ddb:
 
 
 def test_an_sns_redelivery_is_a_no_op_in_one_round_trip(ddb: Any, engine: Engine, calls: Any) -> None:
-    @idempotent(namespace="mailer", engine=engine)
+    @idempotent(subscriber="mailer", engine=engine)
     def notify(event: dict[str, Any], context: Any, txn: Transaction) -> str:
         order = json.loads(SNSEvent(event).sns_message)["order_id"]
         count(txn, f"mail#{order}")
@@ -188,7 +188,7 @@ def test_an_sns_redelivery_is_a_no_op_in_one_round_trip(ddb: Any, engine: Engine
 
 
 def test_an_sns_message_published_twice_dedupes_on_a_key_inside_the_message(ddb: Any, engine: Engine) -> None:
-    @idempotent(namespace="mailer", key="powertools_json(Records[0].Sns.Message).order_id", engine=engine)
+    @idempotent(subscriber="mailer", key="powertools_json(Records[0].Sns.Message).order_id", engine=engine)
     def notify(event: dict[str, Any], context: Any, txn: Transaction) -> None:
         count(txn, "mail#o-42")
 
@@ -201,7 +201,7 @@ def test_an_sns_message_published_twice_dedupes_on_a_key_inside_the_message(ddb:
 
 def test_an_s3_notification_redelivery_is_a_no_op_and_a_new_version_is_new(ddb: Any, engine: Engine,
                                                                             calls: Any) -> None:
-    @idempotent(namespace="thumbnails", engine=engine)
+    @idempotent(subscriber="thumbnails", engine=engine)
     def thumbnail(event: dict[str, Any], context: Any, txn: Transaction) -> str:
         obj = S3Event(event).record.s3.get_object
         count(txn, f"thumb#{obj.key}")
@@ -223,7 +223,7 @@ def test_an_s3_notification_redelivery_is_a_no_op_and_a_new_version_is_new(ddb: 
 def test_a_direct_invoke_needs_a_key_and_a_missing_one_runs_nothing(ddb: Any, engine: Engine, calls: Any) -> None:
     runs: list[Any] = []
 
-    @idempotent(namespace="jobs", engine=engine)
+    @idempotent(subscriber="jobs", engine=engine)
     def job(event: dict[str, Any], context: Any, txn: Transaction) -> None:
         runs.append(event)
 
@@ -231,7 +231,7 @@ def test_a_direct_invoke_needs_a_key_and_a_missing_one_runs_nothing(ddb: Any, en
     with pytest.raises(KeyNotFoundError):
         job({"job": 1}, DrillContext())
 
-    @idempotent(namespace="jobs", key="job_id", engine=engine)
+    @idempotent(subscriber="jobs", key="job_id", engine=engine)
     def keyed(event: dict[str, Any], context: Any, txn: Transaction) -> None:
         runs.append(event)
 
@@ -242,7 +242,7 @@ def test_a_direct_invoke_needs_a_key_and_a_missing_one_runs_nothing(ddb: Any, en
 
 def test_key_required_false_runs_unprotected_and_says_so(ddb: Any, engine: Engine, capsys: Any,
                                                          caplog: Any) -> None:
-    @idempotent(namespace="jobs", key="job_id", key_required=False, engine=engine)
+    @idempotent(subscriber="jobs", key="job_id", key_required=False, engine=engine)
     def job(event: dict[str, Any], context: Any, txn: Transaction) -> int:
         count(txn, "job#unkeyed")
         return 7
@@ -264,7 +264,7 @@ class Shipment:
 
 
 def test_a_dataclass_result_replays_as_the_dataclass(ddb: Any, engine: Engine) -> None:
-    @idempotent(namespace="fulfilment", key="detail.order_id", engine=engine)
+    @idempotent(subscriber="fulfilment", key="detail.order_id", engine=engine)
     def ship(event: dict[str, Any], context: Any, txn: Transaction) -> Shipment:
         count(txn, "ship#o-42")
         return Shipment(event["detail"]["order_id"], Decimal("12.50"))
@@ -276,7 +276,7 @@ def test_a_dataclass_result_replays_as_the_dataclass(ddb: Any, engine: Engine) -
 def test_an_unstorable_claim_first_result_is_parked(ddb: Any, engine: Engine, calls: Any) -> None:
     calls_made: list[int] = []
 
-    @idempotent(namespace="payments", key="detail.order_id", mode="claim_first", engine=engine)
+    @idempotent(subscriber="payments", key="detail.order_id", mode="claim_first", engine=engine)
     def charge(event: dict[str, Any], context: Any, txn: Transaction) -> Any:
         calls_made.append(1)
         return object()
@@ -290,12 +290,12 @@ def test_an_unstorable_claim_first_result_is_parked(ddb: Any, engine: Engine, ca
 def test_options_are_checked_when_the_decorator_is_applied(engine: Engine) -> None:
     def handler(event: Any, context: Any, txn: Transaction) -> None: ...
 
-    with pytest.raises(ConfigurationError, match="namespace= is required"):
-        idempotent(namespace="", engine=engine)(handler)
+    with pytest.raises(ConfigurationError, match="subscriber= must be a non-empty name"):
+        idempotent(subscriber="", engine=engine)(handler)
     with pytest.raises(ConfigurationError, match="not a JMESPath expression"):
-        idempotent(namespace="n", key="detail.[", engine=engine)(handler)
+        idempotent(subscriber="n", key="detail.[", engine=engine)(handler)
     with pytest.raises(ConfigurationError, match="mode must be"):
-        idempotent(namespace="n", mode="eventually", engine=engine)(handler)
+        idempotent(subscriber="n", mode="eventually", engine=engine)(handler)
 
 
 def test_an_event_without_a_canonical_form_is_refused_before_anything_runs(ddb: Any, engine: Engine,
@@ -304,7 +304,7 @@ def test_an_event_without_a_canonical_form_is_refused_before_anything_runs(ddb: 
 
     runs: list[Any] = []
 
-    @idempotent(namespace="fulfilment", engine=engine)
+    @idempotent(subscriber="fulfilment", engine=engine)
     def ship(event: dict[str, Any], context: Any, txn: Transaction) -> None:
         runs.append(event)
 
@@ -323,7 +323,7 @@ def test_an_event_without_a_canonical_form_is_refused_before_anything_runs(ddb: 
 def test_a_direct_invoke_retried_with_its_key_is_a_no_op_in_one_round_trip(ddb: Any, engine: Engine,
                                                                            calls: Any) -> None:
     """``aws lambda invoke`` (or an SDK retry of ``Invoke``) with the same payload: one effect."""
-    @idempotent(namespace="jobs", key="job_id", engine=engine)
+    @idempotent(subscriber="jobs", key="job_id", engine=engine)
     def job(event: dict[str, Any], context: Any, txn: Transaction) -> dict[str, Any]:
         count(txn, f"job#{event['job_id']}")
         return {"job": event["job_id"], "rows": 3}
@@ -355,7 +355,7 @@ def test_an_s3_notification_without_a_sequencer_is_refused_with_the_fix_and_key_
         ddb: Any, engine: Engine, calls: Any, event_name: str, version: str) -> None:
     runs: list[str] = []
 
-    @idempotent(namespace="restores", engine=engine)
+    @idempotent(subscriber="restores", engine=engine)
     def unkeyed(event: dict[str, Any], context: Any, txn: Transaction) -> None:
         runs.append("unkeyed")
 
@@ -366,7 +366,7 @@ def test_an_s3_notification_without_a_sequencer_is_refused_with_the_fix_and_key_
     assert "carries no sequencer" in message and "pass key=" in message and "SENTINEL" not in message
     assert runs == [] and calls.calls == {}
 
-    @idempotent(namespace="restores", engine=engine,
+    @idempotent(subscriber="restores", engine=engine,
                 key="[Records[0].s3.bucket.name, Records[0].s3.object.key, Records[0].s3.object.versionId, "
                     "Records[0].eventName, Records[0].eventTime]")
     def keyed(event: dict[str, Any], context: Any, txn: Transaction) -> None:

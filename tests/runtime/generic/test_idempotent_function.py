@@ -57,7 +57,7 @@ def engine(store: Any) -> Engine:
 def test_a_claim_first_function_runs_once_and_replays_its_dataclass(ddb: Any, engine: Engine, calls: Any) -> None:
     provider = Provider()
 
-    @idempotent_function(data_keyword_argument="order", namespace="payments", key="order_id", engine=engine)
+    @idempotent_function(data_keyword_argument="order", subscriber="payments", key="order_id", engine=engine)
     def charge(order: Order) -> Receipt:
         return provider.charge(order.order_id, order.total)
 
@@ -72,7 +72,7 @@ def test_a_claim_first_function_runs_once_and_replays_its_dataclass(ddb: Any, en
 
 
 def test_a_function_taking_txn_is_atomic_in_one_round_trip(ddb: Any, engine: Engine, calls: Any) -> None:
-    @idempotent_function(data_keyword_argument="order", namespace="billing", key="order_id", engine=engine)
+    @idempotent_function(data_keyword_argument="order", subscriber="billing", key="order_id", engine=engine)
     def invoice(order: dict[str, Any], txn: Transaction) -> Invoice:
         txn.update({"pk": f"invoice#{order['order_id']}"}, "ADD n :one", values={":one": 1}, table=ORDERS)
         return Invoice(number=f"inv-{order['order_id']}", amount=Decimal(order["total"]))
@@ -93,7 +93,7 @@ def test_a_function_taking_txn_is_atomic_in_one_round_trip(ddb: Any, engine: Eng
 def test_the_default_key_is_the_whole_argument(ddb: Any, engine: Engine) -> None:
     provider = Provider()
 
-    @idempotent_function(data_keyword_argument="order", namespace="payments", engine=engine)
+    @idempotent_function(data_keyword_argument="order", subscriber="payments", engine=engine)
     def charge(order: Order) -> Receipt:
         return provider.charge(order.order_id, order.total)
 
@@ -106,11 +106,11 @@ def test_the_default_key_is_the_whole_argument(ddb: Any, engine: Engine) -> None
 def test_same_key_other_argument_fails_and_a_change_outside_the_fingerprint_replays(ddb: Any, engine: Engine) -> None:
     provider = Provider()
 
-    @idempotent_function(data_keyword_argument="order", namespace="payments", key="order_id", engine=engine)
+    @idempotent_function(data_keyword_argument="order", subscriber="payments", key="order_id", engine=engine)
     def charge(order: Order) -> Receipt:
         return provider.charge(order.order_id, order.total)
 
-    @idempotent_function(data_keyword_argument="order", namespace="payments", key="order_id",
+    @idempotent_function(data_keyword_argument="order", subscriber="payments", key="order_id",
                          fingerprint="total", operation="charge_total", engine=engine)
     def charge_total(order: dict[str, Any]) -> Receipt:
         return provider.charge(order["order_id"], Decimal(order["total"]))
@@ -127,7 +127,7 @@ def test_same_key_other_argument_fails_and_a_change_outside_the_fingerprint_repl
 def test_a_missing_argument_or_key_is_a_named_error_and_nothing_runs(ddb: Any, engine: Engine) -> None:
     provider = Provider()
 
-    @idempotent_function(data_keyword_argument="order", namespace="payments", key="order_id", engine=engine)
+    @idempotent_function(data_keyword_argument="order", subscriber="payments", key="order_id", engine=engine)
     def charge(order: dict[str, Any] | None = None) -> Any:
         provider.charge("x", Decimal(1))
 
@@ -137,13 +137,13 @@ def test_a_missing_argument_or_key_is_a_named_error_and_nothing_runs(ddb: Any, e
         charge(order={"total": 1})
     assert provider.calls == []
     with pytest.raises(ConfigurationError, match="has no parameter 'data'"):
-        idempotent_function(data_keyword_argument="data", namespace="payments", engine=engine)(charge)
+        idempotent_function(data_keyword_argument="data", subscriber="payments", engine=engine)(charge)
 
 
 def test_an_unstorable_result_parks_the_claim_and_the_provider_is_called_once(ddb: Any, engine: Engine) -> None:
     provider = Provider()
 
-    @idempotent_function(data_keyword_argument="order", namespace="payments", key="order_id", engine=engine)
+    @idempotent_function(data_keyword_argument="order", subscriber="payments", key="order_id", engine=engine)
     def charge(order: dict[str, Any]) -> Any:
         provider.charge(order["order_id"], Decimal(1))
         return provider  # not a value that can be stored
@@ -166,7 +166,7 @@ def test_a_serializer_that_refuses_parks_too(ddb: Any, engine: Engine) -> None:
 
     runs: list[int] = []
 
-    @idempotent_function(data_keyword_argument="order", namespace="payments", key="order_id",
+    @idempotent_function(data_keyword_argument="order", subscriber="payments", key="order_id",
                          serializer=Refusing(), engine=engine)
     def charge(order: dict[str, Any]) -> int:
         runs.append(1)
@@ -181,7 +181,7 @@ def test_a_serializer_that_refuses_parks_too(ddb: Any, engine: Engine) -> None:
 
 def test_a_dataclass_result_without_its_annotation_is_refused_rather_than_replayed_as_a_dict(
         ddb: Any, engine: Engine) -> None:
-    @idempotent_function(data_keyword_argument="order", namespace="billing", key="order_id", engine=engine)
+    @idempotent_function(data_keyword_argument="order", subscriber="billing", key="order_id", engine=engine)
     def invoice(order: dict[str, Any], txn: Transaction) -> Any:
         return Invoice(number="inv-1", amount=Decimal(1))
 
@@ -194,9 +194,9 @@ def test_a_dataclass_result_without_its_annotation_is_refused_rather_than_replay
 def test_two_functions_with_one_name_in_two_modules_keep_their_own_records(ddb: Any, engine: Engine,
                                                                            calls: Any) -> None:
     """``payments.apply`` and ``refunds.apply`` under one namespace: each runs and answers its own result."""
-    payments = idempotent_function(data_keyword_argument="order", namespace="ledger", key="order_id",
+    payments = idempotent_function(data_keyword_argument="order", subscriber="ledger", key="order_id",
                                    engine=engine)(ledger_payments.apply)
-    refunds = idempotent_function(data_keyword_argument="order", namespace="ledger", key="order_id",
+    refunds = idempotent_function(data_keyword_argument="order", subscriber="ledger", key="order_id",
                                   engine=engine)(ledger_refunds.apply)
     assert payments.__qualname__ == refunds.__qualname__ == "apply"
     assert payments(order={"order_id": "o-1"}) == "payment#o-1"

@@ -10,15 +10,15 @@ USE = '''
 from typing import Any
 from retrysafe import Transaction, idempotent, idempotent_function
 
-@idempotent(namespace="n", kye="detail.order_id")
+@idempotent(subscriber="n", kye="detail.order_id")
 def handler(event: Any, context: Any, txn: Transaction) -> int:
     return 1
 
-@idempotent_function(data_keyword_argument="order", namespace="n", fingerprnt="total")
+@idempotent_function(data_keyword_argument="order", subscriber="n", fingerprnt="total")
 def charge(order: dict[str, Any]) -> int:
     return 1
 
-@idempotent(namespace="n", mode="atomic", key_required="no")
+@idempotent(subscriber="n", mode="atomic", key_required="no")
 def other(event: Any, context: Any, txn: Transaction) -> int:
     return 1
 

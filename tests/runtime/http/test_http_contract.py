@@ -149,7 +149,8 @@ def test_in_flight_duplicate_is_one_round_trip(ddb, store, calls, make_event):
 
     event = make_event({"amount": 1})
     request = parse_event(event)
-    intent = Intent(Scope("tenant-a", request.route, "key-1", adapter=names.HTTP_ADAPTER), request.fingerprint(), Mode.CLAIM_FIRST)
+    intent = Intent(Scope("tenant-a", request.route, "key-1", adapter=names.HTTP_ADAPTER,
+                          subscriber=names.LOCAL_SUBSCRIBER), request.fingerprint(), Mode.CLAIM_FIRST)
     import time
 
     from retrysafe._record import PENDING, Record

@@ -174,7 +174,7 @@ def test_a_failed_claim_first_message_is_released_and_retried(store: Any, ddb: A
             raise TimeoutError("provider timed out")
         return count_effect(message, txn)
 
-    handler = idempotent_sqs(flaky, subscriber="payments", mode="claim_first", visibility_timeout_seconds=30,
+    handler = idempotent_sqs(flaky, subscriber="payments", mode="claim_first", lease_seconds=30,
                              store=store)
     record = sqs_record({"counter": "retried"})
     assert handler({"Records": [record]}, DrillContext())["batchItemFailures"]

@@ -192,7 +192,7 @@ def test_a_crashed_hinted_claim_is_taken_over_after_its_lease(ddb, message, rece
     engine = Engine(DynamoStore(TABLE, client=client), clock=clock)
     try:
         dying = Consumer(fail=1)
-        handler = idempotent_sqs(dying, subscriber="billing", visibility_timeout_seconds=30, engine=engine)
+        handler = idempotent_sqs(dying, subscriber="billing", lease_seconds=30, engine=engine)
         boundary.throttle("DeleteItem", times=ALWAYS)
         assert handler(delivery(message, 2), DrillContext())["batchItemFailures"]
         boundary.close()
@@ -201,7 +201,7 @@ def test_a_crashed_hinted_claim_is_taken_over_after_its_lease(ddb, message, rece
         assert dying.runs == (1 if receive_count > 1 else 2)  # un-hinted: it ran, its transaction met the claim
         clock.advance(31)
         consumer = Consumer()
-        handler = idempotent_sqs(consumer, subscriber="billing", visibility_timeout_seconds=30, engine=engine)
+        handler = idempotent_sqs(consumer, subscriber="billing", lease_seconds=30, engine=engine)
         assert handler(delivery(message, receive_count), DrillContext()) == {"batchItemFailures": []}
         # Un-hinted, the work ran in atomic mode; its transaction met the lapsed claim (nothing committed),
         # and that run was committed under the claim it took over: the handler ran once either way.

@@ -66,8 +66,8 @@ def test_tenant_defaults_to_the_state_machine_and_operation_to_the_state(store: 
     idempotent_task(Task(), engine=engine)(payload("Charge", {}), None)
     idempotent_task(Task(), engine=engine, tenant="shop", operation="charge-v2")(payload("Charge", {}), None)
 
-    assert store.get(Scope(STATE_MACHINE, "Charge", EXECUTION, adapter=names.TASK_ADAPTER).record_id) is not None
-    assert store.get(Scope("shop", "charge-v2", EXECUTION, adapter=names.TASK_ADAPTER).record_id) is not None
+    assert store.get(Scope(STATE_MACHINE, "Charge", EXECUTION, adapter=names.TASK_ADAPTER, subscriber=names.LOCAL_SUBSCRIBER).record_id) is not None
+    assert store.get(Scope("shop", "charge-v2", EXECUTION, adapter=names.TASK_ADAPTER, subscriber=names.LOCAL_SUBSCRIBER).record_id) is not None
 
 
 def test_same_execution_and_state_with_another_input_fails_without_running(ddb: Any, engine: Engine) -> None:
@@ -127,7 +127,7 @@ def test_a_failed_task_before_any_step_frees_the_key(ddb: Any, store: Any, engin
 
     with pytest.raises(RuntimeError):
         flaky(payload("Charge", {}), None)
-    assert store.get(Scope(STATE_MACHINE, "Charge", EXECUTION, adapter=names.TASK_ADAPTER).record_id) is None
+    assert store.get(Scope(STATE_MACHINE, "Charge", EXECUTION, adapter=names.TASK_ADAPTER, subscriber=names.LOCAL_SUBSCRIBER).record_id) is None
     assert flaky(payload("Charge", {}, retry=1), None) == 2
 
 
@@ -161,14 +161,14 @@ def test_a_failure_between_steps_resumes_after_the_last_checkpoint(ddb: Any, sto
 
     with pytest.raises(ConnectionError):
         handler(payload("Charge", {}), DrillContext())
-    kept = store.get(Scope(STATE_MACHINE, "Charge", EXECUTION, adapter=names.TASK_ADAPTER).record_id)
+    kept = store.get(Scope(STATE_MACHINE, "Charge", EXECUTION, adapter=names.TASK_ADAPTER, subscriber=names.LOCAL_SUBSCRIBER).record_id)
     assert kept.state == "pending" and list(kept.checkpoints) == ["first"]  # the lease ended, checkpoints kept
     assert [i["pk"]["S"] for i in items(ddb)] == ["first"]  # committed with the "first" checkpoint
 
     result = handler(payload("Charge", {}, retry=1), DrillContext())  # Step Functions' immediate retry
 
     assert body.calls == ["first", "second", "second"]
-    scope = Scope(STATE_MACHINE, "Charge", EXECUTION, adapter=names.TASK_ADAPTER)
+    scope = Scope(STATE_MACHINE, "Charge", EXECUTION, adapter=names.TASK_ADAPTER, subscriber=names.LOCAL_SUBSCRIBER)
     assert result == {"first": [scope.derive_key("first"), 1], "second": scope.derive_key("second")}
     assert sorted(i["pk"]["S"] for i in items(ddb)) == ["first", "second"]
     outbox = sorted(i["etype"]["S"] for i in items(ddb, TABLE) if i["pk"]["S"].startswith(names.OUTBOX_PREFIX))

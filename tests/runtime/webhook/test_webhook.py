@@ -85,7 +85,7 @@ def test_hook_ids_are_unsigned_so_hooks_are_kept_apart_by_source(store: Any, ddb
     assert receiver(github_event(hook="h-1"))["statusCode"] == 202
     assert receiver(github_event(hook="h-2"))["headers"].get(names.REPLAYED_HEADER) == "true"
     assert len(outbox_items(ddb)) == 1
-    org_hook = WebhookReceiver(GitHub(), source="github-org", secrets=lambda: [SECRET], store=store)
+    org_hook = WebhookReceiver(GitHub(), tenant="github-org", secrets=lambda: [SECRET], store=store)
     assert names.REPLAYED_HEADER not in org_hook(github_event(hook="h-2"))["headers"]
     assert len(outbox_items(ddb)) == 2
 
@@ -142,7 +142,7 @@ def test_stripe_style_rotation_tolerance_and_body_delivery_id(store: Any, ddb: A
 
 
 def test_generic_hmac_identity_is_the_signed_body(store: Any, ddb: Any) -> None:
-    receiver = WebhookReceiver(GenericHmac(), source="crm", secrets=lambda: [SECRET], store=store)
+    receiver = WebhookReceiver(GenericHmac(), tenant="crm", secrets=lambda: [SECRET], store=store)
     sig = hmac.new(SECRET, b"ping", hashlib.sha256).hexdigest()
     ok = http_event(raw_body="ping", key=None, tenant=None, headers={"X-Signature": sig, "X-Webhook-Id": "w-1"})
     assert receiver(ok)["statusCode"] == 202
