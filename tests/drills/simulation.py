@@ -281,7 +281,8 @@ class Simulation:
     def order_id(self, operation: str, key: str) -> str:
         from retrysafe._keys import Scope
 
-        return Scope(self.tenant, operation, key, adapter=names.HTTP_ADAPTER).derive_key("order")[:16]
+        return Scope(self.tenant, operation, key, adapter=names.HTTP_ADAPTER,
+                     subscriber=names.LOCAL_SUBSCRIBER).derive_key("order")[:16]
 
     def item(self, eid: str) -> dict[str, Any]:
         item: dict[str, Any] = self.store.client.get_item(TableName=self.store.table_name,

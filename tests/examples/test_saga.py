@@ -25,7 +25,8 @@ def run(handler: Any, state: str, task_input: Any, **options: Any) -> Any:
 
 def pending(store: Any, state: str) -> Record:
     """The pending claim of ``state`` in this execution."""
-    record = store.get(Scope(STATE_MACHINE, state, EXECUTION, adapter=names.TASK_ADAPTER).record_id)
+    record = store.get(Scope(STATE_MACHINE, state, EXECUTION, adapter=names.TASK_ADAPTER,
+                           subscriber=names.LOCAL_SUBSCRIBER).record_id)
     assert record is not None and record.state == "pending" and record.lease_until_ms is not None
     return cast(Record, record)
 

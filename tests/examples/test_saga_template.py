@@ -18,7 +18,7 @@ from retrysafe.errors import (
     TaskPayloadError,
     TransactionRaced,
 )
-from retrysafe.names import HORIZON_ENV, TABLE_ENV
+from retrysafe.names import HORIZON_ENV, SUBSCRIBER_ENV, TABLE_ENV
 
 from tests.helpers import Synthesized
 
@@ -77,7 +77,7 @@ def test_every_task_sends_the_context_object_payload_and_gets_its_handler(defini
         props = functions[name]["Properties"]
         assert props["Handler"] == f"handlers.tasks.{handler}"
         env = props["Environment"]["Variables"]
-        assert set(env) == {TABLE_ENV, HORIZON_ENV, "SAGA_ORDERS_TABLE",
+        assert set(env) == {TABLE_ENV, HORIZON_ENV, SUBSCRIBER_ENV, "SAGA_ORDERS_TABLE",
                             "PROVIDER_LEDGER_TABLE"}
         assert env[HORIZON_ENV] == str(EXPECTED_HORIZON)
         assert state["TimeoutSeconds"] >= props["Timeout"]

@@ -525,7 +525,7 @@ def test_a_renamed_function_finds_the_records_keyed_on_the_old_function_name(
     missed, found = {"order_id": "o-10", "amount": 2}, {"order_id": "o-11", "amount": 2}
     old_charge(ddb)(order=missed)  # the old code, run as FUNCTION
     old_charge(ddb)(order=found)
-    monkeypatch.setenv("AWS_LAMBDA_FUNCTION_NAME", "orders-api-NewFunction-1A2B3C")
+    monkeypatch.setenv(retrysafe_names.LAMBDA_FUNCTION_NAME_ENV, "orders-api-NewFunction-1A2B3C")
     qualname = f"{__name__}.old_charge.<locals>.charge"
     unnamed = PowertoolsCutover(function_name=qualname, event_key_jmespath="order_id", table_name=POWERTOOLS_TABLE,
                                 until=window())

@@ -39,7 +39,7 @@ def test_misspelled_options_and_the_wrong_handler_are_type_errors(tmp_path: Path
     assert status == 1
     misspelled = 'Unexpected keyword argument "{}" for "{}"; did you mean "{}"?  [call-arg]'
     wrong = ('Argument 1 has incompatible type "Callable[[DynamoDBChange, Transaction], None]"; '
-             'expected "Callable[[KinesisMessage, Transaction], Any]"  [arg-type]')
+             'expected "Callable[[KinesisMessage, Transaction], Any] | Callable[[KinesisMessage], Any]"  [arg-type]')
     assert errors == [misspelled.format("subscribr", "idempotent_kinesis", "subscriber"),
                       misspelled.format("skip_ttl_removal", "idempotent_dynamodb_stream", "skip_ttl_removals"),
                       wrong], out
