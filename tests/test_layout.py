@@ -23,7 +23,9 @@ FOLDERS = {
 
 
 def folders(path: Path) -> list[str]:
-    return sorted(p.name for p in path.iterdir() if p.is_dir() and p.name not in {"__pycache__", "http_api_handlers"})
+    """The folders below ``path``, without what tools leave there (``.gitignore``: bytecode, an editable install's metadata)."""
+    return sorted(p.name for p in path.iterdir() if p.is_dir() and p.name not in {"__pycache__", "http_api_handlers"}
+                  and not p.name.endswith(".egg-info"))
 
 
 def test_top_level_folders_are_the_known_ones() -> None:
