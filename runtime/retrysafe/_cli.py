@@ -27,7 +27,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
 from . import names
 
@@ -48,6 +48,16 @@ STATES = ("all", "pending", "in-flight", "lapsed", "completed", "parked", "expir
 #: The attributes ``list`` reads (never the stored answer).
 _LISTED = {"#pk": names.PARTITION_KEY, "#st": "st", "#exp": names.TTL_ATTRIBUTE, "#ca": "ca", "#op": "op",
            "#ow": "ow", "#le": "le"}
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but an argument it does not know is not repeated: it may be a key typed without ``--key``."""
+
+    def error(self, message: str) -> NoReturn:
+        if message.startswith("unrecognized arguments"):
+            message = ("unrecognized arguments (not shown: one may be a key); give the key on standard input "
+                       "with --key-stdin, at the prompt, or with --key")
+        super().error(message)
 
 
 class _UsageError(Exception):
@@ -106,15 +116,15 @@ def _failure(error: Exception, err: TextIO) -> int | None:
 # -- the parser ----------------------------------------------------------------------------------
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="retrysafe", description="Look at and reset idempotency records, list them, handle parked outbox "
         "events. Credentials and region as for the AWS CLI (AWS_PROFILE, AWS_REGION...).",
         epilog="exit status: 0 done, 1 not found or refused, 2 usage error, 3 DynamoDB/AWS failed")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    table = argparse.ArgumentParser(add_help=False)
+    table = _Parser(add_help=False)
     table.add_argument("--table", help=f"the idempotency table (default: ${names.TABLE_ENV})")
     table.add_argument("--region", help="its region (default: the AWS configuration's)")
-    scope = argparse.ArgumentParser(add_help=False, parents=[table])
+    scope = _Parser(add_help=False, parents=[table])
     scope.add_argument("--adapter", required=True, choices=names.ADAPTERS, help="the kind of trigger")
     scope.add_argument("--operation", required=True, help="the operation name")
     scope.add_argument("--tenant", default="", help="the tenant (default: none, as for event consumers)")
@@ -124,7 +134,7 @@ def _parser() -> argparse.ArgumentParser:
     key.add_argument("--key-stdin", action="store_true", help="read the key from standard input (one line)")
     key.add_argument("--key", help="the key (visible in the shell's history and the process list: prefer "
                      "--key-stdin or the prompt)")
-    as_json = argparse.ArgumentParser(add_help=False)
+    as_json = _Parser(add_help=False)
     as_json.add_argument("--json", action="store_true", help="print JSON for scripts")
 
     inspect = commands.add_parser("inspect", parents=[scope, as_json], help="show one key's record",
@@ -180,7 +190,9 @@ def _store(args: argparse.Namespace) -> DynamoStore:
     table = args.table or os.environ.get(names.TABLE_ENV, "").strip()
     if not table:
         raise _UsageError(f"no table: pass --table or set {names.TABLE_ENV}")
-    return DynamoStore(table, region_name=args.region)
+    store = DynamoStore(table, region_name=args.region)
+    store.client  # noqa: B018 - created now: no region or a bad profile fails here with botocore's own words
+    return store
 
 
 def _scope(args: argparse.Namespace) -> Scope:

@@ -154,6 +154,11 @@ def test_not_found_names_what_may_differ_and_where_the_subscriber_came_from(
     assert run("inspect", *options, "--key-stdin", stdin=KEY).status == 0
 
 
+def test_a_key_given_without_key_is_not_repeated_in_the_usage_error(seeded: DynamoStore) -> None:
+    ran = run("inspect", *COMPLETED_ORDER.options, KEY)  # run() fails if the key is in the output
+    assert ran.status == 2 and "unrecognized arguments (not shown" in ran.err
+
+
 def test_an_unknown_adapter_is_a_usage_error() -> None:
     ran = run("inspect", "--adapter", "kafka", "--operation", "X", "--key", KEY)
     assert ran.status == 2 and "invalid choice: 'kafka'" in ran.err
@@ -166,6 +171,23 @@ def test_no_table_is_a_usage_error_and_a_missing_table_a_store_failure(aws: None
     assert ran.status == 2 and names.TABLE_ENV in ran.err
     ran = run("inspect", *COMPLETED_ORDER.options, "--key", KEY, "--table", "no-such-table")
     assert ran.status == 3 and "'no-such-table'" in ran.err and "does not exist" in ran.err
+
+
+def test_no_region_is_an_aws_failure_in_botocores_words(aws: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("AWS_REGION", "AWS_DEFAULT_REGION"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent")
+    ran = run("inspect", *COMPLETED_ORDER.options, "--key", KEY)
+    assert ran.status == 3 and "You must specify a region" in ran.err
+
+
+def test_ctrl_c_at_the_prompt_is_status_130(monkeypatch: pytest.MonkeyPatch) -> None:
+    def interrupted(prompt: str, stream: Any = None) -> str:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("getpass.getpass", interrupted)
+    ran = run("inspect", *COMPLETED_ORDER.options, terminal=True)
+    assert ran.status == 130 and ran.err == "retrysafe: interrupted\n"
 
 
 # -- reset -------------------------------------------------------------------------------------------
@@ -237,6 +259,25 @@ def test_reset_keeps_an_expired_record_claimed_afresh_meanwhile(seeded: DynamoSt
     assert ran.status == 1 and "now completed" in ran.err
     kept = seeded.get(EXPIRED.scope.record_id)
     assert kept is not None and kept.owner == "the-new-intent"
+
+
+def test_reset_of_a_record_deleted_meanwhile_is_done(seeded: DynamoStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Gone between the read and the delete (another operator, or this delete's own retried attempt): the key
+    runs again, which is what was asked."""
+    real = _cli._store
+
+    def store(args: Any) -> DynamoStore:
+        made = real(args)
+
+        def deleted(**_: Any) -> None:
+            seeded.client.delete_item(TableName=TABLE, Key={names.PARTITION_KEY: {"S": LAPSED.scope.record_id}})
+
+        made.client.meta.events.register_first("before-call.dynamodb.DeleteItem", deleted)
+        return made
+
+    monkeypatch.setattr(_cli, "_store", store)
+    ran = run("reset", *LAPSED.options, "--key", LAPSED.scope.key, "--yes")
+    assert ran.status == 0 and ran.out.startswith(f"deleted {LAPSED.scope.record_id} (lapsed")
 
 
 def test_reset_asks_on_a_terminal_and_refuses_without_one(seeded: DynamoStore) -> None:
