@@ -76,8 +76,8 @@ def main(argv: Sequence[str] | None = None, *, clock: Callable[[], float] = time
     """
     try:
         args = _parser().parse_args(argv)
-    except SystemExit as exit:  # --help (0) or a usage error (2, explained on standard error)
-        return exit.code if isinstance(exit.code, int) else USAGE
+    except SystemExit as stop:  # --help (0) or a usage error (2, explained on standard error)
+        return stop.code if isinstance(stop.code, int) else USAGE
     out, err = sys.stdout, sys.stderr
     try:
         done: int = args.run(args, clock(), out, err)

@@ -348,6 +348,13 @@ def test_list_refuses_a_bad_limit() -> None:
     assert ran.status == 2 and "not a positive whole number" in ran.err
 
 
+def test_republishing_without_a_target_is_a_usage_error(store: DynamoStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in (names.EVENT_BUS_ENV, names.TOPIC_ENV, names.QUEUE_ENV):
+        monkeypatch.delenv(name, raising=False)
+    ran = run("outbox", "parked", "republish")
+    assert ran.status == 2 and ran.err.startswith("retrysafe: error: ") and names.QUEUE_ENV in ran.err
+
+
 # -- the entry points --------------------------------------------------------------------------------
 
 def test_python_dash_m_retrysafe_runs_the_command_line() -> None:
