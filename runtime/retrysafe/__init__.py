@@ -28,7 +28,7 @@ wire name: environment variables, headers, attributes), :mod:`retrysafe.metrics`
 :mod:`retrysafe.http`, :mod:`retrysafe.sqs`, :mod:`retrysafe.streams`, :mod:`retrysafe.stepfunctions`,
 :mod:`retrysafe.webhook`, :mod:`retrysafe.outbox` (with the deployed handlers
 :mod:`retrysafe.outbox.publisher`, :mod:`retrysafe.outbox.sweeper`,
-:mod:`retrysafe.outbox.pipe` and the command :mod:`retrysafe.outbox.parked`) and
+:mod:`retrysafe.outbox.pipe` and :mod:`retrysafe.outbox.parked`, behind ``retrysafe outbox parked``) and
 :mod:`retrysafe.testing`. Modules whose name starts with ``_`` are the
 implementation: not API, renamed or removed without notice.
 """
