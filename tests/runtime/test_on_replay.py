@@ -477,3 +477,37 @@ def test_an_answer_adopted_from_powertools_is_a_replay_of_source_powertools(
     assert info.expires_at == int(record_item(ddb, info)[names.TTL_ATTRIBUTE]["N"])
     assert info.expires_at is not None and info.expires_at <= int(powertools_item["expiration"]["N"])
     assert retry["headers"]["X-Idempotency-Expires"] == str(info.expires_at) and answer["statusCode"] == 201
+
+
+def test_an_adopted_answer_recorded_nowhere_has_no_record_id(
+        store: DynamoStore, ddb: Any, calls: CallCounter, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A request without a key that Powertools completed (``key_required=False``): answered from its record,
+    recorded nowhere, so the hook gets Powertools' expiry and no record id."""
+    from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig
+    from retrysafe import PowertoolsCutover
+
+    from tests.runtime import test_powertools_cutover as cutover
+
+    ddb.create_table(TableName=cutover.POWERTOOLS_TABLE, KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+                     AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+                     BillingMode="PAY_PER_REQUEST")
+    monkeypatch.setenv(names.LAMBDA_FUNCTION_NAME_ENV, cutover.FUNCTION)
+    body = "powertools_json(body)"
+    cutover.old_http_handler(ddb, IdempotencyConfig(event_key_jmespath=body))(
+        http_event({"item": SENTINEL}, key=None), DrillContext())
+    (powertools_item,) = cutover.powertools_items(ddb)
+    hook = Hook()
+
+    @idempotent_http(operation="CreateOrder", key_required=False, on_replay=hook, store=store,
+                     powertools_cutover=PowertoolsCutover(
+                         function_name=f"{cutover.__name__}.old_http_handler.<locals>.lambda_handler",
+                         table_name=cutover.POWERTOOLS_TABLE, event_key_jmespath=body, until=cutover.window()))
+    def handler(event: dict[str, Any], context: Any, txn: Transaction) -> dict[str, Any]:
+        raise AssertionError("Powertools completed this request: it must not run again")
+
+    calls.reset()
+    handler(http_event({"item": SENTINEL}, key=None), DrillContext())
+    assert dict(calls.calls) == {"GetItem": 1}
+    ((answer, info),) = hook.seen
+    assert info == ReplayInfo(None, int(powertools_item["expiration"]["N"]), None, source="powertools")
+    assert answer["statusCode"] == 201 and ddb.scan(TableName=TABLE)["Items"] == []
