@@ -407,6 +407,8 @@ def test_webhook_receiver_hook_runs_on_redeliveries(ddb: Any, store: DynamoStore
     assert answer["headers"][names.REPLAYED_HEADER] == "true" and answer["body"] == first["body"]
     assert again["headers"]["X-Idempotency-Expires"] == str(info.expires_at)
     public(info, ddb)
+    # GitHub signs only the body: the delivery's key is the body's digest, which is not in the metadata either
+    assert hashlib.sha256(b'{"action": "opened"}').hexdigest() not in repr(info)
 
     def build(with_hook: Hook | None) -> Callable[[int], Any]:
         own = WebhookReceiver(GitHub(), secrets=lambda: [SECRET], on_replay=with_hook, store=store)
@@ -511,3 +513,39 @@ def test_an_adopted_answer_recorded_nowhere_has_no_record_id(
     ((answer, info),) = hook.seen
     assert info == ReplayInfo(None, int(powertools_item["expiration"]["N"]), None, source="powertools")
     assert answer["statusCode"] == 201 and ddb.scan(TableName=TABLE)["Items"] == []
+
+
+def test_an_adopted_5xx_is_replayed_recorded_nowhere_with_powertools_expiry(
+        store: DynamoStore, ddb: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Powertools stored a 503 as completed; retrysafe answers it and records it nowhere (it never stores a 5xx)."""
+    from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig
+    from aws_lambda_powertools.utilities.idempotency import idempotent as powertools_idempotent
+    from retrysafe import PowertoolsCutover
+
+    from tests.runtime import test_powertools_cutover as cutover
+
+    ddb.create_table(TableName=cutover.POWERTOOLS_TABLE, KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+                     AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+                     BillingMode="PAY_PER_REQUEST")
+    monkeypatch.setenv(names.LAMBDA_FUNCTION_NAME_ENV, cutover.FUNCTION)
+
+    @powertools_idempotent(config=IdempotencyConfig(event_key_jmespath=cutover.HEADER_KEY),
+                           persistence_store=cutover.old_layer())
+    def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        return {"statusCode": 503, "headers": {"Content-Type": "application/json"}, "body": '{"error": "down"}'}
+
+    lambda_handler(http_event({}, key=SENTINEL), DrillContext())
+    (powertools_item,) = cutover.powertools_items(ddb)
+    hook = Hook()
+
+    @idempotent_http(operation="CreateOrder", on_replay=hook, store=store, powertools_cutover=PowertoolsCutover(
+        function_name=f"{__name__}.{test_an_adopted_5xx_is_replayed_recorded_nowhere_with_powertools_expiry.__name__}"
+                      ".<locals>.lambda_handler",
+        table_name=cutover.POWERTOOLS_TABLE, event_key_jmespath=cutover.HEADER_KEY, until=cutover.window()))
+    def handler(event: dict[str, Any], context: Any, txn: Transaction) -> dict[str, Any]:
+        raise AssertionError("Powertools completed this request: it must not run again")
+
+    assert handler(http_event({}, key=SENTINEL), DrillContext())["statusCode"] == 503
+    ((answer, info),) = hook.seen
+    assert info == ReplayInfo(None, int(powertools_item["expiration"]["N"]), None, source="powertools")
+    assert answer["statusCode"] == 503 and ddb.scan(TableName=TABLE)["Items"] == []
