@@ -68,15 +68,35 @@ def test_the_response_hook_ports_and_adds_the_expiry_to_replays_only(
     assert retrysafe.startswith(names.RECORD_PREFIX)  # both a hash: neither is the raw order
 
 
+def redelivered(event: dict[str, Any]) -> dict[str, Any]:
+    """``event``'s messages delivered again, as SQS does: a new receipt handle, the receive count up."""
+    return {"Records": [{**record, "receiptHandle": "another",
+                         "attributes": {**record["attributes"], "ApproximateReceiveCount": "2"}}
+                        for record in event["Records"]]}
+
+
 def test_the_sqs_batch_ports_to_idempotent_sqs(both: tuple[ModuleType, ModuleType]) -> None:
-    before, after = both
-    for lambda_handler in (before.lambda_handler, after.record_handler):
+    function = importlib.reload(importlib.import_module("examples.snippets.powertools_batch_function"))
+    for lambda_handler in (both[0].lambda_handler, both[1].record_handler, function.lambda_handler):
         start = charges()
         event = {"Records": [sqs_record({"n": 1}), sqs_record({"n": 2})]}
         assert lambda_handler(event, DrillContext()) == {"batchItemFailures": []} and charges() == start + 2
-        redelivered = {"Records": [{**record, "receiptHandle": "another"} for record in event["Records"]]}
-        assert lambda_handler(redelivered, DrillContext()) == {"batchItemFailures": []}
+        assert lambda_handler(redelivered(event), DrillContext()) == {"batchItemFailures": []}
         assert charges() == start + 2
+
+
+def test_the_whole_record_as_fingerprint_would_refuse_every_redelivery(both: tuple[ModuleType, ModuleType]) -> None:
+    """Why the closest port says ``fingerprint="body"``: by default ``@idempotent_function`` fingerprints its whole
+    argument, and a redelivered record has a new receipt handle and receive count."""
+    from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+    from retrysafe import idempotent_function
+    from retrysafe.errors import KeyReuseMismatchError
+
+    whole = idempotent_function(data_keyword_argument="record", key="messageId")(lambda record: record.body)
+    event = {"Records": [sqs_record({"n": 3})]}
+    whole(record=SQSRecord(event["Records"][0]))
+    with pytest.raises(KeyReuseMismatchError):
+        whole(record=SQSRecord(redelivered(event)["Records"][0]))
 
 
 @pytest.mark.parametrize("function", ["process_dataclass_order", "process_pydantic_order"])
