@@ -30,9 +30,11 @@ class ReplayInfo(Value):
       from Powertools that retrysafe recorded nowhere (a request without a key, a 5xx);
     - ``expires_at``: when the record expires, epoch seconds (the table's TTL attribute ``exp``);
       until then every retry gets this answer. Powertools' own expiry for an answer recorded nowhere;
-    - ``executed_at``: when the execution that produced the answer started, epoch seconds;
-      ``None`` for an answer adopted from Powertools (its record does not say);
-    - ``source``: ``"retrysafe"``, or ``"powertools"`` for an answer adopted from Powertools' record.
+    - ``executed_at``: when the execution that produced the answer started, epoch seconds (for a record
+      that holds an answer adopted from Powertools: when it was adopted); ``None`` when the answer is
+      being adopted from Powertools right now (its record does not say);
+    - ``source``: ``"retrysafe"`` (the answer of retrysafe's record), or ``"powertools"`` for an answer
+      taken from Powertools' record by this very call (``powertools_cutover=``).
     """
 
     __slots__ = ("executed_at", "expires_at", "record_id", "source")
