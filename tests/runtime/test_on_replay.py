@@ -228,6 +228,24 @@ def test_idempotent_http_hook_adds_a_header_to_replays(ddb: Any, store: DynamoSt
     assert without == with_hook == {"PutItem": 1}
 
 
+def test_an_http_hook_that_raises_fails_the_invocation_and_leaves_the_record(ddb: Any, store: DynamoStore) -> None:
+    def hook(response: dict[str, Any], info: ReplayInfo) -> dict[str, Any]:
+        raise RuntimeError("metrics backend down")
+
+    runs: list[int] = []
+
+    @idempotent_http(on_replay=hook, store=store)
+    def create(event: dict[str, Any], context: Any) -> dict[str, Any]:  # claim first: a replay does not run it
+        runs.append(1)
+        return {"statusCode": 201, "body": "{}"}
+
+    assert create(rest_event({"amount": 1}, key=SENTINEL), DrillContext())["statusCode"] == 201
+    (item,) = ddb.scan(TableName=TABLE, ConsistentRead=True)["Items"]
+    with pytest.raises(RuntimeError, match="metrics backend down"):  # Lambda's error: API Gateway answers 502
+        create(rest_event({"amount": 1}, key=SENTINEL), DrillContext())
+    assert runs == [1] and ddb.scan(TableName=TABLE, ConsistentRead=True)["Items"] == [item]
+
+
 def test_the_middleware_hook_gets_the_powertools_response(ddb: Any, store: DynamoStore) -> None:
     def header(response: Response[Any], info: ReplayInfo) -> Response[Any]:
         response.headers["X-Idempotency-Expires"] = str(info.expires_at)
