@@ -19,7 +19,8 @@ decorated handler stays cheap:
   :class:`RecordCache` (``engine=Engine(store, cache=RecordCache(1024))``) and
   :func:`register_snapstart` (a store built by hand under Lambda SnapStart), :class:`HomeRegions`
   (a table with replicas: the region each tenant's records live in) and :class:`PowertoolsCutover`
-  (the ``powertools_cutover=`` option: switching from Powertools idempotency);
+  (the ``powertools_cutover=`` option: switching from Powertools idempotency), :class:`ReplayInfo`
+  and :data:`ReplayHook` (the ``on_replay=`` option of every adapter: a hook on replayed answers);
 - errors a handler catches: :class:`RetrysafeError` (the base of every error,
   all in :mod:`retrysafe.errors`) and :class:`BusinessConditionFailedError`.
 
@@ -53,6 +54,8 @@ _EXPORTS = {
     "Mode": "retrysafe._config",
     "PowertoolsCutover": "retrysafe._cutover",
     "RecordCache": "retrysafe._cache",
+    "ReplayHook": "retrysafe._replay",
+    "ReplayInfo": "retrysafe._replay",
     "ResultSerializer": "retrysafe._results",
     "RetrysafeError": "retrysafe.errors",
     "Scope": "retrysafe._keys",
@@ -79,6 +82,7 @@ if TYPE_CHECKING:
     from ._keys import Scope
     from ._ordering import put_if_newer, update_if_newer
     from ._regions import HomeRegions
+    from ._replay import ReplayHook, ReplayInfo
     from ._results import ResultSerializer
     from ._snapstart import register_snapstart
     from ._store import DynamoStore
@@ -103,6 +107,8 @@ __all__ = [
     "Mode",
     "PowertoolsCutover",
     "RecordCache",
+    "ReplayHook",
+    "ReplayInfo",
     "ResultSerializer",
     "RetrysafeError",
     "Scope",
