@@ -1,36 +1,58 @@
 """Where the CPU of an atomic replay in another container goes, next to Powertools' replay (cProfile).
 
-``python -m benchmarks.profile_replay [--requests N] [--out FILE]``: both sides on real botocore clients
-answered in process by :mod:`benchmarks.ddb_model` (as ``make bench`` measures them), each replay landing
-on a container that has not seen its key (retrysafe without its record cache; Powertools keeps none).
-Prints, per side, the median thread CPU per replay (sides interleaved) and the functions with the most
-cumulative time under one profiled pass; ``--out`` writes the same text to a file.
+``python -m benchmarks.profile_replay [--requests N] [--socket] [--out FILE]``: both sides on real botocore
+clients answered in process by :mod:`benchmarks.ddb_model` (as ``make bench`` measures them; with
+``--socket``, by :mod:`benchmarks.ddb_server` on 127.0.0.1), each replay landing on a container that has
+not seen its key (retrysafe without its record cache; Powertools keeps none). Three variants, interleaved
+block by block: retrysafe as it is, retrysafe with botocore parsing refusals itself (the store's
+``before-parse`` handler unregistered: the code before issue 34's change), and Powertools. Prints the
+median thread CPU of a first request and of a replay per variant, the ratios, the load average, and
+(in process) the functions with the most cumulative and own time under one profiled pass of each side;
+``--out`` writes the same text to a file.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import cProfile
 import io
+import os
 import pstats
 import statistics
 import sys
 from pathlib import Path
 
 from benchmarks.bench import Side, quiet
+from benchmarks.ddb_server import ModelServer
 
-SIDES = ("retrysafe_atomic", "powertools")
+#: Variant -> the bench side it runs.
+VARIANTS = {"retrysafe_atomic": "retrysafe_atomic", "retrysafe_botocore_parse": "retrysafe_atomic",
+            "powertools": "powertools"}
 
 
-def medians(runners: dict[str, Side], requests: int, block: int = 20) -> dict[str, float]:
-    """Median thread CPU (µs) of a replay in another container per side, sides interleaved block by block."""
-    samples: dict[str, list[float]] = {side: [] for side in runners}
+def runners(server: ModelServer | None) -> dict[str, Side]:
+    """One :class:`Side` per variant; the ``botocore_parse`` one without the store's refusal parser."""
+    from retrysafe._codec import parse_item_refusal
+
+    made = {variant: Side(side, server) for variant, side in VARIANTS.items()}
+    for handler in (made["retrysafe_botocore_parse"].handler, made["retrysafe_botocore_parse"].other):
+        handler.idempotency.engine.store.client.meta.events.unregister("before-parse.dynamodb", parse_item_refusal)
+    return made
+
+
+def medians(made: dict[str, Side], requests: int, block: int = 20) -> dict[str, dict[str, float]]:
+    """Median thread CPU (µs) of a first request and of a replay in another container per variant,
+    the variants interleaved block by block."""
+    names = tuple(made)
+    samples: dict[str, dict[str, list[float]]] = {v: {"first": [], "replay_other": []} for v in names}
     for round_index in range(max(1, requests // block)):
-        order = SIDES[round_index % 2:] + SIDES[:round_index % 2]
-        for side in order:
+        order = names[round_index % len(names):] + names[:round_index % len(names)]
+        for variant in order:
             for _ in range(block):
-                samples[side].append(runners[side].replay(other=True)[0])
-    return {side: statistics.median(values) for side, values in samples.items()}
+                samples[variant]["first"].append(made[variant].first()[0])
+                samples[variant]["replay_other"].append(made[variant].replay(other=True)[0])
+    return {v: {kind: statistics.median(values) for kind, values in kinds.items()} for v, kinds in samples.items()}
 
 
 def profile(runner: Side, requests: int, limit: int) -> str:
@@ -51,22 +73,29 @@ def main(argv: list[str] | None = None) -> str:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--requests", type=int, default=600)
     parser.add_argument("--limit", type=int, default=45, help="functions listed per profile")
+    parser.add_argument("--socket", action="store_true", help="over 127.0.0.1 (no profiles)")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args(argv)
-    with quiet():
-        runners = {side: Side(side) for side in SIDES}
-        for runner in runners.values():
-            for _ in range(200):
+    load = os.getloadavg()[0]
+    with ModelServer() if args.socket else contextlib.nullcontext() as server, quiet():
+        made = runners(server)
+        for runner in made.values():
+            for _ in range(50):
                 runner.first()
-            for _ in range(30):
                 runner.replay(other=True)
-        cpu = medians(runners, args.requests)
-        profiles = {side: profile(runner, args.requests // 3, args.limit) for side, runner in runners.items()}
-    lines = [f"replay in another container, median thread CPU µs: "
-             + ", ".join(f"{side} {value:.0f}" for side, value in cpu.items())
-             + f"; ratio {cpu['retrysafe_atomic'] / cpu['powertools']:.2f}"]
-    for side, text in profiles.items():
-        lines += [f"\n===== {side} =====", text]
+        cpu = medians(made, args.requests)
+        profiles = {} if args.socket else {
+            variant: profile(made[variant], args.requests // 3, args.limit)
+            for variant in ("retrysafe_atomic", "powertools")}
+    powertools = cpu["powertools"]
+    lines = [(f"{'over a socket' if args.socket else 'in process'}, {args.requests} requests per variant and kind, "
+             f"load average {load:.1f} before, {os.getloadavg()[0]:.1f} after; median thread CPU µs "
+             "(ratio to Powertools):")]
+    for variant, kinds in cpu.items():
+        lines.append(f"  {variant}: " + ", ".join(f"{kind} {value:.0f} ({value / powertools[kind]:.2f})"
+                                                   for kind, value in kinds.items()))
+    for variant, text in profiles.items():
+        lines += [f"\n===== {variant}, replay in another container =====", text]
     report = "\n".join(lines)
     if args.out:
         args.out.write_text(report)
