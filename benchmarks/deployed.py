@@ -1,6 +1,6 @@
 """Cold start as deployed: the layer's files from source (no bytecode, a read-only folder) or compiled.
 
-``python -m benchmarks.deployed [RUNS]`` builds the runtime layer the constructs build
+``python -m benchmarks.deployed [RUNS] > benchmarks/profiles/deployed.json`` builds the runtime layer the constructs build
 (``retrysafe_cdk.layer``: retrysafe's sources and the pinned Powertools wheel, no bytecode), and two
 variants of it, then runs :mod:`benchmarks.coldstart` in fresh processes, the variants interleaved:
 
@@ -29,6 +29,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -81,7 +82,8 @@ def run(runs: int) -> dict[str, Any]:
             if path.is_dir():
                 path.chmod(0o755)
         shutil.rmtree(folder)
-    result: dict[str, Any] = {"runs": runs, "load_average": os.getloadavg()}
+    result: dict[str, Any] = {"measured": time.strftime("%Y-%m-%d", time.gmtime()), "runs": runs,
+                              "load_average": os.getloadavg()}
     for variant, values in rows.items():
         result[variant] = {
             "cpu_median_ms": statistics.median(r["total_cpu_ms"] for r in values),

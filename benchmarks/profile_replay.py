@@ -21,6 +21,7 @@ import os
 import pstats
 import statistics
 import sys
+import time
 from pathlib import Path
 
 from benchmarks.bench import Side, quiet
@@ -88,7 +89,7 @@ def main(argv: list[str] | None = None) -> str:
             variant: profile(made[variant], args.requests // 3, args.limit)
             for variant in ("retrysafe_atomic", "powertools")}
     powertools = cpu["powertools"]
-    lines = [(f"{'over a socket' if args.socket else 'in process'}, {args.requests} requests per variant and kind, "
+    lines = [(f"measured {time.strftime('%Y-%m-%d', time.gmtime())}, {'over a socket' if args.socket else 'in process'}, {args.requests} requests per variant and kind, "
              f"load average {load:.1f} before, {os.getloadavg()[0]:.1f} after; median thread CPU µs "
              "(ratio to Powertools):")]
     for variant, kinds in cpu.items():
