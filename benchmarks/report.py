@@ -126,7 +126,7 @@ def markdown(r: dict[str, Any], chart_name: str | None, targets: dict[str, tuple
     rc, pc = cold["retrysafe"], cold["powertools"]
     return f"""# retrysafe vs Powertools idempotency
 
-Measured by `make bench` ({r['duration_seconds']} s) on {m['platform']}, {m['cpus']} CPUs shared with other work
+Measured by `make bench` on {r.get('measured', 'an unrecorded date')} ({r['duration_seconds']} s) on {m['platform']}, {m['cpus']} CPUs shared with other work
 (load average {m['load_average_before'][0]:.1f} before, {m['load_average_after'][0]:.1f} after); Python {v['python']},
 retrysafe {v['retrysafe']}, aws-lambda-powertools {v['aws-lambda-powertools']}, boto3 {v['boto3']}, botocore {v['botocore']}.
 Every ratio is retrysafe (atomic) / Powertools from measurements interleaved in this one run.{_load(m)}
