@@ -5,7 +5,7 @@ clients answered in process by :mod:`benchmarks.ddb_model` (as ``make bench`` me
 ``--socket``, by :mod:`benchmarks.ddb_server` on 127.0.0.1), each replay landing on a container that has
 not seen its key (retrysafe without its record cache; Powertools keeps none). Three variants, interleaved
 block by block: retrysafe as it is, retrysafe with botocore parsing refusals itself (the store's
-``before-parse`` handler unregistered: the code before issue 34's change), and Powertools. Prints the
+``before-parse`` handler switched off on the same clients: the code before issue 34's change), and Powertools. Prints the
 median thread CPU of a first request and of a replay per variant, the ratios, the load average, and
 (in process) the functions with the most cumulative and own time under one profiled pass of each side;
 ``--out`` writes the same text to a file.
@@ -27,19 +27,25 @@ from pathlib import Path
 from benchmarks.bench import Side, quiet
 from benchmarks.ddb_server import ModelServer
 
-#: Variant -> the bench side it runs.
-VARIANTS = {"retrysafe_atomic": "retrysafe_atomic", "retrysafe_botocore_parse": "retrysafe_atomic",
-            "powertools": "powertools"}
-
 
 def runners(server: ModelServer | None) -> dict[str, Side]:
-    """One :class:`Side` per variant; the ``botocore_parse`` one without the store's refusal parser."""
+    """The :class:`Side` of each variant: both retrysafe variants run on the same one (its store's refusal
+    parser switched off for the ``botocore_parse`` blocks by :func:`parse_refusals`), so they differ in
+    nothing else."""
+    retrysafe = Side("retrysafe_atomic", server)
+    return {"retrysafe_atomic": retrysafe, "retrysafe_botocore_parse": retrysafe,
+            "powertools": Side("powertools", server)}
+
+
+def parse_refusals(side: Side, on: bool) -> None:
+    """The store's refusal parser on or off, on both of ``side``'s containers."""
     from retrysafe._codec import parse_item_refusal
 
-    made = {variant: Side(side, server) for variant, side in VARIANTS.items()}
-    for handler in (made["retrysafe_botocore_parse"].handler, made["retrysafe_botocore_parse"].other):
-        handler.idempotency.engine.store.client.meta.events.unregister("before-parse.dynamodb", parse_item_refusal)
-    return made
+    for handler in (side.handler, side.other):
+        events = handler.idempotency.engine.store.client.meta.events
+        events.unregister("before-parse.dynamodb", parse_item_refusal)
+        if on:
+            events.register("before-parse.dynamodb", parse_item_refusal)
 
 
 def medians(made: dict[str, Side], requests: int, block: int = 20) -> dict[str, dict[str, float]]:
@@ -50,9 +56,14 @@ def medians(made: dict[str, Side], requests: int, block: int = 20) -> dict[str, 
     for round_index in range(max(1, requests // block)):
         order = names[round_index % len(names):] + names[:round_index % len(names)]
         for variant in order:
+            if variant != "powertools":
+                parse_refusals(made[variant], on=variant == "retrysafe_atomic")
+            made[variant].first()  # not measured: after a switch botocore rebuilds its handler lookups
+            made[variant].replay(other=True)
             for _ in range(block):
                 samples[variant]["first"].append(made[variant].first()[0])
                 samples[variant]["replay_other"].append(made[variant].replay(other=True)[0])
+    parse_refusals(made["retrysafe_atomic"], on=True)
     return {v: {kind: statistics.median(values) for kind, values in kinds.items()} for v, kinds in samples.items()}
 
 
@@ -80,7 +91,7 @@ def main(argv: list[str] | None = None) -> str:
     load = os.getloadavg()[0]
     with ModelServer() if args.socket else contextlib.nullcontext() as server, quiet():
         made = runners(server)
-        for runner in made.values():
+        for runner in {id(r): r for r in made.values()}.values():
             for _ in range(50):
                 runner.first()
                 runner.replay(other=True)

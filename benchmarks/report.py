@@ -275,6 +275,7 @@ This measures moto (its `TransactWriteItems` deep-copies every table it touches)
 make bench        # about 3-4 minutes; writes benchmarks/results.json, RESULTS.md, comparison.png
 python -m benchmarks.deployed 15 > benchmarks/profiles/deployed.json   # cold start as deployed
 python -m benchmarks.profile_replay --out benchmarks/profiles/replay_other_in_process.txt
+python -m benchmarks.profile_replay --socket --out benchmarks/profiles/replay_other_socket.txt
 ```
 """
 
@@ -305,15 +306,16 @@ layer's folder read-only with `PYTHONDONTWRITEBYTECODE`, as under Lambda's `/opt
 |---|---|---|---|
 {rows}
 """)
-    profile = PROFILES / "replay_other_in_process.txt"
-    if profile.exists():
-        head = profile.read_text().split("\n\n", 1)[0].strip()
+    heads = [path.read_text().split("\n\n", 1)[0].strip()
+             for path in (PROFILES / "replay_other_in_process.txt", PROFILES / "replay_other_socket.txt") if path.exists()]
+    if heads:
+        body = "\n".join(heads)
         parts.append(f"""### A replay in another container (`benchmarks/profile_replay.py`)
 
-The first lines of `benchmarks/profiles/replay_other_in_process.txt` (its profiles follow there):
+The first lines of `benchmarks/profiles/replay_other_*.txt` (the in-process one's profiles follow there):
 
 ```
-{head}
+{body}
 ```
 """)
     return "## Measured separately\n\n" + "\n".join(parts) if parts else ""
