@@ -771,6 +771,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "machine": {"platform": platform.platform(), "processor": platform.machine(), "cpus": os.cpu_count(),
                     "load_average_before": load_before, "load_average_after": os.getloadavg()},
         "duration_seconds": round(time.time() - started, 1),
+        "measured": time.strftime("%Y-%m-%d", time.gmtime(started)),
     }
     from botocore.validate import ParamValidationDecorator
     from retrysafe import DynamoStore

@@ -126,7 +126,7 @@ def markdown(r: dict[str, Any], chart_name: str | None, targets: dict[str, tuple
     rc, pc = cold["retrysafe"], cold["powertools"]
     return f"""# retrysafe vs Powertools idempotency
 
-Measured by `make bench` ({r['duration_seconds']} s) on {m['platform']}, {m['cpus']} CPUs shared with other work
+Measured by `make bench` on {r.get('measured', 'an unrecorded date')} ({r['duration_seconds']} s) on {m['platform']}, {m['cpus']} CPUs shared with other work
 (load average {m['load_average_before'][0]:.1f} before, {m['load_average_after'][0]:.1f} after); Python {v['python']},
 retrysafe {v['retrysafe']}, aws-lambda-powertools {v['aws-lambda-powertools']}, boto3 {v['boto3']}, botocore {v['botocore']}.
 Every ratio is retrysafe (atomic) / Powertools from measurements interleaved in this one run.{_load(m)}
@@ -268,12 +268,57 @@ one `TransactWriteItems` ({r['latency_model']['transaction_ms']:g} ms) against P
 (retrysafe without its record cache: every replay goes to the server).
 This measures moto (its `TransactWriteItems` deep-copies every table it touches), not DynamoDB.
 
+{_separately()}
 ## Reproduce
 
 ```
 make bench        # about 3-4 minutes; writes benchmarks/results.json, RESULTS.md, comparison.png
+python -m benchmarks.deployed 15 > benchmarks/profiles/deployed.json   # cold start as deployed
+python -m benchmarks.profile_replay --out benchmarks/profiles/replay_other_in_process.txt
+python -m benchmarks.profile_replay --socket --out benchmarks/profiles/replay_other_socket.txt
 ```
 """
+
+
+#: The measurements run apart from ``make bench`` (their own scripts), committed next to it.
+PROFILES = Path(__file__).resolve().parent / "profiles"
+
+
+def _separately() -> str:
+    """The cold start as deployed and the replay profile, from their committed outputs (none: nothing)."""
+    import json
+
+    parts = []
+    deployed = PROFILES / "deployed.json"
+    if deployed.exists():
+        d = json.loads(deployed.read_text())
+        rows = "\n".join(f"| {label} | {d[k]['cpu_median_ms']:.0f} | {d[k]['cpu_min_ms']:.0f} | "
+                         f"{d[k]['cpu_median_ms'] / d['powertools_pip']['cpu_median_ms']:.2f} |"
+                         for k, label in (("retrysafe_source", "retrysafe, layer as shipped (no bytecode)"),
+                                          ("retrysafe_bytecode", "retrysafe, layer with hash-based bytecode"),
+                                          ("powertools_pip", "Powertools, pip-installed (compiled)")))
+        parts.append(f"""### Cold start as deployed (`benchmarks/deployed.py`, {d['measured']})
+
+{d['runs']} fresh processes per variant, interleaved, load average {d['load_average'][0]:.1f} at the end; the
+layer's folder read-only with `PYTHONDONTWRITEBYTECODE`, as under Lambda's `/opt`. CPU ms:
+
+| variant | median | min | / Powertools |
+|---|---|---|---|
+{rows}
+""")
+    heads = [path.read_text().split("\n\n", 1)[0].strip()
+             for path in (PROFILES / "replay_other_in_process.txt", PROFILES / "replay_other_socket.txt") if path.exists()]
+    if heads:
+        body = "\n".join(heads)
+        parts.append(f"""### A replay in another container (`benchmarks/profile_replay.py`)
+
+The first lines of `benchmarks/profiles/replay_other_*.txt` (the in-process one's profiles follow there):
+
+```
+{body}
+```
+""")
+    return "## Measured separately\n\n" + "\n".join(parts) if parts else ""
 
 
 def _load(m: dict[str, Any]) -> str:

@@ -168,6 +168,11 @@ class IdempotentFunction(Construct):
         the environment. Refused when the window has no time zone or is already over, when the table
         is in another region, and when the keys' prefix cannot be known (no old function, no key
         prefix, and a generated function name). @default none.
+    :param layer_bytecode: the retrysafe layer ships its modules compiled (PEP 552 hash-based
+        bytecode) for ``runtime``, so cold starts do not compile them from source (Lambda's ``/opt``
+        is read-only: a layer without bytecode compiles on every cold start). A layer of its own for
+        that runtime; the synthesizing Python must be the runtime's version, else synthesis fails.
+        @default False (one layer for every runtime, no bytecode).
 
     Attributes: ``function``, ``role``, ``log_group``, ``table``, ``layer`` (the retrysafe layer),
     ``alias`` (the SnapStart alias, None without SnapStart), ``invoke_target``, ``lease_source``
@@ -182,7 +187,7 @@ class IdempotentFunction(Construct):
                  existing_log_group: logs.ILogGroup | None = None, log_group_props: logs.LogGroupProps | None = None,
                  function_props: lambda_.FunctionOptions | None = None, snap_start: bool = False,
                  record_actions: Sequence[str] = RECORD_ACTIONS,
-                 powertools_cutover: CutoverFromPowertools | None = None) -> None:
+                 powertools_cutover: CutoverFromPowertools | None = None, layer_bytecode: bool = False) -> None:
         super().__init__(scope, construct_id)
         self.table = table
         self.lease_source: str | None = None
@@ -202,7 +207,8 @@ class IdempotentFunction(Construct):
         if snap_start:
             snapstart.check(self, runtime, struct_values(function_props))
             own.update(snapstart.function_props(f"{self.node.path}: a published SnapStart version"))
-        self.layer = runtime_layer(self, with_powertools=powertools_layer is None)
+        self.layer = runtime_layer(self, with_powertools=powertools_layer is None,
+                                   bytecode_for=runtime if layer_bytecode else None)
         own_layers = [self.layer, *([powertools_layer] if powertools_layer is not None else [])]
         self.function, self._role, self.log_group = python_function(
             self, code=code, handler=handler, runtime=runtime, layers=own_layers, existing_role=existing_role,

@@ -5,8 +5,16 @@ functions use the public Powertools layer instead, ``aws_lambda_powertools`` wit
 ``typing_extensions`` dependency, unpacked from the wheels pinned in :data:`LAYER_PINS` (name,
 version, SHA-256): not from whatever the synthesizing machine has installed. boto3 and jmespath
 come with the Lambda Python runtime. ``__pycache__``, ``*.pyc``, ``*.dist-info`` and the test plugin
-``retrysafe.testing`` are never copied, and nothing is compiled: the files, and so the asset hash,
-depend only on the sources and the pins, whichever interpreters and packages the machine has.
+``retrysafe.testing`` are never copied, and by default nothing is compiled: the files, and so the asset
+hash, depend only on the sources and the pins, whichever interpreters and packages the machine has.
+
+Bytecode (``bytecode_for=``): Lambda's ``/opt`` is read-only, so a layer without bytecode has every
+cold start compile the modules it imports, and keep nothing. A layer for one runtime can ship them
+compiled: PEP 552 ``unchecked-hash`` bytecode (no timestamps, no check against the source, which never
+changes inside a layer), compiled in a separate process with a fixed hash seed, so two builds give the
+same files and the same asset hash. Bytecode is tied to the Python version that compiled it, so the
+synthesizing interpreter must be the runtime's version; any other is refused (no silent difference
+between machines).
 
 The pinned wheels come from a cache folder (``RETRYSAFE_LAYER_WHEELS``, default
 ``~/.cache/retrysafe/layer-wheels``); a missing one is fetched once with ``pip download`` (pure-Python
@@ -21,6 +29,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -123,8 +132,9 @@ def _runtime_sources() -> Path:
 class _PinnedLayer:
     """Local bundling: retrysafe's sources and the pinned wheels into ``python/`` (no Docker)."""
 
-    def __init__(self, pins: tuple[Pin, ...]) -> None:
+    def __init__(self, pins: tuple[Pin, ...], bytecode: str | None = None) -> None:
         self.pins = pins
+        self.bytecode = bytecode
 
     def try_bundle(self, output_dir: str, options: BundlingOptions) -> bool:
         target = Path(output_dir) / "python"
@@ -134,34 +144,73 @@ class _PinnedLayer:
         folder = wheels_folder()
         for pin in self.pins:
             unpack(pinned_wheel(pin, folder), target)
+        if self.bytecode is not None:
+            compile_bytecode(target, self.bytecode)
         return True
 
 
-def runtime_code(with_powertools: bool = True) -> lambda_.Code:
-    """The layer's code asset (hashed by content of the bundled output)."""
+def python_version(runtime: lambda_.Runtime) -> str:
+    """The Python version (``3.14``) of a Lambda Python runtime; refused for any other runtime."""
+    found = re.fullmatch(r"python(3\.\d+)", runtime.name)
+    if found is None:
+        raise ValueError(f"{runtime.name} is not a Lambda Python runtime")
+    return found.group(1)
+
+
+def compile_bytecode(target: Path, version: str) -> None:
+    """Every module below ``target`` compiled to ``unchecked-hash`` bytecode for Python ``version``.
+
+    Compiled by this interpreter, which must be that version (bytecode of another version is ignored
+    by the runtime, or worse), in a fresh process with a fixed hash seed (the order of set constants
+    follows string hashes) and the layer's own path recorded in the code objects: the same sources give
+    the same bytes on every machine with that Python version.
+    """
+    here = f"{sys.version_info.major}.{sys.version_info.minor}"
+    if here != version:
+        raise RuntimeError(f"cannot compile the retrysafe layer's bytecode for Python {version}: this synthesis runs "
+                           f"Python {here}, and bytecode is tied to the version that compiled it. Synthesize with "
+                           f"Python {version}, or deploy the layer without bytecode (the default).")
+    subprocess.run([sys.executable, "-m", "compileall", "-q", "--invalidation-mode", "unchecked-hash",
+                    "-d", "/opt/python", str(target)],
+                   env={**os.environ, "PYTHONHASHSEED": "0"}, check=True, capture_output=True, timeout=300)
+
+
+def runtime_code(with_powertools: bool = True, bytecode_for: lambda_.Runtime | None = None) -> lambda_.Code:
+    """The layer's code asset (hashed by content of the bundled output); see :func:`runtime_layer`."""
+    bytecode = python_version(bytecode_for) if bytecode_for is not None else None
     return lambda_.Code.from_asset(
         str(_runtime_sources()),
         asset_hash_type=AssetHashType.OUTPUT,
         exclude=["**/__pycache__", "*.pyc"],
         bundling=BundlingOptions(image=DockerImage.from_registry("public.ecr.aws/sam/build-python3.14"),
-                                 local=cast(ILocalBundling, _PinnedLayer(LAYER_PINS if with_powertools else ()))),
+                                 local=cast(ILocalBundling,
+                                            _PinnedLayer(LAYER_PINS if with_powertools else (), bytecode))),
     )
 
 
-def runtime_layer(scope: Construct, *, with_powertools: bool = True) -> lambda_.ILayerVersion:
+def runtime_layer(scope: Construct, *, with_powertools: bool = True,
+                  bytecode_for: lambda_.Runtime | None = None) -> lambda_.ILayerVersion:
     """The stack's retrysafe runtime layer (created on first use, shared by every function).
 
     ``with_powertools=False``: the layer without Powertools, for functions that add the public
-    Powertools layer themselves (a second, smaller layer of the stack).
+    Powertools layer themselves (a second, smaller layer of the stack). ``bytecode_for``: a layer
+    for that runtime alone, with its modules compiled (see the module docstring); the synthesizing
+    interpreter must be that runtime's Python version.
     """
     stack = Stack.of(scope)
     layer_id = _LAYER_ID if with_powertools else _LAYER_ID_WITHOUT_POWERTOOLS
+    if bytecode_for is not None:
+        layer_id += "Bytecode" + python_version(bytecode_for).replace(".", "")
     existing = stack.node.try_find_child(layer_id)
     if isinstance(existing, lambda_.LayerVersion):
         return existing
+    description = ("retrysafe runtime + aws-lambda-powertools" if with_powertools else
+                   "retrysafe runtime (Powertools from its public layer)")
+    if bytecode_for is not None:
+        description += f", compiled for {bytecode_for.name}"
     return lambda_.LayerVersion(
-        stack, layer_id, code=runtime_code(with_powertools), compatible_runtimes=list(_COMPATIBLE_RUNTIMES),
+        stack, layer_id, code=runtime_code(with_powertools, bytecode_for),
+        compatible_runtimes=[bytecode_for] if bytecode_for is not None else list(_COMPATIBLE_RUNTIMES),
         compatible_architectures=[lambda_.Architecture.ARM_64, lambda_.Architecture.X86_64],
-        description="retrysafe runtime + aws-lambda-powertools" if with_powertools else
-        "retrysafe runtime (Powertools from its public layer)",
+        description=description,
     )

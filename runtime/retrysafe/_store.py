@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ._cache import RecordCache
-from ._codec import check_limits
+from ._codec import check_limits, parse_item_refusal
 from ._config import in_lambda, table_name_from_env
 from ._keys import Scope
 from ._record import PENDING, AttributeMap, Record, encode_checkpoints, from_item, to_item
@@ -165,6 +165,8 @@ class DynamoStore:
                             tcp_keepalive=True, parameter_validation=False)
             self._client = botocore.session.Session().create_client("dynamodb", region_name=self._region,
                                                                     config=config)
+            # A refusal's items (ALL_OLD: the record a replay answers with) decoded once, not twice.
+            self._client.meta.events.register("before-parse.dynamodb", parse_item_refusal)
         return self._client
 
     @property

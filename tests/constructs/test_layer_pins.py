@@ -6,11 +6,21 @@ import hashlib
 import os
 import shutil
 import stat
+import sys
 from pathlib import Path
 
 import pytest
 from aws_cdk import BundlingOptions, DockerImage
-from retrysafe_cdk.layer import LAYER_PINS, WHEELS_ENV, Pin, _PinnedLayer, pinned_wheel, wheels_folder
+from aws_cdk import aws_lambda as lambda_
+from retrysafe_cdk.layer import (
+    LAYER_PINS,
+    WHEELS_ENV,
+    Pin,
+    _PinnedLayer,
+    pinned_wheel,
+    python_version,
+    wheels_folder,
+)
 
 OPTIONS = BundlingOptions(image=DockerImage.from_registry("public.ecr.aws/sam/build-python3.14"))
 
@@ -72,3 +82,60 @@ def test_a_missing_wheel_is_fetched_once_into_the_cache(tmp_path: Path, monkeypa
     wheel = pinned_wheel(pin, tmp_path)
     assert wheel == tmp_path / pin.wheel and hashlib.sha256(wheel.read_bytes()).hexdigest() == pin.sha256
     assert sorted(p.name for p in tmp_path.iterdir()) == [pin.wheel]  # no download folder left behind
+
+
+# -- bytecode for one runtime (issue 34 item 1) -------------------------------------
+#: The Lambda runtime of the interpreter running these tests (the only one it can compile for).
+HERE_RUNTIME: lambda_.Runtime = getattr(lambda_.Runtime, f"PYTHON_{sys.version_info.major}_{sys.version_info.minor}")
+
+
+def test_bytecode_for_the_synthesizing_python_is_the_same_on_every_build(tmp_path: Path) -> None:
+    """Hash-based bytecode (no timestamps), compiled with a fixed hash seed: two builds, the same bytes."""
+    version = python_version(HERE_RUNTIME)
+    first, second = tmp_path / "first", tmp_path / "second"
+    assert _PinnedLayer(LAYER_PINS, version).try_bundle(str(first), OPTIONS)
+    (tmp_path / "later.py").write_text("x = 1\n")  # a second build, later, its files newer
+    assert _PinnedLayer(LAYER_PINS, version).try_bundle(str(second), OPTIONS)
+    files = _tree(first / "python")
+    assert files == _tree(second / "python")
+    tag = sys.implementation.cache_tag
+    sources = [name for name in files if name.endswith(".py")]
+    assert len(sources) > 100 and all(
+        str(Path(name).parent / "__pycache__" / f"{Path(name).stem}.{tag}.pyc") in files for name in sources)
+    flags = int.from_bytes((first / "python" / "retrysafe" / "__pycache__" / f"_engine.{tag}.pyc").read_bytes()[4:8],
+                           "little")
+    assert flags == 0b01  # PEP 552: hash-based, not checked against the source
+
+
+def test_bytecode_for_another_python_is_refused(tmp_path: Path) -> None:
+    other = lambda_.Runtime.PYTHON_3_14 if sys.version_info[:2] != (3, 14) else lambda_.Runtime.PYTHON_3_13
+    with pytest.raises(RuntimeError, match=f"for Python {python_version(other)}: this synthesis runs Python"):
+        _PinnedLayer((), python_version(other)).try_bundle(str(tmp_path), OPTIONS)
+    with pytest.raises(ValueError, match="not a Lambda Python runtime"):
+        python_version(lambda_.Runtime.NODEJS_22_X)
+
+
+def _layer_of(app_dir: Path) -> dict[str, object]:
+    """The bytecode layer's resource properties in a stack synthesized into ``app_dir``."""
+    import json
+
+    import aws_cdk as cdk
+    from retrysafe_cdk import IdempotencyTable, IdempotentFunction
+
+    app = cdk.App(outdir=str(app_dir))
+    stack = cdk.Stack(app, "Bytecode")
+    table = IdempotencyTable(stack, "Table")
+    IdempotentFunction(stack, "Fn", table=table, code=lambda_.Code.from_inline("x = 1"), handler="index.handler",
+                       runtime=HERE_RUNTIME, layer_bytecode=True)
+    IdempotentFunction(stack, "Other", table=table, code=lambda_.Code.from_inline("x = 1"), handler="index.handler")
+    template = json.loads((Path(app.synth().directory) / "Bytecode.template.json").read_text())
+    layers = {name: r["Properties"] for name, r in template["Resources"].items() if r["Type"] == "AWS::Lambda::LayerVersion"}
+    assert len(layers) == 2  # the compiled layer is its own; the other function keeps the shared one
+    (compiled,) = [props for name, props in layers.items() if "Bytecode" in name]
+    return compiled
+
+
+def test_the_compiled_layer_has_the_same_asset_hash_on_every_synthesis(tmp_path: Path) -> None:
+    first, second = _layer_of(tmp_path / "a"), _layer_of(tmp_path / "b")
+    assert first["CompatibleRuntimes"] == [HERE_RUNTIME.name]
+    assert first["Content"] == second["Content"]  # the S3 key is the asset hash of the bundled files

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from decimal import Decimal
 from typing import Any
 
@@ -105,3 +106,29 @@ def test_the_transaction_and_the_store_use_the_codec() -> None:
     assert store.check_limits is codec.check_limits
     assert transaction.serialize_item is codec.serialize_item
     assert ordering.serialize is codec.serialize
+
+
+@pytest.mark.parametrize("status, body", [
+    (200, b'{"Item": {"pk": {"S": "x"}}, "__type": "x#ConditionalCheckFailedException"}'),  # not a refusal
+    (400, b'{"__type": "com.amazonaws.dynamodb.v20120810#ValidationException", "message": "bad"}'),
+    (400, b"<html>#TransactionCanceledException</html>"),  # not JSON: botocore reports it as it does
+    (400, b'["#ConditionalCheckFailedException"]'),  # JSON, not an object
+])
+def test_other_replies_are_left_to_botocore(status: int, body: bytes) -> None:
+    response = {"status_code": status, "body": body, "headers": {}}
+    customized: dict[str, Any] = {}
+    codec.parse_item_refusal(response_dict=response, customized_response_dict=customized)
+    assert response["body"] is body and customized == {}
+
+
+def test_a_refusal_with_reasons_of_odd_shapes_keeps_what_botocore_would_read() -> None:
+    body = json.dumps({"__type": "com.amazonaws.dynamodb.v20120810#TransactionCanceledException", "Message": "m",
+                       "CancellationReasons": [{"Code": "ConditionalCheckFailed", "Item": {"b": {"B": "AAE="}}},
+                                               {"Code": "None"}, "garbage"]}).encode()
+    response = {"status_code": 400, "body": body, "headers": {}}
+    customized: dict[str, Any] = {}
+    codec.parse_item_refusal(response_dict=response, customized_response_dict=customized)
+    assert customized == {"CancellationReasons": [{"Code": "ConditionalCheckFailed", "Item": {"b": {"B": b"\x00\x01"}}},
+                                                  {"Code": "None"}, "garbage"]}
+    assert json.loads(response["body"]) == {"__type": "com.amazonaws.dynamodb.v20120810#TransactionCanceledException",
+                                            "Message": "m"}

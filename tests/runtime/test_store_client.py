@@ -23,7 +23,7 @@ from retrysafe.outbox._targets import SqsTarget
 from retrysafe.outbox.parked import list_parked
 from retrysafe.outbox.publisher import Publisher
 from retrysafe.outbox.sweeper import sweep
-from retrysafe.testing._events import DrillContext, api_event
+from retrysafe.testing._events import DrillContext, api_event, http_event
 
 from tests.helpers import ORDERS, TABLE
 
@@ -205,3 +205,72 @@ def test_the_client_is_created_during_lambdas_init_phase(init_phase: bool, creat
         monkeypatch.delenv("AWS_LAMBDA_INITIALIZATION_TYPE", raising=False)
     handler = idempotent_http(lambda event, context, txn: {"statusCode": 200, "body": "{}"}, operation="Init")
     assert (handler.idempotency.engine.store._client is not None) is created
+
+
+# -- a refusal's items, decoded once (issue 34 item 2) ---------------------------------
+_ODD_ITEM = {"pk": {"S": "idem#odd"}, "rz": {"B": b"\x00\xffzlib"}, "n": {"N": "1.50"}, "t": {"BOOL": True},
+             "nil": {"NULL": True}, "m": {"M": {"b": {"B": b"\x01"}, "l": {"L": [{"S": "x"}, {"B": b"\x02"}]}}},
+             "bs": {"BS": [b"\x03", b"\x04"]}, "ss": {"SS": ["a", "b"]}, "ns": {"NS": ["1", "2"]}}
+
+
+def _refusals(client: Any) -> dict[str, Any]:
+    """The responses of a cancelled transaction and a failed conditional put, both asking for ``ALL_OLD``."""
+    from botocore.exceptions import ClientError
+
+    refused: dict[str, Any] = {}
+    put = {"TableName": TABLE, "Item": {"pk": {"S": "idem#odd"}}, "ConditionExpression": "attribute_not_exists(pk)",
+           "ReturnValuesOnConditionCheckFailure": "ALL_OLD"}
+    calls = {"transaction": lambda: client.transact_write_items(TransactItems=[
+                 {"Put": put}, {"Put": {"TableName": ORDERS, "Item": {"pk": {"S": "order#1"}}}}]),
+             "put": lambda: client.put_item(**put)}
+    for name, call in calls.items():
+        with pytest.raises(ClientError) as caught:
+            call()
+        response = dict(caught.value.response)
+        response.pop("ResponseMetadata")
+        refused[name] = response
+    return refused
+
+
+def test_a_refusal_reads_as_botocore_parses_it(own: tuple[DynamoStore, Captured], ddb: Any) -> None:
+    """The store's client decodes a refusal's items itself: the same response as botocore's own parsing."""
+    store, _ = own
+    ddb.put_item(TableName=TABLE, Item=_ODD_ITEM)
+    mine, botocores = _refusals(store.client), _refusals(ddb)
+    assert mine == botocores
+    assert mine["transaction"]["CancellationReasons"][0]["Item"] == _ODD_ITEM
+    assert mine["put"]["Item"] == _ODD_ITEM and mine["put"]["Error"]["Code"] == "ConditionalCheckFailedException"
+
+
+def test_botocore_parses_a_refusal_without_its_items(own: tuple[DynamoStore, Captured], ddb: Any) -> None:
+    """botocore's two passes over the body (and its walk of every item) see the body without the items."""
+    store, _ = own
+    bodies: list[bytes] = []
+    store.client.meta.events.register("before-parse.dynamodb",
+                                      lambda response_dict, **_: bodies.append(response_dict["body"]))
+    ddb.put_item(TableName=TABLE, Item=_ODD_ITEM)
+    refused = _refusals(store.client)
+    assert len(bodies) == 2 and all(b"idem#odd" not in body and b"__type" in body for body in bodies)
+    assert refused["transaction"]["CancellationReasons"][1] == {"Code": "None"}
+    assert refused["transaction"]["Error"]["Code"] == "TransactionCanceledException"
+
+
+def test_a_replay_in_another_container_answers_from_the_decoded_record(own: tuple[DynamoStore, Captured]) -> None:
+    """End to end on moto: the record a cancelled transaction returns is the replay's answer, one call."""
+    store, _ = own
+    answered = []
+
+    def create(event: Any, context: Any, txn: Any) -> dict[str, Any]:
+        answered.append(1)
+        txn.put({"pk": f"order#{len(answered)}"}, table=ORDERS)
+        return {"statusCode": 201, "body": json.dumps({"lines": ["x" * 40] * 20, "n": len(answered)})}
+
+    first = idempotent_http(create, operation="Create", engine=Engine(DynamoStore(TABLE)))
+    other = idempotent_http(create, operation="Create", engine=Engine(store))
+    event = http_event({"a": 1}, key="k-odd")
+    original = first(event, DrillContext())
+    calls: list[str] = []
+    store.client.meta.events.register("before-call.dynamodb", lambda model, **_: calls.append(model.name))
+    replayed = other(event, DrillContext())
+    assert calls == ["TransactWriteItems"]
+    assert replayed["body"] == original["body"] and replayed["headers"][names.REPLAYED_HEADER] == "true"
