@@ -325,6 +325,9 @@ def idempotent(*, subscriber: str | None = None, key: Selector | None = None, fi
                engine: Engine | None = None) -> EventDecorator:
     """Make a Lambda handler of any event idempotent: ``handler(event, context, txn)``.
 
+    The handler may be an ``async def``: the decorated handler is still the sync Lambda handler, and
+    runs the coroutine on the execution environment's event loop (:mod:`retrysafe._async`).
+
     Options (keyword-only):
 
     - ``subscriber``: which consumer the records belong to; default the deployed function
@@ -484,6 +487,10 @@ def idempotent_function(*, data_keyword_argument: str, subscriber: str | None = 
     is stored and a replay returns it as the same type: annotate the return with a dataclass
     or pydantic model class (or pass ``serializer=``); ``Decimal``, ``datetime``, ``set``,
     ``bytes``, ``tuple``... round-trip anyway.
+
+    On an ``async def`` the decorated function is an ``async def`` too, awaited on the caller's loop;
+    the engine's DynamoDB calls run in a worker thread, and a cancelled caller never commits
+    (:mod:`retrysafe._async`).
 
     Example::
 
