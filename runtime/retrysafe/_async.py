@@ -16,11 +16,13 @@ Lambda entry points (every handler decorator)
 ``@idempotent_function`` on an ``async def`` (:func:`awaited`)
     The wrapper is an ``async def`` awaited on the caller's loop. The engine's flow runs in a worker
     thread (a pool that reuses idle threads and never makes a call wait for one: a bounded pool could
-    deadlock when idempotent functions nest), so its DynamoDB calls never block the loop; at the call step that thread schedules the coroutine on the caller's loop
-    and waits for it. The function runs on the caller's loop, as a task, in a copy of the caller's
-    context. If the awaiting task is cancelled, the function's task is cancelled and the engine never
-    commits: the claim is released (only its lease ends when it holds a checkpoint), atomic work writes
-    nothing, and the cancellation reaches the caller once that is done.
+    deadlock when idempotent functions nest), so its DynamoDB calls never block the loop; at the call
+    step that thread schedules the coroutine on the caller's loop and waits for it. The function runs
+    on the caller's loop, as a task, in a copy of the caller's context. If the awaiting task is
+    cancelled before the engine has taken the function's result, the function's task is
+    cancelled and the engine never commits: the claim is released (only its lease ends when it holds a
+    checkpoint), atomic work writes nothing, and the cancellation reaches the caller once that is done.
+    Cancelled later, the commit goes ahead (the retry replays it); the caller is cancelled after it.
 """
 
 from __future__ import annotations

@@ -482,3 +482,36 @@ def test_async_functions_nest_and_run_concurrently(ddb: Any, engine: Engine) -> 
 
     assert asyncio.run(main()) == [n * 10 for n in range(40)]
     assert len(_items(ddb, TABLE)) == 80
+
+
+def test_a_caller_cancelled_while_the_engine_commits_gets_its_cancellation_after_the_commit(
+        ddb: Any, engine: Engine) -> None:
+    committing = threading.Event()
+    proceed = threading.Event()
+    puts: list[str] = []
+
+    def hold_the_completion(**_: Any) -> None:
+        puts.append("PutItem")
+        if len(puts) == 2:  # the completing PutItem: the function has returned
+            committing.set()
+            proceed.wait(30)
+
+    engine.store.client.meta.events.register("before-call.dynamodb.PutItem", hold_the_completion)
+
+    @idempotent_function(data_keyword_argument="order", subscriber="s", key="id", engine=engine)
+    async def charge(order: dict[str, Any]) -> str:
+        return "charged"
+
+    async def main() -> None:
+        task = asyncio.ensure_future(charge(order={"id": "o-1"}))
+        while not committing.is_set():
+            await asyncio.sleep(0.01)
+        task.cancel()
+        await asyncio.sleep(0)
+        proceed.set()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(main())
+    assert [item["st"]["S"] for item in _items(ddb, TABLE)] == ["completed"]  # a retry replays it
+    assert asyncio.run(charge(order={"id": "o-1"})) == "charged" and len(puts) == 3
