@@ -228,6 +228,19 @@ def test_a_raced_put_on_any_transport_is_resent_by_its_retries(transport: Any) -
     assert boundary.fired == [("PutItem", "error")] * 2 and boundary.calls == {"PutItem": 1}
 
 
+def test_the_default_transport_is_botocores_client_with_nothing_on_it(aws: None) -> None:
+    """Nothing stands between the store and botocore until a test plugs something into the seam."""
+    from retrysafe.testing._boundary import _BotocoreSeam
+
+    client = DynamoStore(TABLE, region_name="eu-west-1").client
+    assert type(client).__module__ == "botocore.client" and client.meta.service_model.service_name == "dynamodb"
+    assert _BotocoreSeam.ATTRIBUTE not in client.__dict__
+    boundary = Boundary(client)
+    assert _BotocoreSeam.ATTRIBUTE in client.__dict__
+    boundary.close()
+    assert _BotocoreSeam.ATTRIBUTE not in client.__dict__
+
+
 # -- the seam against the raw botocore hook it replaces ------------------------------------------------
 
 
