@@ -117,20 +117,30 @@ def _error_response(reply: Reply) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def endpoint() -> Iterator[str]:
-    import boto3
+def server() -> Iterator[str]:
     from moto.server import ThreadedMotoServer
 
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0)
-    server.start()
-    host, port = server.get_host_and_port()
-    url = f"http://{host}:{port}"
-    admin = boto3.client("dynamodb", endpoint_url=url, region_name="eu-west-1", aws_access_key_id="testing",
+    made = ThreadedMotoServer(ip_address="127.0.0.1", port=0)
+    made.start()
+    host, port = made.get_host_and_port()
+    yield f"http://{host}:{port}"
+    made.stop()
+
+
+@pytest.fixture
+def endpoint(server: str) -> str:
+    """moto's server with the tables (made again when missing: the server shares moto's in-process backends,
+    which a ``mock_aws`` test resets when it ends)."""
+    import boto3
+
+    admin = boto3.client("dynamodb", endpoint_url=server, region_name="eu-west-1", aws_access_key_id="testing",
                          aws_secret_access_key="testing")
-    create_table(admin, TABLE)
-    create_business_table(admin, ORDERS)
-    yield url
-    server.stop()
+    tables = admin.list_tables()["TableNames"]
+    if TABLE not in tables:
+        create_table(admin, TABLE)
+    if ORDERS not in tables:
+        create_business_table(admin, ORDERS)
+    return server
 
 
 def botocore_client(endpoint: str) -> Any:
