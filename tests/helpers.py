@@ -39,10 +39,10 @@ class CallCounter:
     """Counts the DynamoDB round trips made through a client (any transport): every attempt its transport sends,
     at the attempt seam (:class:`retrysafe._transport.Attempts`), retries included."""
 
-    def __init__(self, client: Any) -> None:
+    def __init__(self, client: Any, calls: Counter[str] | None = None) -> None:
         from retrysafe.testing._boundary import attempts_of
 
-        self.calls: Counter[str] = Counter()
+        self.calls: Counter[str] = Counter() if calls is None else calls
         attempts_of(client).interceptors.append(self)
 
     def before_attempt(self, operation: str, params: Any) -> None:

@@ -2,7 +2,7 @@
 
 :class:`DynamoTransport` is everything the runtime asks of DynamoDB (the store's record
 operations, the outbox publisher's marks, the outbox index's queries, the ordered writes of
-:mod:`retrysafe._ordering`). Requests and answers are botocore's: keyword parameters as the
+:mod:`retrysafe._ordering`, the command line's reads, deletes and scans). Requests and answers are botocore's: keyword parameters as the
 DynamoDB API names them, low-level DynamoDB JSON (``{"S": ...}``) in and out. A service error is
 botocore's ``ClientError`` with its parsed ``response`` (``Error.Code``, ``Error.Message``, the
 modeled fields: ``Item`` of a failed condition, ``CancellationReasons`` of a cancelled
@@ -51,6 +51,9 @@ class DynamoTransport(Protocol):
 
     def query(self, **params: Any) -> dict[str, Any]:
         """``Query`` (the outbox index)."""
+
+    def scan(self, **params: Any) -> dict[str, Any]:
+        """``Scan`` (the operator's command line listing records)."""
 
     def close(self) -> None:
         """Close pooled connections (before a SnapStart snapshot and after each restore)."""

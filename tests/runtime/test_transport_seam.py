@@ -71,6 +71,9 @@ class WireTransport:
     def query(self, **params: Any) -> dict[str, Any]:
         return self._call("Query", params)
 
+    def scan(self, **params: Any) -> dict[str, Any]:
+        return self._call("Scan", params)
+
     def close(self) -> None:
         self._http.clear()
 
