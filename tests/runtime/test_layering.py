@@ -29,7 +29,7 @@ CORE = frozenset({
     "retrysafe._engine", "retrysafe._events", "retrysafe._fingerprint", "retrysafe._keys", "retrysafe._limits",
     "retrysafe._observability", "retrysafe._ordering", "retrysafe._record", "retrysafe._regions", "retrysafe._replay", "retrysafe._results", "retrysafe._select", "retrysafe._tagged",
     "retrysafe._snapstart",
-    "retrysafe._store", "retrysafe._transaction", "retrysafe._value", "retrysafe.errors", "retrysafe.metrics",
+    "retrysafe._store", "retrysafe._transaction", "retrysafe._transport", "retrysafe._value", "retrysafe.errors", "retrysafe.metrics",
     "retrysafe.names",
 })
 #: Room -> the module or package it is.
