@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from retrysafe import (
     Engine,
+    IdempotencyMiddleware,
     Transaction,
     idempotent,
     idempotent_function,
@@ -43,6 +44,13 @@ def clock() -> Clock:
 @pytest.fixture
 def engine(store: Any, clock: Clock) -> Engine:
     return Engine(store, cache=None, clock=clock)
+
+
+def pending(ddb: Any) -> list[Any]:
+    """The claims held now (records ``pending``), read from the table."""
+    records = [from_item(item) for item in ddb.scan(TableName=TABLE, ConsistentRead=True)["Items"]
+               if item["pk"]["S"].startswith(RECORD_PREFIX)]
+    return [record for record in records if record.state == PENDING and record.lease_until_ms is not None]
 
 
 class Charges:
@@ -138,12 +146,31 @@ def test_a_claim_first_http_handlers_lease_is_the_remaining_time_unless_lease_se
 
     @idempotent_http(operation="Pay", tenant=None, subscriber="shop", engine=engine, **options)
     def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:  # no txn: claim-first
-        records = [from_item(item) for item in ddb.scan(TableName=TABLE, ConsistentRead=True)["Items"]
-                   if item["pk"]["S"].startswith(RECORD_PREFIX)]
-        (claim,) = [record for record in records if record.state == PENDING]
-        assert claim.lease_until_ms is not None
+        (claim,) = pending(ddb)
         leases.append(claim.lease_until_ms / 1000.0 - START)
         return {"statusCode": 201, "body": json.dumps({"ok": True})}
 
     assert handler(rest_event({"amount": 1}, key="k-1"), DrillContext(remaining_ms=30_000))["statusCode"] == 201
     assert leases == [lease]
+
+
+def test_a_middleware_routes_claim_takes_lease_seconds_and_its_functions_the_invocations_time(
+        ddb: Any, store: Any, engine: Engine) -> None:
+    from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response, content_types
+
+    charges = Charges(store, engine)
+    route_leases: list[float] = []
+    app = APIGatewayRestResolver()
+    middleware = IdempotencyMiddleware(mode="claim_first", lease_seconds=5.0, tenant=None, subscriber="shop",
+                                       engine=engine)
+
+    @app.post("/pay", middlewares=[middleware])
+    def pay() -> Response[str]:
+        route_leases.extend(claim.lease_until_ms / 1000.0 - START for claim in pending(ddb))
+        charges.charge(order=app.current_event.json_body)
+        return Response(201, content_types.APPLICATION_JSON, json.dumps({"ok": True}))
+
+    answer = app.resolve(rest_event({"order_id": "o-1"}, key="k-1", resource="/pay"), DrillContext(remaining_ms=30_000))
+    assert answer["statusCode"] == 201
+    assert route_leases == [5.0]  # lease_seconds= wins for the route's own claim
+    assert charges.leases == [30 + LEASE_MARGIN_SECONDS]  # the function called by the route: the invocation's time
