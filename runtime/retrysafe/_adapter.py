@@ -30,7 +30,7 @@ from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar, overload
 from ._config import Mode, Retention, in_lambda
 from ._cutover import Cutover, PowertoolsCutover, cutover
 from ._engine import Engine
-from ._invocation import invocation
+from ._invocation import Invocation
 from ._observability import telemetry
 from ._store import INIT_PHASE_ENV, DynamoStore
 from .errors import ConfigurationError
@@ -225,7 +225,7 @@ def lambda_entry_point(func: Callable[..., Any], entry: Callable[[Any, Any], Any
     """
 
     def invoked(event: Any, context: Any) -> Any:
-        with invocation(context):
+        with Invocation(context):
             return entry(event, context)
 
     functools.update_wrapper(invoked, func)

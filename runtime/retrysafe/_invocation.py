@@ -17,9 +17,8 @@ fixed lease unless it runs in :func:`contextvars.copy_context`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Callable
+from contextvars import ContextVar, Token
 from typing import Any
 
 _current: ContextVar[Any] = ContextVar("retrysafe_lambda_context", default=None)
@@ -41,14 +40,25 @@ def register_lambda_context(context: Any) -> None:
     _current.set(context)
 
 
-@contextmanager
-def invocation(context: Any) -> Iterator[None]:
-    """``context`` is the current invocation's while the block runs (an entry point's call)."""
-    token = _current.set(context)
-    try:
-        yield
-    finally:
-        _current.reset(token)
+class Invocation:
+    """``context`` is the current invocation's while the block runs (an entry point's call).
+
+    A class rather than a generator-based context manager: it runs on every invocation of every
+    handler, and costs a third as much.
+    """
+
+    __slots__ = ("_context", "_token")
+
+    _token: Token[Any]
+
+    def __init__(self, context: Any) -> None:
+        self._context = context
+
+    def __enter__(self) -> None:
+        self._token = _current.set(self._context)
+
+    def __exit__(self, *exc_info: object) -> None:
+        _current.reset(self._token)
 
 
 def remaining_time() -> Callable[[], int] | None:

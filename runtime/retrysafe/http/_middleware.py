@@ -25,7 +25,7 @@ from aws_lambda_powertools.event_handler.middlewares import BaseMiddlewareHandle
 from .._config import Mode
 from .._cutover import PowertoolsCutover
 from .._engine import Engine
-from .._invocation import invocation
+from .._invocation import Invocation
 from .._select import Selector
 from .._store import DynamoStore
 from .._tenant import Tenant
@@ -88,7 +88,7 @@ class IdempotencyMiddleware(BaseMiddlewareHandler[Any]):
         operation = f"{route.method} {route.path}" if route is not None else None
         context = app.lambda_context
         remaining = getattr(context, "get_remaining_time_in_millis", None)
-        with invocation(context):  # the route's idempotent functions size their claims by it
+        with Invocation(context):  # the route's idempotent functions size their claims by it
             answer = idempotency.handle(app.current_event.raw_event, call, remaining, operation,
                                         convert=lambda r: _stored(r, idempotency))
         if isinstance(answer.original, Response):

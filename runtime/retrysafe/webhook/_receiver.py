@@ -40,7 +40,7 @@ from .._claimcheck import ClaimCheck
 from .._config import Mode, idempotency_disabled
 from .._engine import Completion, Engine, Intent
 from .._fingerprint import fingerprint, is_unicode
-from .._invocation import invocation
+from .._invocation import Invocation
 from .._keys import Scope
 from .._observability import telemetry
 from .._store import DynamoStore
@@ -149,7 +149,7 @@ class WebhookReceiver(Wired):
     def __call__(self, event: Any, context: Any = None) -> dict[str, Any]:
         """Answer one delivery with a proxy response."""
         try:
-            with invocation(context):  # on_receipt's idempotent functions size their claims by it
+            with Invocation(context):  # on_receipt's idempotent functions size their claims by it
                 answer = self._receive(parse_event(event), getattr(context, "get_remaining_time_in_millis", None))
         except RetrysafeError as error:
             answer = refusal(error, _problem)
