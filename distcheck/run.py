@@ -9,7 +9,8 @@ new virtualenv). The steps:
 2. A fresh virtualenv with ``retrysafe[cdk,sandbox]`` from the three wheels, and pytest (the
    requirements at the versions of the project's own virtualenv). From there, with the user's files
    of ``distcheck/user``:
-   a. ``call_on_moto.py``: the decorated handler called on moto, then replayed;
+   a. ``call_on_moto.py``: the decorated handler called on moto, then replayed, and its record inspected
+      with the ``retrysafe`` console script's entry point; the script itself runs (``retrysafe --help``);
    b. ``test_greetings.py``: the pytest plugin's failure drills (entry point ``pytest11``) on it;
    c. ``app.py``: a CDK app with the constructs, synthesized with ``app.synth()``; the runtime layer it
       builds holds exactly the wheel's runtime files (all of ``retrysafe/`` but the test plugin
@@ -202,6 +203,10 @@ def main(dist: Path) -> None:
         step(f"installed retrysafe[cdk,sandbox] {where[1].split()[0]} into a fresh virtualenv")
 
         print(run([str(python), "call_on_moto.py"], work), end="")
+        usage = run([str(root / "venv" / "bin" / "retrysafe"), "--help"], work)
+        if not usage.startswith("usage: retrysafe "):
+            raise SystemExit(f"dist-check: retrysafe --help printed {usage[:200]!r}")
+        step("the retrysafe console script runs (retrysafe --help)")
         drills = run([str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_greetings.py"], work)
         step(f"the pytest plugin's drills on the user's test: {drills.strip().splitlines()[-1]}")
         synthesize(work, python, found["retrysafe"])

@@ -87,7 +87,7 @@ class Outbox(Construct):
     :param sweep_after: unpublished events older than this are re-published by the sweeper. @default 900 s.
     :param alarms: @default True (``PublisherErrorsAlarm``, ``IteratorAgeAlarm`` > 5 min, ``FailureQueueAlarm``
         depth >= 1, ``ParkedEventsAlarm``: ``OutboxEventParked`` >= 1, an event the target refuses permanently;
-        see ``python -m retrysafe.outbox.parked``; ``DestinationDeliveryFailuresAlarm``: the publisher's
+        see ``retrysafe outbox parked``; ``DestinationDeliveryFailuresAlarm``: the publisher's
         ``DestinationDeliveryFailures`` >= 1, a failed batch Lambda could not put in the failure queue); False
         for none, or :class:`AlarmOptions` for actions and turning single alarms off.
     :param function_props: ``lambda_.FunctionOptions`` for the publisher and the sweeper (``memory_size``,
@@ -189,7 +189,7 @@ class Outbox(Construct):
         if options.wants("ParkedEventsAlarm"):
             made.append(add_alarm(self, "ParkedEventsAlarm", self.metric_parked_events(), threshold=1, options=options,
                                   description=f"{self.node.path}: outbox events parked (refused permanently by "
-                                  "the target); fix, then republish with python -m retrysafe.outbox.parked"))
+                                  "the target); fix, then republish with retrysafe outbox parked"))
         lost = delivery_failures_alarm(self, self.publisher, options, "Lambda could not put a failed batch's "
                                        "metadata in the failure queue (the sweeper still republishes its events)")
         return made + ([lost] if lost is not None else [])

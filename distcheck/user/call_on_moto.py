@@ -1,6 +1,13 @@
-"""The handler called twice on moto with one Idempotency-Key: a first run, then its stored answer replayed."""
+"""The handler called twice on moto with one Idempotency-Key: a first run, then its stored answer replayed.
 
+Then the operator's command line, as the ``retrysafe`` console script's entry point, inspects the record
+(on the same in-process moto, which a separate process could not reach) without showing the key."""
+
+import contextlib
+import importlib.metadata
+import io
 import os
+import sys
 
 import boto3
 from moto import mock_aws
@@ -22,3 +29,14 @@ with mock_aws():
     assert again["body"] == first["body"] and again["headers"]["Idempotent-Replayed"] == "true", again
     assert boto3.client("dynamodb", region_name="eu-west-1").scan(TableName="greetings")["Count"] == 1
     print("handler on moto: 201, then replayed")
+
+    # The console script's entry point, loaded as the `retrysafe` script loads it.
+    (script,) = importlib.metadata.entry_points(group="console_scripts", name="retrysafe")
+    out = io.StringIO()
+    sys.stdin = io.StringIO("greet-ada-1\n")
+    with contextlib.redirect_stdout(out):
+        status = script.load()(["inspect", "--adapter", "http", "--tenant", "tenant-a", "--operation",
+                                "CreateGreeting", "--key-stdin"])
+    sys.stdin = sys.__stdin__
+    assert status == 0 and "status       completed" in out.getvalue() and "greet-ada-1" not in out.getvalue(), out
+    print("retrysafe inspect on moto: completed, by its hash")

@@ -20,8 +20,9 @@ decorated handler stays cheap:
   :class:`RecordCache` (``engine=Engine(store, cache=RecordCache(1024))``) and
   :func:`register_snapstart` (a store built by hand under Lambda SnapStart), :class:`HomeRegions`
   (a table with replicas: the region each tenant's records live in) and :class:`PowertoolsCutover`
-  (the ``powertools_cutover=`` option: switching from Powertools idempotency), :data:`Tenant` (what
-  ``tenant=`` takes on the adapters with an authenticated caller);
+  (the ``powertools_cutover=`` option: switching from Powertools idempotency), :class:`ReplayInfo`
+  and :data:`ReplayHook` (the ``on_replay=`` option of every adapter: a hook on replayed answers),
+  :data:`Tenant` (what ``tenant=`` takes on the adapters with an authenticated caller);
 - errors a handler catches: :class:`RetrysafeError` (the base of every error,
   all in :mod:`retrysafe.errors`) and :class:`BusinessConditionFailedError`.
 
@@ -30,7 +31,7 @@ wire name: environment variables, headers, attributes), :mod:`retrysafe.metrics`
 :mod:`retrysafe.http`, :mod:`retrysafe.sqs`, :mod:`retrysafe.streams`, :mod:`retrysafe.stepfunctions`,
 :mod:`retrysafe.webhook`, :mod:`retrysafe.outbox` (with the deployed handlers
 :mod:`retrysafe.outbox.publisher`, :mod:`retrysafe.outbox.sweeper`,
-:mod:`retrysafe.outbox.pipe` and the command :mod:`retrysafe.outbox.parked`) and
+:mod:`retrysafe.outbox.pipe` and :mod:`retrysafe.outbox.parked`, behind ``retrysafe outbox parked``) and
 :mod:`retrysafe.testing`. Modules whose name starts with ``_`` are the
 implementation: not API, renamed or removed without notice.
 """
@@ -55,6 +56,8 @@ _EXPORTS = {
     "Mode": "retrysafe._config",
     "PowertoolsCutover": "retrysafe._cutover",
     "RecordCache": "retrysafe._cache",
+    "ReplayHook": "retrysafe._replay",
+    "ReplayInfo": "retrysafe._replay",
     "ResultSerializer": "retrysafe._results",
     "RetrysafeError": "retrysafe.errors",
     "Scope": "retrysafe._keys",
@@ -84,6 +87,7 @@ if TYPE_CHECKING:
     from ._keys import Scope
     from ._ordering import put_if_newer, update_if_newer
     from ._regions import HomeRegions
+    from ._replay import ReplayHook, ReplayInfo
     from ._results import ResultSerializer
     from ._snapstart import register_snapstart
     from ._store import DynamoStore
@@ -109,6 +113,8 @@ __all__ = [
     "Mode",
     "PowertoolsCutover",
     "RecordCache",
+    "ReplayHook",
+    "ReplayInfo",
     "ResultSerializer",
     "RetrysafeError",
     "Scope",

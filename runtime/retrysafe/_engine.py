@@ -79,6 +79,7 @@ from ._observability import (
     telemetry,
 )
 from ._record import COMPLETED, PARKED, PENDING, Record
+from ._replay import ReplayInfo
 from ._store import DynamoStore, request_token
 from ._transaction import Transaction
 from ._value import Value, set_field
@@ -162,18 +163,24 @@ class Completion(Value):
 
 
 class Outcome(Value):
-    """The result to answer with, and whether it was replayed from a stored record."""
+    """The result to answer with, and whether it was replayed from a stored record.
 
-    __slots__ = ("replayed", "result", "stored")
+    ``replay``: a replay's public metadata (for ``on_replay`` hooks, :mod:`retrysafe._replay`);
+    set exactly when ``replayed``.
+    """
 
+    __slots__ = ("replay", "replayed", "result", "stored")
+
+    replay: ReplayInfo | None
     replayed: bool
     result: Any
     stored: bool
 
-    def __init__(self, result: Any, replayed: bool, stored: bool) -> None:
+    def __init__(self, result: Any, replayed: bool, stored: bool, replay: ReplayInfo | None = None) -> None:
         set_field(self, "result", result)
         set_field(self, "replayed", replayed)
         set_field(self, "stored", stored)
+        set_field(self, "replay", replay)
 
 
 Work = Callable[[Transaction], Completion]
@@ -289,7 +296,8 @@ class Engine:
             found = predecessor()  # in flight or a mismatch: raised as for a keyed intent
             if found is not None:
                 telemetry.count(LEGACY_REPLAYED, scope.operation, "unkeyed")
-                return Outcome(found.result, replayed=True, stored=False)
+                return Outcome(found.result, replayed=True, stored=False,
+                               replay=ReplayInfo(None, found.expires_at, source="powertools"))
         writer = new_token()
         own = Scope(scope.tenant, scope.operation, f"unkeyed/{writer}", adapter=scope.adapter,
                     subscriber=scope.subscriber)
@@ -526,7 +534,8 @@ class Engine:
         if self.cache is not None:
             self.cache.put(record)
         self._count(REPLAYED, intent)
-        return Outcome(record.result, replayed=True, stored=True)
+        return Outcome(record.result, replayed=True, stored=True,
+                       replay=ReplayInfo(record.record_id, record.expires_at, record.created_at_ms / 1000))
 
     def _completed(self, intent: Intent, completion: Completion, now: float, expires_at: int, writer: str) -> Record:
         """The completed record; its result is encoded here, before any commit (:class:`UnstorableResultError`)."""
@@ -543,7 +552,8 @@ class Engine:
             self.cache.put(record)
         if isinstance(completion, _Answered):  # the predecessor's answer, now this intent's record
             self._count(LEGACY_REPLAYED, intent)
-            return Outcome(completion.result, replayed=True, stored=True)
+            return Outcome(completion.result, replayed=True, stored=True,
+                           replay=ReplayInfo(record.record_id, record.expires_at, source="powertools"))
         self._count(EXECUTED, intent)
         return Outcome(completion.result, replayed=False, stored=True)
 
@@ -551,7 +561,8 @@ class Engine:
         """The answer of a completion that commits nothing (a 5xx: the key is free for the retry)."""
         if isinstance(completion, _Answered):  # the predecessor's answer, replayed as it would have, recorded nowhere
             self._count(LEGACY_REPLAYED, intent, stored=False)
-            return Outcome(completion.result, replayed=True, stored=False)
+            return Outcome(completion.result, replayed=True, stored=False,
+                           replay=ReplayInfo(None, completion.expires_at, source="powertools"))
         self._count(NOT_STORED, intent)
         return Outcome(completion.result, replayed=False, stored=False)
 

@@ -60,6 +60,7 @@ from ._engine import Completion, Engine, Intent
 from ._invocation import remaining_time
 from ._keys import Scope
 from ._observability import UNKEYED, telemetry
+from ._replay import ReplayHook, replayed
 from ._results import ResultSerializer, serializer_for
 from ._select import FingerprintSelector, KeySelector, Selector, fingerprint_document
 from ._store import DynamoStore
@@ -191,7 +192,7 @@ class _Idempotency(Wired):
     def __init__(self, *, subscriber: str | None, operation: str, key: Selector | None, fingerprint: Selector | None,
                  mode: Mode | str, key_required: bool, serializer: ResultSerializer[Any], lease_seconds: float | None,
                  horizon_seconds: int | None, powertools_cutover: PowertoolsCutover | None,
-                 store: DynamoStore | None, engine: Engine | None,
+                 on_replay: ReplayHook | None, store: DynamoStore | None, engine: Engine | None,
                  to_json: Callable[[Any], Any] | None = None) -> None:
         self.subscriber = SubscriberName(subscriber)
         self.operation = operation
@@ -201,6 +202,7 @@ class _Idempotency(Wired):
         self.key_required = key_required
         self.serializer = serializer
         self.lease_seconds = positive_lease(lease_seconds)
+        self.on_replay = on_replay
         # Powertools stored the JSON of the result; decoded, it is what this adapter's serializer stores
         self.wire(horizon_seconds, store, engine, powertools_cutover)
 
@@ -218,7 +220,9 @@ class _Idempotency(Wired):
         if key is None:
             unkeyed = self.engine.execute_unkeyed(self.scope("unkeyed"), lambda txn: Completion(call(txn)),
                                                   self.retention, predecessor=predecessor)
-            return self.serializer.load(unkeyed.result) if unkeyed.replayed else unkeyed.result
+            if not unkeyed.replayed:
+                return unkeyed.result
+            return replayed(self.on_replay, self.serializer.load(unkeyed.result), unkeyed.replay)
         produced: list[Any] = []
 
         def work(txn: Transaction) -> Completion:
@@ -234,7 +238,9 @@ class _Idempotency(Wired):
 
         intent = Intent(self.scope(key), fingerprint(), self.mode, self.retention, self.lease_seconds)
         outcome = self.engine.execute(intent, work, remaining_ms, predecessor=predecessor)
-        return self.serializer.load(outcome.result) if outcome.replayed else produced[0]
+        if not outcome.replayed:
+            return produced[0]
+        return replayed(self.on_replay, self.serializer.load(outcome.result), outcome.replay)
 
     def unprotected(self, call: Callable[[Transaction], Any]) -> Any:
         """``call`` with deduplication switched off (``RETRYSAFE_IDEMPOTENCY_DISABLED``): no key or fingerprint
@@ -301,7 +307,7 @@ def idempotent(*, subscriber: str | None = None, key: Selector | None = None, fi
                operation: str | None = None, mode: Mode | str | None = None, key_required: bool = True,
                serializer: ResultSerializer[Any] | None = None, lease_seconds: float | None = None,
                horizon_seconds: int | None = None, powertools_cutover: PowertoolsCutover | None = None,
-               store: DynamoStore | None = None,
+               on_replay: ReplayHook | None = None, store: DynamoStore | None = None,
                engine: Engine | None = None) -> Callable[[EventHandler[R]], IdempotentHandler[R]]:
     """Make a Lambda handler of any event idempotent: ``handler(event, context, txn)``.
 
@@ -331,6 +337,11 @@ def idempotent(*, subscriber: str | None = None, key: Selector | None = None, fi
     - ``powertools_cutover``: a :class:`~retrysafe.PowertoolsCutover` while switching from
       Powertools' ``@idempotent`` (see the migration guide): a first call whose event Powertools
       completed returns Powertools' stored result.
+    - ``on_replay``: ``hook(result, info) -> result``, called on replays only (never on a first
+      execution) with the replayed result, as the caller would get it, and its
+      :class:`~retrysafe.ReplayInfo` (record id, expiry: never the raw key); its return value is
+      what the caller gets (metrics, logging, a marker). No DynamoDB call of its own; if it raises,
+      the caller gets that error and the record stays as it is (nothing runs again).
 
     Example::
 
@@ -346,7 +357,8 @@ def idempotent(*, subscriber: str | None = None, key: Selector | None = None, fi
             func, subscriber=subscriber, operation=operation or qualified_name(func), key=key,
             fingerprint=fingerprint, mode=chosen_mode(mode, takes_txn), takes_txn=takes_txn, key_required=key_required,
             serializer=serializer if serializer is not None else serializer_for(func), lease_seconds=lease_seconds,
-            horizon_seconds=horizon_seconds, powertools_cutover=powertools_cutover, store=store, engine=engine)
+            horizon_seconds=horizon_seconds, powertools_cutover=powertools_cutover, on_replay=on_replay, store=store,
+            engine=engine)
 
         def entry(event: Any, context: Any) -> Any:
             return idempotency(event, context)
@@ -429,7 +441,7 @@ def idempotent_function(*, data_keyword_argument: str, subscriber: str | None = 
                         mode: Mode | str | None = None, key_required: bool = True,
                         serializer: ResultSerializer[Any] | None = None, lease_seconds: float | None = None,
                         horizon_seconds: int | None = None, powertools_cutover: PowertoolsCutover | None = None,
-                        store: DynamoStore | None = None,
+                        on_replay: ReplayHook | None = None, store: DynamoStore | None = None,
                         engine: Engine | None = None) -> Callable[[Callable[..., R]], Callable[..., R]]:
     """Make a plain function idempotent, keyed by one of its arguments; called inside any handler.
 
@@ -464,7 +476,8 @@ def idempotent_function(*, data_keyword_argument: str, subscriber: str | None = 
             operation=operation or qualified_name(func), key=key, fingerprint=fingerprint,
             mode=chosen, key_required=key_required,
             serializer=serializer if serializer is not None else serializer_for(func), lease_seconds=lease_seconds,
-            horizon_seconds=horizon_seconds, powertools_cutover=powertools_cutover, store=store, engine=engine)
+            horizon_seconds=horizon_seconds, powertools_cutover=powertools_cutover, on_replay=on_replay, store=store,
+            engine=engine)
 
         @functools.wraps(func)
         def wrapper(*args: Any, **kwargs: Any) -> R:

@@ -1,4 +1,4 @@
-"""DynamoDB persistence of idempotency records: every call the engine makes, and nothing else.
+"""DynamoDB persistence of idempotency records: every call the engine and the operator's command line make.
 
 Each method is one DynamoDB round trip (a claim that takes over a lapsed lease: two).
 Conditions compare the expiry attribute itself (TTL deletion lags by up to two days)
@@ -377,9 +377,65 @@ class DynamoStore:
 
     def get(self, record_id: str) -> Record | None:
         """Read a record with a consistent read (used only when waiting for an in-flight duplicate)."""
-        response = self._call("get_item", TableName=self.table_name, Key={PARTITION_KEY: {"S": record_id}}, ConsistentRead=True)
-        item = response.get("Item")
+        item = self.get_item(record_id)
         return from_item(item) if item else None
+
+    def get_item(self, record_id: str) -> AttributeMap | None:
+        """The record's item as stored (one consistent ``GetItem``): :meth:`get` and the command line's
+        ``inspect``, which reports the stored sizes."""
+        response = self._call("get_item", TableName=self.table_name, Key={PARTITION_KEY: {"S": record_id}},
+                              ConsistentRead=True)
+        item: AttributeMap | None = response.get("Item")
+        return item or None
+
+    # -- the operator's command line (retrysafe._cli) ----------------------
+    def delete_as_read(self, record: Record) -> None:
+        """Delete ``record`` only if it is still as it was read: one conditional ``DeleteItem``.
+
+        The condition compares the state, the writer's token, the expiry and the lease end with
+        ``record`` (an attribute absent when read must still be absent), so a record that changed in
+        between is kept: a lapsed claim taken over or completed (another owner), an expired record
+        claimed afresh. Raises :class:`RecordConflict` with the record as it is now (``None``: it is
+        gone, deleted meanwhile or by a retry of this very request whose first attempt was applied).
+        """
+        condition = ["attribute_exists(#pk)", "#st = :st", "#exp = :exp"]
+        values: AttributeMap = {":st": {"S": record.state}, ":exp": {"N": str(record.expires_at)}}
+        if record.owner is None:
+            condition.append("attribute_not_exists(#ow)")
+        else:
+            condition.append("#ow = :ow")
+            values[":ow"] = {"S": record.owner}
+        if record.lease_until_ms is None:
+            condition.append("attribute_not_exists(#le)")
+        else:
+            condition.append("#le = :le")
+            values[":le"] = {"N": str(record.lease_until_ms)}
+        try:
+            self._call("delete_item", TableName=self.table_name, Key={PARTITION_KEY: {"S": record.record_id}},
+                       ConditionExpression=" AND ".join(condition),
+                       ExpressionAttributeNames={"#pk": PARTITION_KEY, "#st": "st", "#exp": TTL_ATTRIBUTE,
+                                                 "#ow": "ow", "#le": "le"},
+                       ExpressionAttributeValues=values, ReturnValuesOnConditionCheckFailure="ALL_OLD")
+        except _ConditionFailed as failed:
+            raise RecordConflict(failed.record) from None
+
+    def scan_page(self, filter_expression: str, attribute_names: dict[str, str], attribute_values: AttributeMap, *,
+                  projection: str | None = None, page_size: int | None = None,
+                  start: AttributeMap | None = None) -> tuple[list[AttributeMap], AttributeMap | None, int]:
+        """One page of a ``Scan`` of the table (one round trip): the items ``filter_expression`` keeps,
+        the key to start the next page from (``None`` after the last page) and how many items the page
+        read before filtering. ``page_size`` caps the items read (DynamoDB's ``Limit``; else 1 MB)."""
+        request: dict[str, Any] = {"TableName": self.table_name, "FilterExpression": filter_expression,
+                                   "ExpressionAttributeNames": attribute_names,
+                                   "ExpressionAttributeValues": attribute_values}
+        if projection is not None:
+            request["ProjectionExpression"] = projection
+        if page_size is not None:
+            request["Limit"] = page_size
+        if start is not None:
+            request["ExclusiveStartKey"] = start
+        response = self._call("scan", **request)
+        return list(response.get("Items", [])), response.get("LastEvaluatedKey"), int(response.get("ScannedCount", 0))
 
     # -- error mapping -------------------------------------------------------
     def _call(self, operation: str, **kwargs: Any) -> dict[str, Any]:

@@ -63,6 +63,7 @@ from ._cutover import PowertoolsCutover
 from ._engine import Completion, Engine, Intent
 from ._fingerprint import canonical_document, fingerprint, parse_json
 from ._keys import Scope
+from ._replay import ReplayHook, replayed
 from ._select import FingerprintSelector, KeySelector, Selector
 from ._store import DynamoStore
 from ._transaction import Transaction
@@ -215,8 +216,8 @@ class SqsConsumer(Wired):
                  fingerprint: Selector | None = None, fifo: bool | None = None,
                  lease_seconds: float | None = None, horizon_seconds: int | None = None,
                  retry_hints: bool = True, claim_check: ClaimCheck | None = None,
-                 powertools_cutover: PowertoolsCutover | None = None, store: DynamoStore | None = None,
-                 engine: Engine | None = None) -> None:
+                 powertools_cutover: PowertoolsCutover | None = None, on_replay: ReplayHook | None = None,
+                 store: DynamoStore | None = None, engine: Engine | None = None) -> None:
         self.takes_txn = takes_transaction(handler, 2)
         self.mode = chosen_mode(mode, self.takes_txn)
         self.handler: Callable[..., Any] = handler
@@ -228,6 +229,7 @@ class SqsConsumer(Wired):
         self.lease_seconds = _lease(lease_seconds)
         self.retry_hints = retry_hints
         self.claim_check = claim_check if claim_check is not None else ClaimCheck.from_env()
+        self.on_replay = on_replay
         self.wire(horizon_seconds, store, engine, powertools_cutover)
 
     def process(self, record: Any, context: Any = None) -> Any:
@@ -252,7 +254,8 @@ class SqsConsumer(Wired):
         remaining = getattr(context, "get_remaining_time_in_millis", None)
         # Powertools' @idempotent_function(data_keyword_argument="record") hashed the record (its raw event)
         predecessor = self.cutover.predecessor(record) if self.cutover is not None else None
-        return self.engine.execute(intent, work, remaining, predecessor=predecessor).result
+        outcome = self.engine.execute(intent, work, remaining, predecessor=predecessor)
+        return replayed(self.on_replay, outcome.result, outcome.replay)
 
     def _unprotected(self, message: Message) -> Any:
         def work(txn: Transaction) -> Completion:
@@ -304,6 +307,7 @@ def idempotent_sqs(
     retry_hints: bool = True,
     claim_check: ClaimCheck | None = None,
     powertools_cutover: PowertoolsCutover | None = None,
+    on_replay: ReplayHook | None = None,
     store: DynamoStore | None = None,
     engine: Engine | None = None,
 ) -> SqsLambdaHandler:
@@ -339,6 +343,12 @@ def idempotent_sqs(
     - ``powertools_cutover`` (default ``None``): a :class:`~retrysafe.PowertoolsCutover` while switching
       from a Powertools record handler (``@idempotent_function(data_keyword_argument="record")``):
       a first delivery Powertools completed is acknowledged from its record (see the migration guide).
+    - ``on_replay`` (default ``None``): ``hook(result, info) -> result``, called for each message that is
+      acknowledged as a replay (never on a first delivery) with the handler's stored result and the
+      :class:`~retrysafe.ReplayInfo` (record id, expiry: never the raw key): for metrics or logging of
+      redeliveries. Its return value becomes the record's result (what :meth:`SqsConsumer.process`
+      returns; the batch response lists failures only). No DynamoDB call of its own; a hook that raises
+      fails that message: it is redelivered and replayed again, the handler does not run again.
     - ``store`` / ``engine`` (default ``DynamoStore.from_env()``): where records live.
 
     Example::
@@ -352,7 +362,7 @@ def idempotent_sqs(
     consumer = SqsConsumer(func, subscriber=subscriber, operation=operation, mode=mode, key=key, fingerprint=fingerprint, fifo=fifo,
                            lease_seconds=lease_seconds, horizon_seconds=horizon_seconds,
                            retry_hints=retry_hints, claim_check=claim_check, powertools_cutover=powertools_cutover,
-                           store=store, engine=engine)
+                           on_replay=on_replay, store=store, engine=engine)
 
     def wrapper(event: dict[str, Any], context: Any) -> dict[str, Any]:
         return consumer(event, context)

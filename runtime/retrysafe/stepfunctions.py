@@ -48,6 +48,7 @@ from ._config import Mode, idempotency_disabled
 from ._engine import Completion, Engine, Intent
 from ._fingerprint import canonical_value, fingerprint, is_unicode
 from ._keys import Scope
+from ._replay import ReplayHook, replayed
 from ._store import DynamoStore
 from ._tenant import NO_TENANT, Tenant, checked_tenant, tenant_of
 from ._transaction import Transaction
@@ -158,12 +159,14 @@ class TaskIdempotency(Wired):
 
     def __init__(self, *, subscriber: str | None = None, tenant: Tenant[TaskRequest] = state_machine_tenant,
                  operation: str | None = None, horizon_seconds: int | None = None, lease_seconds: float | None = None,
-                 store: DynamoStore | None = None, engine: Engine | None = None) -> None:
+                 on_replay: ReplayHook | None = None, store: DynamoStore | None = None,
+                 engine: Engine | None = None) -> None:
         self.subscriber = SubscriberName(subscriber)
         self.tenant = checked_tenant(tenant)
         self.operation = operation
         self.wire(horizon_seconds, store, engine)
         self.lease_seconds = positive_lease(lease_seconds)
+        self.on_replay = on_replay
 
     def caller(self, request: TaskRequest) -> str:
         """The caller of this invocation (``tenant=``); :class:`TaskPayloadError` when it names none."""
@@ -200,7 +203,7 @@ class TaskIdempotency(Wired):
             raise TaskInProgress(error.retry_after_seconds) from None
         except KeyReuseMismatchError:
             raise TaskKeyMismatch("this execution's state already ran with a different input") from None
-        return outcome.result
+        return replayed(self.on_replay, outcome.result, outcome.replay)
 
 
 @takes_options
@@ -211,6 +214,7 @@ def idempotent_task(
     operation: str | None = None,
     horizon_seconds: int | None = None,
     lease_seconds: float | None = None,
+    on_replay: ReplayHook | None = None,
     store: DynamoStore | None = None,
     engine: Engine | None = None,
 ) -> TaskFunction:
@@ -231,6 +235,11 @@ def idempotent_task(
     - ``horizon_seconds`` (default ``RETRYSAFE_RETRY_HORIZON_SECONDS``, else 7 days): record
       lifetime; keep it longer than the execution can be redriven or replayed.
     - ``lease_seconds`` (default: the Lambda's remaining time plus a margin): the claim lease.
+    - ``on_replay`` (default ``None``): ``hook(output, info) -> output``, called when a retry or a
+      redrive of the state replays its stored output (never on a first run) with that output and the
+      :class:`~retrysafe.ReplayInfo` (record id, expiry: never the raw key); the state gets what it
+      returns. No DynamoDB call of its own; a hook that raises fails the invocation (its error is
+      the state's error) and the record stays as it is.
     - ``store`` / ``engine`` (default ``DynamoStore.from_env()``): where records live.
 
     Example::
@@ -240,7 +249,7 @@ def idempotent_task(
             return txn.step("charge", lambda: provider.charge(order["amount"], key=txn.derive_key("charge")))
     """
     task = TaskIdempotency(subscriber=subscriber, tenant=tenant, operation=operation, horizon_seconds=horizon_seconds,
-                           lease_seconds=lease_seconds, store=store, engine=engine)
+                           lease_seconds=lease_seconds, on_replay=on_replay, store=store, engine=engine)
 
     def wrapper(payload: Any, context: Any) -> Any:
         remaining = getattr(context, "get_remaining_time_in_millis", None)

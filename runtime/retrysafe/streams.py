@@ -42,6 +42,7 @@ from ._config import Mode, idempotency_disabled
 from ._engine import Completion, Engine, Intent
 from ._fingerprint import canonical_json, canonical_value, fingerprint
 from ._keys import Scope
+from ._replay import ReplayHook, replayed
 from ._select import FingerprintSelector, KeySelector, Selector
 from ._store import DynamoStore
 from ._transaction import Transaction
@@ -291,7 +292,7 @@ class StreamConsumer(Wired, Generic[M]):
     def __init__(self, handler: Callable[..., Any], source: _Source[M], *, subscriber: str | None,
                  operation: str | None, mode: Mode | str | None, key: Selector | None, fingerprint: Selector | None,
                  skip_ttl_removals: bool, lease_seconds: float | None, horizon_seconds: int | None,
-                 store: DynamoStore | None, engine: Engine | None) -> None:
+                 on_replay: ReplayHook | None, store: DynamoStore | None, engine: Engine | None) -> None:
         if lease_seconds is not None and lease_seconds <= 0:
             raise ConfigurationError(f"lease_seconds must be positive, got {lease_seconds}")
         self.source: _Source[M] = source
@@ -304,6 +305,7 @@ class StreamConsumer(Wired, Generic[M]):
         self.key = KeySelector(key if key is not None else source.default_key)
         self.fingerprint = FingerprintSelector(fingerprint) if fingerprint is not None else None
         self.skip_ttl_removals = skip_ttl_removals
+        self.on_replay = on_replay
         self.wire(horizon_seconds, store, engine)
 
     def process(self, record: Any, lambda_context: Any = None) -> Any:
@@ -332,7 +334,8 @@ class StreamConsumer(Wired, Generic[M]):
             return Completion(self.handler(message, txn) if self.takes_txn else self.handler(message))
 
         remaining = getattr(lambda_context, "get_remaining_time_in_millis", None)
-        return self.engine.execute(intent, work, remaining).result
+        outcome = self.engine.execute(intent, work, remaining)
+        return replayed(self.on_replay, outcome.result, outcome.replay)
 
     def run(self, event: dict[str, Any], context: Any) -> Any:
         """Process the batch in order; returns Powertools' batch processor (its ``response()`` is the
@@ -406,7 +409,7 @@ class DynamoDBStreamLambdaHandler(Protocol):
 def idempotent_kinesis(*, subscriber: str | None = None, operation: str | None = None,
                        mode: Mode | str | None = None, key: Selector | None = None, fingerprint: Selector | None = None,
                        lease_seconds: float | None = None, horizon_seconds: int | None = None,
-                       store: DynamoStore | None = None,
+                       on_replay: ReplayHook | None = None, store: DynamoStore | None = None,
                        engine: Engine | None = None) -> Callable[[KinesisHandler], KinesisLambdaHandler]:
     """Make a Kinesis record handler idempotent and turn it into the Lambda handler of its stream.
 
@@ -428,7 +431,12 @@ def idempotent_kinesis(*, subscriber: str | None = None, operation: str | None =
     :class:`KinesisMessage`; default ``[kinesis.partitionKey, kinesis.sequenceNumber]``.
     ``fingerprint``: a selector of what must match between deliveries of a key
     (default: the data). ``horizon_seconds``: record lifetime (cover the
-    stream's retention). ``store``/``engine``: where records live.
+    stream's retention). ``on_replay``: ``hook(result, info) -> result``, called for each record
+    acknowledged as a replay (never on a first delivery) with the handler's stored result and the
+    :class:`~retrysafe.ReplayInfo` (record id, expiry: never the raw key), for metrics or logging;
+    its return value becomes the record's result (:meth:`StreamConsumer.process`); no DynamoDB
+    call of its own; a hook that raises fails that record (and, as any failure, the rest of its
+    shard's batch), which is then replayed again, never re-run. ``store``/``engine``: where records live.
 
     Example::
 
@@ -440,7 +448,7 @@ def idempotent_kinesis(*, subscriber: str | None = None, operation: str | None =
     def decorate(func: KinesisHandler) -> KinesisLambdaHandler:
         consumer = StreamConsumer(func, _Kinesis(), subscriber=subscriber, operation=operation, mode=mode, key=key,
                                   fingerprint=fingerprint, skip_ttl_removals=False, lease_seconds=lease_seconds,
-                                  horizon_seconds=horizon_seconds, store=store, engine=engine)
+                                  horizon_seconds=horizon_seconds, on_replay=on_replay, store=store, engine=engine)
         return cast(KinesisLambdaHandler, _entry(func, consumer))
 
     return decorate
@@ -450,8 +458,8 @@ def idempotent_dynamodb_stream(*, subscriber: str | None = None, operation: str 
                                mode: Mode | str | None = None, key: Selector | None = None,
                                fingerprint: Selector | None = None, skip_ttl_removals: bool = False,
                                lease_seconds: float | None = None, horizon_seconds: int | None = None,
-                               store: DynamoStore | None = None, engine: Engine | None = None
-                               ) -> Callable[[DynamoDBStreamHandler], DynamoDBStreamLambdaHandler]:
+                               on_replay: ReplayHook | None = None, store: DynamoStore | None = None,
+                               engine: Engine | None = None) -> Callable[[DynamoDBStreamHandler], DynamoDBStreamLambdaHandler]:
     """Make a DynamoDB Streams record handler idempotent and turn it into the Lambda handler of its stream.
 
     The decorated function receives a :class:`DynamoDBChange` and the
@@ -476,8 +484,8 @@ def idempotent_dynamodb_stream(*, subscriber: str | None = None, operation: str 
     def decorate(func: DynamoDBStreamHandler) -> DynamoDBStreamLambdaHandler:
         consumer = StreamConsumer(func, _DynamoDB(), subscriber=subscriber, operation=operation, mode=mode, key=key,
                                   fingerprint=fingerprint, skip_ttl_removals=skip_ttl_removals,
-                                  lease_seconds=lease_seconds, horizon_seconds=horizon_seconds, store=store,
-                                  engine=engine)
+                                  lease_seconds=lease_seconds, horizon_seconds=horizon_seconds,
+                                  on_replay=on_replay, store=store, engine=engine)
         return cast(DynamoDBStreamLambdaHandler, _entry(func, consumer))
 
     return decorate

@@ -32,6 +32,7 @@ PORTS = [
     (("powertools_keys_before.py", "validation-before"), ("powertools_keys.py", "validation-after")),
     (("powertools_keys_before.py", "prefix-before"), ("powertools_keys.py", "prefix-after")),
     (("powertools_functions_before.py", "before"), ("powertools_functions.py", "after")),
+    (("powertools_kinds_before.py", "batch-before"), ("powertools_batch_function.py", "batch-function-after")),
 ]
 
 
@@ -152,6 +153,8 @@ def test_functions_of_a_dataclass_and_a_pydantic_model_port(functions: list[Modu
 
 #: Powertools' configuration objects, which the ports drop: ``persistence_layer = ...``, ``config = ...``.
 _POWERTOOLS_SETUP = re.compile(r"^(persistence_layer|\w*config) = ")
+#: Powertools' ``config.register_lambda_context(`` (any config's name): retrysafe's function of that name.
+_REGISTERED = re.compile(r"\b\w*config\.register_lambda_context\(")
 
 
 def code_lines(file: str, region: str) -> list[str]:
@@ -170,7 +173,7 @@ def code_lines(file: str, region: str) -> list[str]:
             depth = line.count("(") - line.count(")")
             continue
         if stripped:
-            kept.append(line.replace("config.register_lambda_context(", "register_lambda_context("))
+            kept.append(_REGISTERED.sub("register_lambda_context(", line))
     return kept
 
 

@@ -31,7 +31,8 @@ NEVER_ON_IMPORT = frozenset({
     "retrysafe._results",  # the result serializers: only @idempotent and @idempotent_function pick one
 })
 #: Never loaded by a handler, not even by its first request.
-NEVER = frozenset({"aws_lambda_powertools.utilities.idempotency", "pydantic", "retrysafe.testing"})
+NEVER = frozenset({"aws_lambda_powertools.utilities.idempotency", "pydantic", "retrysafe.testing",
+                   "retrysafe._cli"})  # the operator's command line
 #: Powertools as a whole: only the middleware (its event handler) and the batch consumers (SQS, streams:
 #: Powertools' batch processor, on the first request) load it.
 POWERTOOLS = frozenset({"aws_lambda_powertools"})

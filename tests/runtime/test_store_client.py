@@ -167,6 +167,32 @@ def test_outbox_and_ordering_calls_on_the_store_client_are_valid(own: tuple[Dyna
     _shapes_ok(captured, {"PutItem", "UpdateItem", "Query"})
 
 
+def test_the_command_lines_calls_are_valid(ddb: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """inspect's GetItem, reset's conditional DeleteItem (with and without owner and lease), list's filtered Scans."""
+    from retrysafe import _cli
+
+    from tests.operating import COMPLETED_ORDER, KEY, LAPSED, run, seed
+
+    seed(DynamoStore(TABLE))
+    captured: list[Captured] = []
+    real = _cli._store
+
+    def store(args: Any) -> DynamoStore:
+        made = real(args)
+        captured.append(Captured(made.client))
+        return made
+
+    monkeypatch.setattr(_cli, "_store", store)
+    assert run("inspect", *COMPLETED_ORDER.options, "--key", KEY).status == 0
+    assert run("reset", *COMPLETED_ORDER.options, "--key", KEY, "--yes").status == 0
+    assert run("reset", *LAPSED.options, "--key", LAPSED.scope.key, "--yes").status == 0
+    for state in _cli.STATES:
+        assert run("list", "--state", state, "--page-size", "2").status == 0
+    requests = [request for each in captured for request in each.requests]
+    assert {model.name for model, _ in requests} == {"GetItem", "DeleteItem", "Scan"}
+    assert [problem for each in captured for problem in each.problems()] == []
+
+
 @pytest.mark.parametrize(("init_phase", "created"), [(True, True), (False, False)])
 def test_the_client_is_created_during_lambdas_init_phase(init_phase: bool, created: bool,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:

@@ -20,6 +20,7 @@ from retrysafe._engine import Adopted, Completion, Intent, Outcome, _Answered
 from retrysafe._keys import Scope
 from retrysafe._record import Record
 from retrysafe._regions import HomeRegions
+from retrysafe._replay import ReplayInfo
 from retrysafe._store import ClaimResult
 from retrysafe._value import Value
 from retrysafe.http._core import HttpAnswer, StoredResponse
@@ -45,6 +46,8 @@ records = st.builds(Record, text, st.sampled_from(["pending", "completed"]), tex
                     st.none() | text, st.dictionaries(text, json_values, max_size=2), st.none() | text)
 responses = st.builds(StoredResponse, st.integers(100, 599), headers, text, st.booleans())
 events = st.fixed_dictionaries({"version": st.just("2.0"), "headers": headers, "body": text})
+replays = st.builds(ReplayInfo, st.none() | text, st.none() | st.integers(0, 2**40),
+                    st.none() | st.floats(0, 2e9), st.sampled_from(["retrysafe", "powertools"]))
 sqs_records = st.builds(lambda body, key: SQSRecord({"messageId": key, "body": body, "messageAttributes": {}}),
                         text, text)
 
@@ -56,10 +59,11 @@ SAMPLES: dict[type[Value], st.SearchStrategy[Value]] = {
     Intent: st.builds(Intent, scopes, text, st.sampled_from(list(Mode)), retentions, st.none() | st.floats(1, 900),
                       st.floats(0, 10)),
     Completion: st.builds(Completion, json_values, st.booleans(), st.none() | text, st.none() | st.integers()),
-    Outcome: st.builds(Outcome, json_values, st.booleans(), st.booleans()),
+    Outcome: st.builds(Outcome, json_values, st.booleans(), st.booleans(), st.none() | replays),
     ClaimResult: st.builds(ClaimResult, records, st.none() | records),
     StoredResponse: responses,
-    HttpAnswer: st.builds(HttpAnswer, responses, st.booleans(), json_values),
+    HttpAnswer: st.builds(HttpAnswer, responses, st.booleans(), json_values, replay=st.none() | replays),
+    ReplayInfo: replays,
     Problem: st.builds(Problem, st.integers(400, 599), text, text, text, headers),
     HttpRequest: st.builds(HttpRequest, events, st.sampled_from(["1.0", "2.0"]), text, text, text, headers,
                            st.dictionaries(text, st.lists(text, max_size=2).map(tuple), max_size=2),

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from retrysafe import (
     IdempotencyMiddleware,
+    ReplayHook,
     idempotent,
     idempotent_dynamodb_stream,
     idempotent_function,
@@ -54,6 +55,7 @@ SHARED: dict[str, str | tuple[str, ...]] = {
     "retry_hints": "bool",
     "powertools_cutover": "PowertoolsCutover | None",
     "serializer": "ResultSerializer[Any] | None",
+    "on_replay": "ReplayHook | None",
     "store": "DynamoStore | None",
     "engine": "Engine | None",
 }
@@ -90,6 +92,16 @@ def test_shared_options_have_one_name_and_one_type(name: str) -> None:
         allowed = (annotation,) if isinstance(annotation, str) else annotation
         if option in found and annotation:
             assert found[option].annotation in allowed, (name, option, found[option].annotation)
+
+
+@pytest.mark.parametrize("name", ADAPTERS)
+def test_every_adapter_takes_the_replay_hook(name: str) -> None:
+    """``on_replay=`` on every adapter, one name and one type (issue 32, item 5)."""
+    found = options(ADAPTERS[name])
+    assert "on_replay" in found, f"{name} has no on_replay="
+    assert found["on_replay"].default is None
+    assert typing.get_type_hints(ADAPTERS[name].__init__ if inspect.isclass(ADAPTERS[name])  # type: ignore[misc]
+                                 else ADAPTERS[name])["on_replay"] == ReplayHook | None
 
 
 @pytest.mark.parametrize("name", ADAPTERS)

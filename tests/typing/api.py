@@ -23,6 +23,7 @@ from retrysafe import (
     Message,
     Mode,
     PowertoolsCutover,
+    ReplayInfo,
     Tenant,
     Transaction,
     idempotent,
@@ -270,6 +271,37 @@ idempotent_sqs(record_handler, subscriber="billing", powertools_cutovr=cutover) 
 idempotent_function(data_keyword_argument="order", subscriber="payments", powertools_cutover=cutover)
 idempotent_function(data_keyword_argument="order", subscriber="payments",
                     powertools_cutovr=cutover)  # type: ignore[call-arg]
+
+
+# -- on_replay= (ReplayHook: hook(answer, ReplayInfo) -> answer), on every adapter ------------------
+
+
+def add_expiry(response: dict[str, Any], info: ReplayInfo) -> dict[str, Any]:
+    return {**response, "headers": {**response["headers"], "X-Idempotency-Expires": str(info.expires_at)}}
+
+
+def count_replay(result: Any, info: ReplayInfo) -> Any:
+    return result
+
+
+def key_only(response: Any) -> Any:
+    return response
+
+
+idempotent_http(http_handler, on_replay=add_expiry)
+IdempotencyMiddleware(on_replay=count_replay)
+idempotent(on_replay=count_replay)
+idempotent_function(data_keyword_argument="order", on_replay=count_replay)
+idempotent_sqs(record_handler, on_replay=count_replay)
+idempotent_kinesis(on_replay=count_replay)
+idempotent_dynamodb_stream(on_replay=count_replay)
+idempotent_task(http_handler, on_replay=count_replay)
+WebhookReceiver(GitHub(), on_replay=add_expiry)
+idempotent_http(http_handler, on_replay=key_only)  # type: ignore[arg-type]  # the hook takes (answer, info)
+idempotent_sqs(record_handler, on_replai=count_replay)  # type: ignore[call-overload]
+idempotent(on_replay="header")  # type: ignore[arg-type]
+WebhookReceiver(GitHub(), on_replay=key_only)  # type: ignore[arg-type]
+ReplayInfo("idem#x", 1, source="dynamo")  # type: ignore[arg-type]  # "retrysafe" or "powertools"
 
 
 # -- the mode follows the handler: one without the transaction is a claim-first handler ------------

@@ -18,6 +18,7 @@ from .._cutover import PowertoolsCutover
 from .._engine import Completion, Engine, Intent
 from .._fingerprint import is_unicode
 from .._keys import Scope, parse_key
+from .._replay import ReplayHook, ReplayInfo
 from .._select import FingerprintSelector, KeySelector, Selector
 from .._store import DynamoStore
 from .._tenant import Tenant, checked_tenant, tenant_of
@@ -74,22 +75,24 @@ class HttpAnswer(Value):
     ``original`` is the handler's own response object on a first execution
     (returned untouched: all headers, cookies). ``shape``: the response format
     the request's source expects (:data:`~retrysafe.http._request.PROXY`,
-    ``ALB``, ``ALB_MULTI_VALUE``).
+    ``ALB``, ``ALB_MULTI_VALUE``). ``replay``: a replay's metadata, for the ``on_replay`` hook.
     """
 
-    __slots__ = ("original", "replayed", "response", "shape")
+    __slots__ = ("original", "replay", "replayed", "response", "shape")
 
     original: Any
+    replay: ReplayInfo | None
     replayed: bool
     response: StoredResponse
     shape: str
 
     def __init__(self, response: StoredResponse, replayed: bool = False, original: Any = None,
-                 shape: str = PROXY) -> None:
+                 shape: str = PROXY, replay: ReplayInfo | None = None) -> None:
         set_field(self, "response", response)
         set_field(self, "replayed", replayed)
         set_field(self, "original", original)
         set_field(self, "shape", shape)
+        set_field(self, "replay", replay)
 
     def headers(self) -> dict[str, str]:
         """Response headers, with ``Idempotent-Replayed: true`` on replays."""
@@ -119,7 +122,8 @@ class HttpIdempotency(Wired):
                  wait_for_in_flight: float = 0.0,
                  on_state_conflict: Callable[[BusinessConditionFailedError, Any], Any] | None = None,
                  retry_hints: bool = True, powertools_cutover: PowertoolsCutover | None = None,
-                 store: DynamoStore | None = None, engine: Engine | None = None) -> None:
+                 on_replay: ReplayHook | None = None, store: DynamoStore | None = None,
+                 engine: Engine | None = None) -> None:
         self.mode = Mode.parse(mode) if mode is not None else Mode.ATOMIC  # the decorator chooses by the handler
         self.operation = operation
         if key is not None and header is not None:
@@ -138,6 +142,7 @@ class HttpIdempotency(Wired):
         self.wait_for_in_flight = wait_for_in_flight
         self.on_state_conflict = on_state_conflict
         self.retry_hints = retry_hints
+        self.on_replay = on_replay
         self.wire(horizon_seconds, store, engine, powertools_cutover)
 
     def adopt(self, response: Any) -> Any:
@@ -205,7 +210,7 @@ class HttpIdempotency(Wired):
             outcome = self.engine.execute(intent, work, remaining_ms, predecessor=predecessor)
         original = originals[-1] if originals and not outcome.replayed else None
         return HttpAnswer(StoredResponse.from_result(outcome.result), replayed=outcome.replayed, original=original,
-                          shape=request.shape)
+                          shape=request.shape, replay=outcome.replay)
 
 
     def _key(self, request: HttpRequest) -> str | None:

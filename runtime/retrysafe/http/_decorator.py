@@ -10,6 +10,7 @@ from .._adapter import chosen_mode, lambda_entry_point, takes_options, takes_tra
 from .._config import Mode
 from .._cutover import PowertoolsCutover
 from .._engine import Engine
+from .._replay import ReplayHook, replayed
 from .._select import Selector
 from .._store import DynamoStore
 from .._tenant import Tenant
@@ -51,6 +52,7 @@ def idempotent_http(
     on_state_conflict: Callable[[BusinessConditionFailedError, Any], Any] | None = None,
     retry_hints: bool = True,
     powertools_cutover: PowertoolsCutover | None = None,
+    on_replay: ReplayHook | None = None,
     store: DynamoStore | None = None,
     engine: Engine | None = None,
 ) -> HttpLambdaHandler:
@@ -113,6 +115,13 @@ def idempotent_http(
     - ``powertools_cutover`` (default ``None``): a :class:`~retrysafe.PowertoolsCutover`, while
       switching from Powertools idempotency: a first request whose event Powertools completed is
       answered from Powertools' record (see the migration guide).
+    - ``on_replay`` (default ``None``): ``hook(response, info) -> response``, called on replays only
+      (never on a first execution) with the response about to be returned (the proxy response
+      dict here, the Powertools ``Response`` in the middleware) and the replay's
+      :class:`~retrysafe.ReplayInfo` (record id, expiry: never the raw key); the caller gets what
+      it returns, e.g. with a header saying when the key expires. Refusals (409, 422...) are not
+      replays. No DynamoDB call of its own; a hook that raises fails the invocation and leaves the
+      record as it is.
     - ``store`` / ``engine`` (default ``DynamoStore.from_env()``, which keeps a record cache per
       container): where records live; a store you construct caches only if given a ``RecordCache``.
 
@@ -132,7 +141,8 @@ def idempotent_http(
         fingerprint_query=fingerprint_query, fingerprint=fingerprint, replay_headers=replay_headers,
         horizon_seconds=horizon_seconds, lease_seconds=lease_seconds,
         wait_for_in_flight=wait_for_in_flight, on_state_conflict=on_state_conflict,
-        retry_hints=retry_hints, powertools_cutover=powertools_cutover, store=store, engine=engine)
+        retry_hints=retry_hints, powertools_cutover=powertools_cutover, on_replay=on_replay, store=store,
+        engine=engine)
 
     def wrapper(event: Any, context: Any) -> dict[str, Any]:
         def call(txn: Transaction) -> tuple[StoredResponse, Any]:
@@ -141,6 +151,6 @@ def idempotent_http(
 
         remaining = getattr(context, "get_remaining_time_in_millis", None)
         answer = idempotency.handle(event, call, remaining, convert=lambda r: to_stored(r, idempotency))
-        return to_proxy(answer)
+        return cast(dict[str, Any], replayed(idempotency.on_replay, to_proxy(answer), answer.replay))
 
     return cast(HttpLambdaHandler, lambda_entry_point(func, wrapper, idempotency=idempotency))

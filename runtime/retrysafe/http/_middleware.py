@@ -17,7 +17,7 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Callable, Collection
-from typing import Any
+from typing import Any, cast
 
 from aws_lambda_powertools.event_handler.api_gateway import Response
 from aws_lambda_powertools.event_handler.middlewares import BaseMiddlewareHandler, NextMiddleware
@@ -26,6 +26,7 @@ from .._config import Mode
 from .._cutover import PowertoolsCutover
 from .._engine import Engine
 from .._invocation import Invocation
+from .._replay import ReplayHook, replayed
 from .._select import Selector
 from .._store import DynamoStore
 from .._tenant import Tenant
@@ -65,6 +66,7 @@ class IdempotencyMiddleware(BaseMiddlewareHandler[Any]):
         on_state_conflict: Callable[[BusinessConditionFailedError, Any], Any] | None = None,
         retry_hints: bool = True,
         powertools_cutover: PowertoolsCutover | None = None,
+        on_replay: ReplayHook | None = None,
         store: DynamoStore | None = None,
         engine: Engine | None = None,
     ) -> None:
@@ -73,7 +75,8 @@ class IdempotencyMiddleware(BaseMiddlewareHandler[Any]):
             operation=operation, mode=mode, header=header, key=key, key_required=key_required, subscriber=subscriber, tenant=tenant,
             fingerprint_query=fingerprint_query, fingerprint=fingerprint, replay_headers=replay_headers, horizon_seconds=horizon_seconds,
             lease_seconds=lease_seconds, wait_for_in_flight=wait_for_in_flight, on_state_conflict=on_state_conflict,
-            retry_hints=retry_hints, powertools_cutover=powertools_cutover, store=store, engine=engine)
+            retry_hints=retry_hints, powertools_cutover=powertools_cutover, on_replay=on_replay, store=store,
+            engine=engine)
 
     def handler(self, app: Any, next_middleware: NextMiddleware) -> Response[Any]:
         """Run, replay or refuse; see :class:`HttpIdempotency`."""
@@ -93,7 +96,7 @@ class IdempotencyMiddleware(BaseMiddlewareHandler[Any]):
                                         convert=lambda r: _stored(r, idempotency))
         if isinstance(answer.original, Response):
             return answer.original
-        return _response(answer)
+        return cast(Response[Any], replayed(idempotency.on_replay, _response(answer), answer.replay))
 
 
 def _stored(response: Response[Any], idempotency: HttpIdempotency) -> StoredResponse:

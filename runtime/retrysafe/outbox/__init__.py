@@ -10,7 +10,7 @@ module                                   what it holds
 :mod:`retrysafe.outbox.publisher`        the stream publisher (Lambda ``handler``)
 :mod:`retrysafe.outbox.sweeper`          republishes what the stream missed (Lambda ``handler``)
 :mod:`retrysafe.outbox.pipe`             the EventBridge Pipes enrichment (Lambda ``handler``)
-:mod:`retrysafe.outbox.parked`           lists and republishes parked events (``python -m``)
+:mod:`retrysafe.outbox.parked`           parked events: ``list_parked``, ``republish``
 =======================================  ===========================================================
 
 This package exports what code outside those functions uses: an event as appended

@@ -3,7 +3,7 @@
 Its partition key is the ``obq`` attribute (``u0``..``u7`` while an event is
 unpublished, ``parked`` once its target refused it permanently; removed when
 published) and its sort key the event's ``at``: when it was committed. The sweeper reads the shards,
-the operator command :mod:`retrysafe.outbox.parked` the ``parked`` partition.
+``retrysafe outbox parked`` (:mod:`retrysafe.outbox.parked`) the ``parked`` partition.
 """
 
 from __future__ import annotations

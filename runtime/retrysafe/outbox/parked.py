@@ -7,10 +7,10 @@ sweeper's way, until its TTL (the retry horizon). Each parking counts the
 ``OutboxEventParked`` metric, which the constructs alarm on.
 
 From a shell with the publisher's environment (``RETRYSAFE_TABLE`` and the
-target variable)::
+target variable), the operator's command line::
 
-    python -m retrysafe.outbox.parked list
-    python -m retrysafe.outbox.parked republish [EVENT_ID ...]
+    retrysafe outbox parked list
+    retrysafe outbox parked republish [EVENT_ID ...]
 
 or from code: :func:`list_parked` and :func:`republish`. Republishing goes
 through the same :class:`~retrysafe.outbox.publisher.Publisher`: accepted events
@@ -19,10 +19,7 @@ are marked published, events still refused stay parked (with the new reason).
 
 from __future__ import annotations
 
-import argparse
-import json
-import sys
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,7 +38,7 @@ class ParkedEvent:
     reason: str
 
     def summary(self) -> dict[str, Any]:
-        """What the ``list`` command prints (no payload)."""
+        """What ``retrysafe outbox parked list`` prints (no payload)."""
         return {"event_id": self.message.event_id, "event_type": self.message.event_type,
                 "aggregate_type": self.message.aggregate_type, "aggregate_id": self.message.aggregate_id,
                 "occurred_at": self.message.occurred_at, "parked_at": self.parked_at, "reason": self.reason}
@@ -69,25 +66,4 @@ def republish(publisher: Publisher, event_ids: Collection[str] = ()) -> dict[str
     return {"republished": len(chosen) - parked - len(failed), "parked": parked, "failed": len(failed)}
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """The operator command (see the module docstring)."""
-    parser = argparse.ArgumentParser(prog="python -m retrysafe.outbox.parked",
-                                     description="List or republish outbox events the target refused permanently.")
-    commands = parser.add_subparsers(dest="command", required=True)
-    commands.add_parser("list", help="print the parked events (one JSON object per line, no payloads)")
-    again = commands.add_parser("republish", help="publish parked events again (all, or the given ids)")
-    again.add_argument("event_ids", nargs="*", metavar="EVENT_ID")
-    args = parser.parse_args(argv)
-    if args.command == "list":
-        for parked in list_parked(DynamoStore.from_env()):
-            print(json.dumps(parked.summary()))
-        return 0
-    counts = republish(Publisher.from_env(), set(args.event_ids))
-    print(json.dumps(counts))
-    return 0 if counts["parked"] == counts["failed"] == 0 else 1
-
-
-__all__ = ["ParkedEvent", "list_parked", "main", "republish"]
-
-if __name__ == "__main__":
-    sys.exit(main())
+__all__ = ["ParkedEvent", "list_parked", "republish"]

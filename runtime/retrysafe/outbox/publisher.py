@@ -14,7 +14,7 @@ request: :mod:`retrysafe.outbox._targets`), not in fixed chunks. An event the
 target refuses permanently (larger than a message may be, malformed) is
 *parked*: its item is marked ``obq = parked`` (the sweeper no longer sees it),
 the ``OutboxEventParked`` metric is counted, and the stream moves on. List and
-republish parked events with :mod:`retrysafe.outbox.parked`. Transient
+republish parked events with ``retrysafe outbox parked`` (:mod:`retrysafe.outbox.parked`). Transient
 refusals (throttling, internal errors) are retried by the stream and the sweeper.
 
 The envelope is ``{"event_id", "event_type", "aggregate_type", "aggregate_id",
@@ -139,7 +139,7 @@ class Publisher:
         """Mark an event the target refuses permanently as parked; ``False`` if that write failed (retry it).
 
         A parked item keeps its payload until its TTL (the retry horizon); list and
-        republish it with :mod:`retrysafe.outbox.parked` after fixing the cause.
+        republish it with ``retrysafe outbox parked`` after fixing the cause.
         """
         from botocore.exceptions import BotoCoreError, ClientError
 

@@ -32,7 +32,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 from .. import names
 from .._adapter import SubscriberName, Wired, flushes_telemetry
@@ -43,6 +43,7 @@ from .._fingerprint import fingerprint, is_unicode
 from .._invocation import Invocation
 from .._keys import Scope
 from .._observability import telemetry
+from .._replay import ReplayHook, replayed
 from .._store import DynamoStore
 from .._tenant import Tenant, checked_tenant, tenant_of
 from .._transaction import Transaction
@@ -128,14 +129,20 @@ class WebhookReceiver(Wired):
     ``claim_check``: where bodies too large for the outbox target go (default
     ``RETRYSAFE_CLAIM_CHECK_BUCKET``; without one such bodies are refused with 413).
     ``max_body_bytes``: refuse larger bodies outright (413).
+    ``on_replay(response, info) -> response``: called when a redelivery is answered from its record
+    (``202`` with ``Idempotent-Replayed: true``; never on a first delivery or a refusal) with the
+    proxy response and the :class:`~retrysafe.ReplayInfo` (record id, expiry: never the delivery id);
+    the sender gets what it returns. For metrics of redeliveries: senders ignore the headers.
+    No DynamoDB call of its own; a hook that raises fails the invocation (the sender retries and
+    is answered from the record again).
     """
 
     def __init__(self, provider: Provider, *, tenant: Tenant[HttpRequest] = None, subscriber: str | None = None,
                  secrets: SecretSource | None = None,
                  on_receipt: Callable[[Receipt, Transaction], None] | None = None,
                  max_body_bytes: int = DEFAULT_MAX_BODY_BYTES, horizon_seconds: int | None = None,
-                 claim_check: ClaimCheck | None = None, store: DynamoStore | None = None,
-                 engine: Engine | None = None) -> None:
+                 claim_check: ClaimCheck | None = None, on_replay: ReplayHook | None = None,
+                 store: DynamoStore | None = None, engine: Engine | None = None) -> None:
         self.provider = provider
         self.tenant = checked_tenant(tenant)
         self.subscriber = SubscriberName(subscriber)
@@ -143,6 +150,7 @@ class WebhookReceiver(Wired):
         self.on_receipt = on_receipt
         self.claim_check = claim_check if claim_check is not None else ClaimCheck.from_env()
         self.max_body_bytes = max_body_bytes
+        self.on_replay = on_replay
         self.wire(horizon_seconds, store, engine)
 
     @flushes_telemetry
@@ -153,7 +161,7 @@ class WebhookReceiver(Wired):
                 answer = self._receive(parse_event(event), getattr(context, "get_remaining_time_in_millis", None))
         except RetrysafeError as error:
             answer = refusal(error, _problem)
-        return to_proxy(answer)
+        return cast(dict[str, Any], replayed(self.on_replay, to_proxy(answer), answer.replay))
 
     def _receive(self, request: HttpRequest, remaining_ms: Callable[[], int] | None) -> HttpAnswer:
         self._verify(request)
@@ -189,7 +197,7 @@ class WebhookReceiver(Wired):
             intent = Intent(scope, fingerprint(["webhook/v1", request.body]),
                             Mode.ATOMIC if pointer is None else Mode.CLAIM_FIRST, self.retention)
             outcome = self.engine.execute(intent, work, remaining_ms)
-        return HttpAnswer(StoredResponse.from_result(outcome.result), replayed=outcome.replayed)
+        return HttpAnswer(StoredResponse.from_result(outcome.result), replayed=outcome.replayed, replay=outcome.replay)
 
     def _store_body(self, receipt: Receipt) -> None:
         from botocore.exceptions import BotoCoreError, ClientError

@@ -174,3 +174,17 @@ def test_a_middleware_routes_claim_takes_lease_seconds_and_its_functions_the_inv
     assert answer["statusCode"] == 201
     assert route_leases == [5.0]  # lease_seconds= wins for the route's own claim
     assert charges.leases == [30 + LEASE_MARGIN_SECONDS]  # the function called by the route: the invocation's time
+
+
+def test_a_registration_in_one_test_is_gone_in_the_next_part_one(ddb: Any, store: Any, engine: Engine) -> None:
+    register_lambda_context(DrillContext(remaining_ms=300_000))  # as a handler under test would, left registered
+    charges = Charges(store, engine)
+    charges.charge(order={"order_id": "o-1"})
+    assert charges.leases == [300 + LEASE_MARGIN_SECONDS]
+
+
+def test_a_registration_in_one_test_is_gone_in_the_next_part_two(ddb: Any, store: Any, engine: Engine) -> None:
+    """Run after part one (pytest keeps the file's order): the plugin forgot its registration."""
+    charges = Charges(store, engine)
+    charges.charge(order={"order_id": "o-1"})
+    assert charges.leases == [DEFAULT_LEASE_SECONDS]

@@ -14,7 +14,6 @@ from retrysafe._engine import Completion, Engine, Intent
 from retrysafe._keys import Scope
 from retrysafe._transaction import Transaction
 from retrysafe.errors import EventTooLargeError
-from retrysafe.outbox import parked as outbox_parked
 from retrysafe.outbox._targets import EventBridgeTarget, SnsTarget, SqsTarget
 from retrysafe.outbox.parked import list_parked, republish
 from retrysafe.outbox.publisher import Publisher, handler
@@ -22,6 +21,7 @@ from retrysafe.outbox.sweeper import sweep
 from retrysafe.testing._outbox import outbox_stream_event
 
 from tests.helpers import TABLE, receive_all
+from tests.operating import run
 
 KB = 1000
 
@@ -109,22 +109,23 @@ def test_a_permanently_refused_event_is_parked_and_the_rest_published(store: Any
     assert list(list_parked(store)) == []
 
 
-def test_the_operator_command_lists_and_republishes(store: Any, sqs: Any, monkeypatch: pytest.MonkeyPatch,
-                                                    capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_operator_command_lists_and_republishes(store: Any, sqs: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     url = sqs.create_queue(QueueName="tiny", Attributes={"MaximumMessageSize": "1024"})["QueueUrl"]
     (eid,) = commit(store, [{"blob": "y" * 2000}])
     handler(outbox_stream_event(store), publisher=Publisher(SqsTarget(url, client=sqs), store))
     monkeypatch.setenv(names.QUEUE_ENV, url)
-    capsys.readouterr()
-    assert outbox_parked.main(["list"]) == 0
-    (line,) = capsys.readouterr().out.strip().splitlines()
+    ran = run("outbox", "parked", "list", "--table", TABLE)
+    assert ran.status == 0, ran.err
+    (line,) = ran.out.strip().splitlines()
     listed = json.loads(line)
     assert listed["event_id"] == eid and listed["event_type"] == "Blob" and "payload" not in listed
-    assert outbox_parked.main(["republish", eid]) == 1  # still too large for the queue: still parked
-    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1]) == {"republished": 0, "parked": 1,
-                                                                            "failed": 0}
+    assert "y" * 100 not in ran.out + ran.err
+    ran = run("outbox", "parked", "republish", eid)
+    assert ran.status == 1  # still too large for the queue: still parked
+    assert json.loads(ran.out.strip().splitlines()[-1]) == {"republished": 0, "parked": 1, "failed": 0}
     sqs.set_queue_attributes(QueueUrl=url, Attributes={"MaximumMessageSize": "4096"})
-    assert outbox_parked.main(["republish"]) == 0
+    assert run("outbox", "parked", "republish").status == 0
+    assert list(list_parked(store)) == []
 
 
 def test_an_event_larger_than_the_target_accepts_is_parked_without_a_call(store: Any,
