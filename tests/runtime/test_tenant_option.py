@@ -162,3 +162,24 @@ def test_webhook_none_is_the_providers_one_sender_and_a_name_is_a_sender_of_its_
 
     assert names.REPLAYED_HEADER not in replay["headers"]
     assert sorted(json.loads(item["payload"]["S"])["source"] for item in outbox_items(ddb)) == ["github", "shop-b"]
+
+
+def test_what_a_callable_finds_must_be_unicode_text(ddb: Any, store: Any) -> None:
+    """A tenant is hashed into the record id: a lone surrogate is refused, as the adapter refuses bad input."""
+    runs: list[Any] = []
+    http = idempotent_http(operation="Pay", tenant=lambda request: "caller-\udc80", store=store)(ok(runs))
+    refused = http(http_event({"order": "o-1"}, key="k-1"), DrillContext())
+    assert refused["statusCode"] == 400
+    task = idempotent_task(tenant=lambda request: "caller-\udc80", store=store)(task_handler(runs))
+    with pytest.raises(TaskPayloadError, match="not Unicode text"):
+        task(payload("Charge", {"amount": 1}), DrillContext())
+    receiver = WebhookReceiver(GitHub(), tenant=lambda request: "caller-\udc80", secrets=lambda: [SECRET],
+                               store=store)
+    assert receiver(delivery(json.dumps({"ref": "main"})), DrillContext())["statusCode"] == 400
+    assert runs == [] and outbox_items(ddb) == []
+
+
+def test_a_callable_that_answers_no_string_is_a_deployment_bug(ddb: Any, store: Any) -> None:
+    http = idempotent_http(operation="Pay", tenant=lambda request: 42, store=store)(ok([]))  # mypy refuses it
+    with pytest.raises(ConfigurationError, match="returned a int, not a str"):
+        http(http_event({"order": "o-1"}, key="k-1"), DrillContext())
