@@ -50,12 +50,14 @@ from ._adapter import (
     chosen_mode,
     flushes_telemetry,
     lambda_entry_point,
+    positive_lease,
     qualified_name,
     takes_transaction,
 )
 from ._config import Mode, idempotency_disabled
 from ._cutover import PowertoolsCutover
 from ._engine import Completion, Engine, Intent
+from ._invocation import remaining_time
 from ._keys import Scope
 from ._observability import UNKEYED, telemetry
 from ._replay import ReplayHook, replayed
@@ -192,8 +194,6 @@ class _Idempotency(Wired):
                  horizon_seconds: int | None, powertools_cutover: PowertoolsCutover | None,
                  on_replay: ReplayHook | None, store: DynamoStore | None, engine: Engine | None,
                  to_json: Callable[[Any], Any] | None = None) -> None:
-        if lease_seconds is not None and lease_seconds <= 0:
-            raise ConfigurationError(f"lease_seconds must be positive, got {lease_seconds}")
         self.subscriber = SubscriberName(subscriber)
         self.operation = operation
         self.mode = Mode.parse(mode)
@@ -201,7 +201,7 @@ class _Idempotency(Wired):
         self.fingerprint = FingerprintSelector(fingerprint, to_json=to_json) if fingerprint is not None else None
         self.key_required = key_required
         self.serializer = serializer
-        self.lease_seconds = lease_seconds
+        self.lease_seconds = positive_lease(lease_seconds)
         self.on_replay = on_replay
         # Powertools stored the JSON of the result; decoded, it is what this adapter's serializer stores
         self.wire(horizon_seconds, store, engine, powertools_cutover)
@@ -433,7 +433,7 @@ class FunctionIdempotency(_Idempotency):
             raise TypeError(f"{self.func.__qualname__}() needs its {self.argument!r} argument: it names the intent")
         value = bound.arguments[self.argument]
         key = self.find_key(value, self.argument_key)
-        return self.run(key, lambda: self.argument_fingerprint(value), call, None, value)
+        return self.run(key, lambda: self.argument_fingerprint(value), call, remaining_time(), value)
 
 
 def idempotent_function(*, data_keyword_argument: str, subscriber: str | None = None, key: Selector | None = None,
