@@ -24,7 +24,6 @@ from retrysafe.testing._events import DrillContext
 
 from tests.helpers import ROOT
 
-POWERTOOLS_TABLE = "IdempotencyTable"
 SNIPPETS = ROOT / "examples" / "snippets"
 #: (Powertools' file, its region) -> (the port's file, its region).
 PORTS = [
@@ -37,13 +36,10 @@ PORTS = [
 
 
 @pytest.fixture
-def tables(lambda_container: None, retrysafe_table: DynamoStore, monkeypatch: pytest.MonkeyPatch) -> DynamoStore:
+def tables(powertools_table: DynamoStore, monkeypatch: pytest.MonkeyPatch) -> DynamoStore:
     """Powertools' table and retrysafe's on moto, in the deployed function ``shop-v1``."""
     monkeypatch.setenv("AWS_LAMBDA_FUNCTION_NAME", "shop-v1")
-    retrysafe_table.client.create_table(
-        TableName=POWERTOOLS_TABLE, KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
-        AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}], BillingMode="PAY_PER_REQUEST")
-    return retrysafe_table
+    return powertools_table
 
 
 def cold_start(*names: str) -> list[ModuleType]:
