@@ -167,10 +167,10 @@ class DynamoStore:
 
             config = Config(retries={"mode": "standard", "max_attempts": 4}, connect_timeout=2, read_timeout=10,
                             tcp_keepalive=True, parameter_validation=False)
-            self._client = botocore.session.Session().create_client("dynamodb", region_name=self._region,
-                                                                    config=config)
+            client = botocore.session.Session().create_client("dynamodb", region_name=self._region, config=config)
             # A refusal's items (ALL_OLD: the record a replay answers with) decoded once, not twice.
-            self._client.meta.events.register("before-parse.dynamodb", parse_item_refusal)
+            client.meta.events.register("before-parse.dynamodb", parse_item_refusal)
+            self._client = client
         return self._client
 
     @property
