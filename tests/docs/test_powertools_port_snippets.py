@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 from aws_lambda_powertools.utilities.idempotency.exceptions import IdempotencyValidationError
-from retrysafe import DynamoStore
+from retrysafe import DynamoStore, names
 from retrysafe.errors import KeyReuseMismatchError
 from retrysafe.testing._events import DrillContext
 
@@ -38,7 +38,7 @@ PORTS = [
 @pytest.fixture
 def tables(powertools_table: DynamoStore, monkeypatch: pytest.MonkeyPatch) -> DynamoStore:
     """Powertools' table and retrysafe's on moto, in the deployed function ``shop-v1``."""
-    monkeypatch.setenv("AWS_LAMBDA_FUNCTION_NAME", "shop-v1")
+    monkeypatch.setenv(names.LAMBDA_FUNCTION_NAME_ENV, "shop-v1")
     return powertools_table
 
 
@@ -112,7 +112,7 @@ def test_a_key_prefix_ports_to_subscriber_and_operation(keys: list[ModuleType],
         module.subscribe(payment(user_id="u-9"), DrillContext())
     assert charges() == start + 4
     # The function is deployed again under another name (a new stack, a rename).
-    monkeypatch.setenv("AWS_LAMBDA_FUNCTION_NAME", "shop-v2")
+    monkeypatch.setenv(names.LAMBDA_FUNCTION_NAME_ENV, "shop-v2")
     for module in cold_start("powertools_keys_before", "powertools_keys"):
         before = charges()
         module.renew(payment(), DrillContext())  # the pinned prefix (subscriber and operation) keeps its records
