@@ -1,7 +1,7 @@
 """Test-only helpers shared by the suite. Lambda events, contexts and clocks come from ``retrysafe.testing``.
 
 - ``TABLE``, ``ORDERS``, :func:`create_idempotency_table`, :func:`create_business_table` -- the tables
-- :class:`CallCounter` -- the DynamoDB round trips a client makes (botocore ``before-call`` events)
+- :class:`CallCounter` -- the DynamoDB round trips a client makes (at its transport's attempt seam)
 - :func:`outbox_items`, :func:`problem` -- the outbox items of the table, a problem+json answer
 - :func:`receive_all`, :func:`stream_event` -- what moto's SQS and DynamoDB Streams return, for Lambda
 - :func:`payload`, :class:`Frozen` -- Step Functions task payloads of one state machine, frozen invocations
@@ -36,14 +36,21 @@ def create_idempotency_table(client: Any, name: str = TABLE) -> None:
 
 
 class CallCounter:
-    """Counts DynamoDB API calls made through a client, via botocore's ``before-call`` event."""
+    """Counts the DynamoDB round trips made through a client (any transport): every attempt its transport sends,
+    at the attempt seam (:class:`retrysafe._transport.Attempts`), retries included."""
 
-    def __init__(self, client: Any) -> None:
-        self.calls: Counter[str] = Counter()
-        client.meta.events.register("before-call.dynamodb", self._on_call)
+    def __init__(self, client: Any, calls: Counter[str] | None = None) -> None:
+        from retrysafe.testing._boundary import attempts_of
 
-    def _on_call(self, model: Any, **_: Any) -> None:
-        self.calls[model.name] += 1
+        self.calls: Counter[str] = Counter() if calls is None else calls
+        attempts_of(client).interceptors.append(self)
+
+    def before_attempt(self, operation: str, params: Any) -> None:
+        """Count the attempt (it goes out)."""
+        self.calls[operation] += 1
+
+    def after_attempt(self, operation: str, params: Any, reply: Any, applied: bool) -> None:
+        """Nothing to note after it."""
 
     @property
     def total(self) -> int:

@@ -87,6 +87,17 @@ def checkout(message: Message, txn: Transaction) -> dict[str, str]:
 # --8<-- [end:caller]
 
 
+# --8<-- [start:register_context]
+from retrysafe import register_lambda_context
+
+
+def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, str]:  # a handler retrysafe does not wrap
+    register_lambda_context(context)  # charge's claim holds as long as this invocation can run
+    receipt = charge(order=Order(event["order_id"], int(event["total"])))
+    return {"charge": receipt.charge_id}
+# --8<-- [end:register_context]
+
+
 # --8<-- [start:serializer]
 class Cents:
     """Store a Decimal amount as integer cents; replay it as the Decimal."""

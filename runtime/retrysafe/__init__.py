@@ -5,7 +5,8 @@ decorated handler stays cheap:
 
 - the adapters: :func:`idempotent` (a Lambda handler of any event: EventBridge, SNS, S3,
   direct Invoke...), :func:`idempotent_function` (a plain function called inside any
-  handler) and :class:`ResultSerializer` (how their results are stored),
+  handler; :func:`register_lambda_context` in a handler retrysafe does not decorate, so their
+  claims last as long as the invocation) and :class:`ResultSerializer` (how their results are stored),
   :func:`idempotent_http` (API Gateway REST v1 and HTTP API v2),
   :class:`IdempotencyMiddleware` and :data:`TRANSACTION_KEY` (Powertools event
   handler), :func:`idempotent_sqs` and its :class:`Message` (SQS consumers),
@@ -20,7 +21,8 @@ decorated handler stays cheap:
   :func:`register_snapstart` (a store built by hand under Lambda SnapStart), :class:`HomeRegions`
   (a table with replicas: the region each tenant's records live in) and :class:`PowertoolsCutover`
   (the ``powertools_cutover=`` option: switching from Powertools idempotency), :class:`ReplayInfo`
-  and :data:`ReplayHook` (the ``on_replay=`` option of every adapter: a hook on replayed answers);
+  and :data:`ReplayHook` (the ``on_replay=`` option of every adapter: a hook on replayed answers),
+  :data:`Tenant` (what ``tenant=`` takes on the adapters with an authenticated caller);
 - errors a handler catches: :class:`RetrysafeError` (the base of every error,
   all in :mod:`retrysafe.errors`) and :class:`BusinessConditionFailedError`.
 
@@ -69,6 +71,8 @@ _EXPORTS = {
     "idempotent_sqs": "retrysafe.sqs",
     "idempotent_task": "retrysafe.stepfunctions",
     "put_if_newer": "retrysafe._ordering",
+    "Tenant": "retrysafe._tenant",
+    "register_lambda_context": "retrysafe._invocation",
     "register_snapstart": "retrysafe._snapstart",
     "update_if_newer": "retrysafe._ordering",
 }
@@ -79,6 +83,7 @@ if TYPE_CHECKING:
     from ._cutover import PowertoolsCutover
     from ._engine import Engine
     from ._generic import idempotent, idempotent_function
+    from ._invocation import register_lambda_context
     from ._keys import Scope
     from ._ordering import put_if_newer, update_if_newer
     from ._regions import HomeRegions
@@ -86,6 +91,7 @@ if TYPE_CHECKING:
     from ._results import ResultSerializer
     from ._snapstart import register_snapstart
     from ._store import DynamoStore
+    from ._tenant import Tenant
     from ._transaction import Transaction
     from .errors import BusinessConditionFailedError, RetrysafeError
     from .http._decorator import idempotent_http
@@ -112,6 +118,7 @@ __all__ = [
     "ResultSerializer",
     "RetrysafeError",
     "Scope",
+    "Tenant",
     "Transaction",
     "idempotent",
     "idempotent_dynamodb_stream",
@@ -121,6 +128,7 @@ __all__ = [
     "idempotent_sqs",
     "idempotent_task",
     "put_if_newer",
+    "register_lambda_context",
     "register_snapstart",
     "update_if_newer",
 ]

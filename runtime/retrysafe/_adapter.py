@@ -14,7 +14,8 @@
   metrics on the way out, whatever happens;
 - :func:`takes_options` and :func:`lambda_entry_point`: a decorator usable bare
   (``@idempotent_task``) or with options (``@idempotent_sqs(subscriber="billing")``),
-  whose Lambda handler carries its configuration as an attribute. The options are the
+  whose Lambda handler carries its configuration as an attribute and makes its context the
+  current invocation's while it runs. The options are the
   builder's own keyword-only parameters, typed: mypy refuses a misspelled or mistyped
   option, and a required one that is missing (``tests/typing/api.py`` proves it).
 """
@@ -29,6 +30,7 @@ from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar, overload
 from ._config import Mode, Retention, in_lambda
 from ._cutover import Cutover, PowertoolsCutover, cutover
 from ._engine import Engine
+from ._invocation import Invocation
 from ._observability import telemetry
 from ._store import INIT_PHASE_ENV, DynamoStore
 from .errors import ConfigurationError
@@ -81,6 +83,13 @@ class SubscriberName:
         if self._name is None:
             self._name = deployed_function()
         return self._name
+def positive_lease(lease_seconds: float | None) -> float | None:
+    """``lease_seconds=`` when positive or ``None`` (the invocation's remaining time); else :class:`ConfigurationError`."""
+    if lease_seconds is not None and not lease_seconds > 0:
+        raise ConfigurationError(f"lease_seconds must be positive, got {lease_seconds}")
+    return lease_seconds
+
+
 #: ``co_flags`` bit of a function taking ``*args``.
 _VARARGS = 0x04
 
@@ -208,9 +217,18 @@ def takes_options(build: Callable[Concatenate[H, O], L]) -> OptionTaking[H, O, L
     return decorator
 
 
-def lambda_entry_point(func: Callable[..., Any], entry: Callable[..., Any], **configuration: Any) -> Any:
-    """``entry`` dressed as ``func`` (name, docstring) with its configuration attached (e.g. ``.consumer``)."""
-    functools.update_wrapper(entry, func)
+def lambda_entry_point(func: Callable[..., Any], entry: Callable[[Any, Any], Any], **configuration: Any) -> Any:
+    """``entry`` dressed as ``func`` (name, docstring) with its configuration attached (e.g. ``.consumer``).
+
+    Its Lambda context is the current invocation's while it runs (:mod:`retrysafe._invocation`): the
+    claims of the functions the handler calls last as long as the invocation can.
+    """
+
+    def invoked(event: Any, context: Any) -> Any:
+        with Invocation(context):
+            return entry(event, context)
+
+    functools.update_wrapper(invoked, func)
     for name, value in configuration.items():
-        setattr(entry, name, value)
-    return entry
+        setattr(invoked, name, value)
+    return invoked

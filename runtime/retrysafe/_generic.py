@@ -50,6 +50,7 @@ from ._adapter import (
     chosen_mode,
     flushes_telemetry,
     lambda_entry_point,
+    positive_lease,
     qualified_name,
     takes_transaction,
 )
@@ -57,6 +58,7 @@ from ._async import awaited, blocking, is_async
 from ._config import Mode, idempotency_disabled
 from ._cutover import PowertoolsCutover
 from ._engine import Completion, Engine, Intent
+from ._invocation import remaining_time
 from ._keys import Scope
 from ._observability import UNKEYED, telemetry
 from ._replay import ReplayHook, replayed
@@ -196,8 +198,6 @@ class _Idempotency(Wired):
                  horizon_seconds: int | None, powertools_cutover: PowertoolsCutover | None,
                  on_replay: ReplayHook | None, store: DynamoStore | None, engine: Engine | None,
                  to_json: Callable[[Any], Any] | None = None) -> None:
-        if lease_seconds is not None and lease_seconds <= 0:
-            raise ConfigurationError(f"lease_seconds must be positive, got {lease_seconds}")
         self.subscriber = SubscriberName(subscriber)
         self.operation = operation
         self.mode = Mode.parse(mode)
@@ -205,7 +205,7 @@ class _Idempotency(Wired):
         self.fingerprint = FingerprintSelector(fingerprint, to_json=to_json) if fingerprint is not None else None
         self.key_required = key_required
         self.serializer = serializer
-        self.lease_seconds = lease_seconds
+        self.lease_seconds = positive_lease(lease_seconds)
         self.on_replay = on_replay
         # Powertools stored the JSON of the result; decoded, it is what this adapter's serializer stores
         self.wire(horizon_seconds, store, engine, powertools_cutover)
@@ -409,7 +409,29 @@ def _returned(result: Any) -> Any:
 
 
 def _argument_fingerprint(value: Any) -> str:
-    return fingerprint_document(to_document(value))
+    return fingerprint_document(to_document(_as_sent(value)))
+
+
+#: The members of an SQS record that SQS changes when it delivers the same message again.
+_SQS_REDELIVERY = frozenset({"receiptHandle"})
+_SQS_REDELIVERY_ATTRIBUTES = frozenset({"ApproximateReceiveCount"})
+
+
+def _as_sent(value: Any) -> Any:
+    """``value`` without what its redelivery changes, when it is an SQS record (a dict or Powertools' ``SQSRecord``).
+
+    A function called from a batch loop (Powertools' ``BatchProcessor``) gets each record as delivered: with a
+    new receipt handle and a higher receive count on every redelivery. Hashed whole, a redelivery would be a
+    new key (a second effect) or, under ``key="messageId"``, a changed payload. Other arguments are hashed whole.
+    """
+    if not isinstance(value, Mapping) or value.get("eventSource") != "aws:sqs":
+        return value
+    sent = {name: member for name, member in value.items() if name not in _SQS_REDELIVERY}
+    attributes = sent.get("attributes")
+    if isinstance(attributes, Mapping):
+        sent["attributes"] = {name: member for name, member in attributes.items()
+                              if name not in _SQS_REDELIVERY_ATTRIBUTES}
+    return sent
 
 
 class FunctionIdempotency(_Idempotency):
@@ -460,7 +482,7 @@ class FunctionIdempotency(_Idempotency):
             raise TypeError(f"{self.func.__qualname__}() needs its {self.argument!r} argument: it names the intent")
         value = bound.arguments[self.argument]
         key = self.find_key(value, self.argument_key)
-        return self.run(key, lambda: self.argument_fingerprint(value), call, None, value)
+        return self.run(key, lambda: self.argument_fingerprint(value), call, remaining_time(), value)
 
 
 def idempotent_function(*, data_keyword_argument: str, subscriber: str | None = None, key: Selector | None = None,
@@ -476,7 +498,8 @@ def idempotent_function(*, data_keyword_argument: str, subscriber: str | None = 
     keyword or position). ``key``/``fingerprint`` select from it (a JMESPath expression,
     searched in its JSON form, dataclasses and pydantic models as dicts, or a callable given
     the argument itself); default both: the whole argument, hashed (then another
-    argument is another intent). ``operation`` defaults to the function's ``module.qualname``
+    argument is another intent), an SQS record without what SQS changes on a redelivery (the
+    receipt handle and receive count), so a batch loop's redelivered record replays. ``operation`` defaults to the function's ``module.qualname``
     (``payments.apply`` and ``refunds.apply`` never share records). The other options are those of
     :func:`idempotent`.
 

@@ -54,11 +54,15 @@ def _conditional(operation: str, table: str | None, client: Any, version_attribu
     if table is None or client is None:
         store = DynamoStore.from_env()
         table, client = table or store.table_name, client or store.client
+    from botocore.exceptions import ClientError
+
     try:
         getattr(client, operation)(
             TableName=table, ConditionExpression=NEWER_CONDITION,
             ExpressionAttributeNames={"#v": version_attribute, **(extra_names or {})},
             ExpressionAttributeValues={":v": serialize(version), **(extra_values or {})}, **request)
-    except client.exceptions.ConditionalCheckFailedException:
-        return False
+    except ClientError as error:  # any transport's failed condition (botocore's client also raises it as a subclass)
+        if error.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
+            return False
+        raise
     return True

@@ -24,6 +24,7 @@ from ._config import in_lambda, table_name_from_env
 from ._keys import Scope
 from ._record import PENDING, AttributeMap, Record, encode_checkpoints, from_item, to_item
 from ._regions import HomeRegions
+from ._transport import DynamoTransport, region_of
 from ._value import Value, set_field
 from .errors import (
     BusinessConditionFailedError,
@@ -86,16 +87,17 @@ def request_token(*parts: str) -> str:
 class DynamoStore:
     """The idempotency table. One instance per table, shared by every operation using it.
 
-    The boto3 client is created on first use (not at import) with botocore's
+    Every DynamoDB call goes through ``client``, a :class:`~retrysafe._transport.DynamoTransport`:
+    by default botocore's DynamoDB client, created on first use (not at import) with botocore's
     standard retry mode; pass ``client`` to bring your own. ``cache`` keeps this
     container's completed records for replays with zero DynamoDB calls (engines
     built on this store use it unless given their own); the store :meth:`from_env`
     returns has one, a store constructed directly has none unless passed.
     """
 
-    def __init__(self, table_name: str, *, client: Any = None, region_name: str | None = None,
+    def __init__(self, table_name: str, *, client: DynamoTransport | None = None, region_name: str | None = None,
                  cache: RecordCache | None = None, home_regions: HomeRegions | None = None,
-                 home_clients: Mapping[str, Any] | None = None) -> None:
+                 home_clients: Mapping[str, DynamoTransport] | None = None) -> None:
         if not table_name:
             raise ConfigurationError("DynamoStore needs a table name")
         self.table_name = table_name
@@ -151,7 +153,9 @@ class DynamoStore:
 
     @property
     def client(self) -> Any:
-        """The low-level DynamoDB client (created on first use; in Lambda's init phase by :meth:`from_env`).
+        """The :class:`~retrysafe._transport.DynamoTransport` every call of this store goes through: the
+        low-level botocore DynamoDB client unless one was passed (created on first use; in Lambda's init
+        phase by :meth:`from_env`).
 
         The store's own client skips botocore's client-side parameter validation: every request
         the store and the engine send is built here, and the test suite checks each shape against
@@ -163,17 +167,17 @@ class DynamoStore:
 
             config = Config(retries={"mode": "standard", "max_attempts": 4}, connect_timeout=2, read_timeout=10,
                             tcp_keepalive=True, parameter_validation=False)
-            self._client = botocore.session.Session().create_client("dynamodb", region_name=self._region,
-                                                                    config=config)
+            client = botocore.session.Session().create_client("dynamodb", region_name=self._region, config=config)
             # A refusal's items (ALL_OLD: the record a replay answers with) decoded once, not twice.
-            self._client.meta.events.register("before-parse.dynamodb", parse_item_refusal)
+            client.meta.events.register("before-parse.dynamodb", parse_item_refusal)
+            self._client = client
         return self._client
 
     @property
     def region(self) -> str | None:
         """The region this store's requests go to (its client's, else the configured or the environment's)."""
         if self._client is not None:
-            return str(self._client.meta.region_name)
+            return region_of(self._client)
         return self._region or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
 
     def for_scope(self, scope: Scope) -> DynamoStore:
@@ -441,8 +445,9 @@ class DynamoStore:
 
     # -- error mapping -------------------------------------------------------
     def _call(self, operation: str, **kwargs: Any) -> dict[str, Any]:
+        transport: DynamoTransport = self.client
         try:
-            result: dict[str, Any] = getattr(self.client, operation)(**kwargs)
+            result: dict[str, Any] = getattr(transport, operation)(**kwargs)
             return result
         except Exception as error:
             raise self._translate(error) from error

@@ -36,7 +36,14 @@ import json
 from collections.abc import Callable
 from typing import Any, Protocol, cast
 
-from ._adapter import SubscriberName, Wired, flushes_telemetry, lambda_entry_point, takes_options
+from ._adapter import (
+    SubscriberName,
+    Wired,
+    flushes_telemetry,
+    lambda_entry_point,
+    positive_lease,
+    takes_options,
+)
 from ._async import blocking
 from ._config import Mode, idempotency_disabled
 from ._engine import Completion, Engine, Intent
@@ -44,6 +51,7 @@ from ._fingerprint import canonical_value, fingerprint, is_unicode
 from ._keys import Scope
 from ._replay import ReplayHook, replayed
 from ._store import DynamoStore
+from ._tenant import NO_TENANT, Tenant, checked_tenant, tenant_of
 from ._transaction import Transaction
 from ._value import Value, set_field
 from .errors import (
@@ -139,28 +147,42 @@ class TaskRequest(Value):
         return json.dumps([self.execution, self.iteration]) if self.iteration is not None else self.execution
 
 
+def state_machine_tenant(request: TaskRequest) -> str | None:
+    """The default ``tenant=`` of a task: the state machine that invoked it (``stateMachine`` in the payload)."""
+    return request.state_machine
+
+
 class TaskIdempotency(Wired):
     """Configuration and engine of one idempotent Step Functions task.
 
     Its options are those of :func:`idempotent_task`, documented there with their defaults.
     """
 
-    def __init__(self, *, subscriber: str | None = None, tenant: str | None = None, operation: str | None = None,
-                 horizon_seconds: int | None = None, lease_seconds: float | None = None,
+    def __init__(self, *, subscriber: str | None = None, tenant: Tenant[TaskRequest] = state_machine_tenant,
+                 operation: str | None = None, horizon_seconds: int | None = None, lease_seconds: float | None = None,
                  on_replay: ReplayHook | None = None, store: DynamoStore | None = None,
                  engine: Engine | None = None) -> None:
         self.subscriber = SubscriberName(subscriber)
-        self.tenant = tenant
+        self.tenant = checked_tenant(tenant)
         self.operation = operation
         self.wire(horizon_seconds, store, engine)
-        self.lease_seconds = lease_seconds
+        self.lease_seconds = positive_lease(lease_seconds)
         self.on_replay = on_replay
+
+    def caller(self, request: TaskRequest) -> str:
+        """The caller of this invocation (``tenant=``); :class:`TaskPayloadError` when it names none."""
+        tenant = tenant_of(self.tenant, request)
+        if tenant is None:
+            if self.tenant is state_machine_tenant:
+                raise TaskPayloadError('configure tenant= or pass "stateMachine.$": "$$.StateMachine.Id" in the payload')
+            raise TaskPayloadError("the tenant= callable found no tenant in this invocation")
+        if not is_unicode(tenant):
+            raise TaskPayloadError("the tenant= callable found a tenant that is not Unicode text (a lone surrogate)")
+        return tenant
 
     def intent(self, request: TaskRequest) -> Intent:
         """The intent of one invocation: scoped by tenant and state, keyed by the execution."""
-        tenant = self.tenant or request.state_machine
-        if not tenant:
-            raise TaskPayloadError('configure tenant= or pass "stateMachine.$": "$$.StateMachine.Id" in the payload')
+        tenant = self.caller(request)
         scope = Scope(tenant, self.operation or request.state, request.key(), adapter=TASK_ADAPTER,
                       subscriber=self.subscriber())
         return Intent(scope, request.fingerprint(), Mode.CLAIM_FIRST, self.retention, self.lease_seconds)
@@ -172,7 +194,7 @@ class TaskIdempotency(Wired):
         try:
             request = TaskRequest.parse(payload)
             if idempotency_disabled():  # no key, no fingerprint, no record: the state runs as a new one
-                scope = Scope(self.tenant or request.state_machine or "-", self.operation or request.state, "",
+                scope = Scope(tenant_of(self.tenant, request) or NO_TENANT, self.operation or request.state, "",
                               adapter=TASK_ADAPTER, subscriber=self.subscriber())
                 return self.engine.execute_unkeyed(scope, lambda txn: Completion(work(request, txn)),
                                                    self.retention, steps=True).result
@@ -189,7 +211,7 @@ class TaskIdempotency(Wired):
 def idempotent_task(
     func: TaskHandler, /, *,
     subscriber: str | None = None,
-    tenant: str | None = None,
+    tenant: Tenant[TaskRequest] = state_machine_tenant,
     operation: str | None = None,
     horizon_seconds: int | None = None,
     lease_seconds: float | None = None,
@@ -206,7 +228,10 @@ def idempotent_task(
 
     - ``subscriber`` (default: the deployed function, ``RETRYSAFE_SUBSCRIBER`` else
       ``AWS_LAMBDA_FUNCTION_NAME``, read at the first call): the consumer the records belong to.
-    - ``tenant`` (default: the state machine ARN from the payload, the caller): a fixed tenant name.
+    - ``tenant`` (default :func:`state_machine_tenant`: the state machine ARN from the payload, the
+      caller): a :data:`~retrysafe.Tenant` of the :class:`TaskRequest`: a callable finding it (finding
+      none raises :class:`~retrysafe.errors.TaskPayloadError`, not retried), a fixed name, or ``None``
+      (one tenant for every state machine).
     - ``operation`` (default: the state name): a fixed operation name.
     - ``horizon_seconds`` (default ``RETRYSAFE_RETRY_HORIZON_SECONDS``, else 7 days): record
       lifetime; keep it longer than the execution can be redriven or replayed.
@@ -236,4 +261,4 @@ def idempotent_task(
     return cast(TaskFunction, lambda_entry_point(func, wrapper, task=task))
 
 __all__ = ["NON_RETRIABLE_ERRORS", "RETRIABLE_ERRORS", "TaskFunction", "TaskHandler", "TaskIdempotency", "TaskRequest",
-           "idempotent_task"]
+           "idempotent_task", "state_machine_tenant"]

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import contextvars
 import copy
+import time
 from decimal import Decimal
 from typing import Any
 
 import pytest
 from retrysafe import DynamoStore
 from retrysafe.errors import KeyNotFoundError, KeyReuseMismatchError
+from retrysafe.names import LEASE_MARGIN_SECONDS
 from retrysafe.testing import engine_of
 from retrysafe.testing._events import DrillContext, sqs_record
 
@@ -102,3 +105,26 @@ def test_async_handlers_and_functions_run_once_like_their_sync_twins(tables: Dyn
     charged = [asyncio.run(snippet.checkout_async(order)) for _ in range(2)]
     assert charged[0] == charged[1] == payments.charges["order-o-9"].id
     assert payments.charge_count() == before + 1
+
+
+def test_a_registered_context_gives_the_functions_claim_the_invocations_time(tables: DynamoStore,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    snippet = fresh("events_and_functions")
+    claims: list[int] = []
+    real_charge = snippet.payments.charge
+
+    def charge_reading_the_claim(**arguments: Any) -> Any:  # the provider call runs while the claim holds
+        claims.extend(int(i["le"]["N"]) for i in items(tables, tables.table_name)
+                      if i.get("op", {}).get("S", "").endswith(".charge") and "le" in i)
+        return real_charge(**arguments)
+
+    monkeypatch.setattr(snippet.payments, "charge", charge_reading_the_claim)
+    before = time.time()
+    # in a copy of the context: the registration is this invocation's, not the test session's
+    answer = contextvars.copy_context().run(snippet.lambda_handler, {"order_id": "o-9", "total": 100},
+                                            DrillContext(remaining_ms=600_000))
+    after = time.time()
+    assert answer == {"charge": snippet.payments.charges["order-o-9"].id}
+    (lease_until_ms,) = claims  # the remaining time plus the margin, not RETRYSAFE_LEASE_SECONDS' 60 s
+    assert (before + 600 + LEASE_MARGIN_SECONDS) * 1000 - 1 <= lease_until_ms
+    assert lease_until_ms <= (after + 600 + LEASE_MARGIN_SECONDS) * 1000

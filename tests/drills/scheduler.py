@@ -22,9 +22,10 @@ from typing import Any
 
 from botocore.config import Config
 from retrysafe import RecordCache
+from retrysafe._transport import Reply
 from retrysafe.testing import ALWAYS, Boundary, DynamoSemantics, SimulatedCrash, instant_retries
 from retrysafe.testing._adapters import Answer
-from retrysafe.testing._boundary import CRASH_AFTER, CRASH_BEFORE, ERROR, LOST_RESPONSE, Fault, Transport
+from retrysafe.testing._boundary import CRASH_AFTER, CRASH_BEFORE, ERROR, LOST_RESPONSE, Fault, attempts_of
 
 #: The engine's own client configuration (see ``DynamoStore.client``).
 CLIENT_CONFIG = Config(retries={"mode": "standard", "max_attempts": 4}, connect_timeout=2, read_timeout=10)
@@ -110,7 +111,7 @@ class Slot:
 
         client = boto3.client("dynamodb", region_name=region, config=CLIENT_CONFIG)
         instant_retries(client)
-        Transport.of(client).interceptors.append(self.gate)
+        attempts_of(client).interceptors.append(self.gate)
         return client, Boundary(client)  # after the gate: a fault armed at the gate fires at once
 
     @property
@@ -163,7 +164,7 @@ class Gate:
         self.checkpoints.clear()
         self.claims.clear()
 
-    def before_send(self, operation: str, params: Mapping[str, Any], request: Any) -> Any:
+    def before_attempt(self, operation: str, params: Mapping[str, Any]) -> Reply | None:
         """Park (the scheduler arms the chosen fault meanwhile)."""
         if operation == "PutItem" and call_label(operation, params) == "claim":
             item = params["Item"]
@@ -175,8 +176,7 @@ class Gate:
         run.park(invocation, (operation, params))
         return None
 
-    def after_send(self, operation: str, params: Mapping[str, Any], request: Any, response: Any,
-                   applied: bool) -> None:
+    def after_attempt(self, operation: str, params: Mapping[str, Any], reply: Reply, applied: bool) -> None:
         """Note an applied checkpoint (the boundary behind the gate acts after the call)."""
         if applied and operation == "TransactWriteItems" and call_label(operation, params) == "checkpoint":
             update = params["TransactItems"][0]["Update"]

@@ -271,11 +271,13 @@ def test_ttl_sweep_deletes_only_what_has_expired(client: Any) -> None:
     assert keys == {"new", "none"}
 
 
-def test_the_transport_gives_the_client_back_to_moto_when_unplugged(client: Any) -> None:
+def test_the_seam_gives_the_client_back_to_moto_when_unplugged(client: Any) -> None:
+    from retrysafe.testing._boundary import _BotocoreSeam
+
     semantics = DynamoSemantics.of(client)
-    assert semantics is not None
+    assert semantics is not None and _BotocoreSeam.ATTRIBUTE in client.__dict__
     semantics.uninstall(client)
-    assert "_retrysafe_transport" not in client.__dict__
+    assert _BotocoreSeam.ATTRIBUTE not in client.__dict__
     client.update_item(**increment())  # moto's own hook serves it again
     assert counter(client) == 1
     semantics.install(client)

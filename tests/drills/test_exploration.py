@@ -7,10 +7,11 @@ command that replays it.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from retrysafe._store import DynamoStore
 
 from tests.drills.explore import BOUNDED, REGIONS, Scope, World, explore, run_one, world
 
@@ -19,6 +20,19 @@ from tests.drills.explore import BOUNDED, REGIONS, Scope, World, explore, run_on
 def explorer() -> Iterator[World]:
     with world() as made:
         yield made
+
+
+def break_requests(monkeypatch: pytest.MonkeyPatch, operation: str, mutate: Callable[[dict[str, Any]], None]) -> None:
+    """A broken engine: ``mutate`` changes every ``operation`` request its store builds (``put_item``...), before
+    the store hands it to its transport, whatever that transport is."""
+    original = DynamoStore._call
+
+    def call(store: DynamoStore, called: str, **params: Any) -> dict[str, Any]:
+        if called == operation:
+            mutate(params)
+        return original(store, called, **params)
+
+    monkeypatch.setattr(DynamoStore, "_call", call)
 
 
 def scope_id(scope: Scope) -> str:
@@ -39,26 +53,22 @@ def test_every_schedule_keeps_the_invariants(explorer: World, scope: Scope) -> N
     assert not result.violations, "\n\n".join(v.report(scope) for v in result.violations.values())
 
 
-def test_the_exploration_catches_an_engine_that_does_not_deduplicate(explorer: World) -> None:
+def test_the_exploration_catches_an_engine_that_does_not_deduplicate(
+        explorer: World, monkeypatch: pytest.MonkeyPatch) -> None:
     """Mutation check: completing transactions sent without the record's condition commit duplicates twice."""
 
-    def unconditional(params: dict[str, Any], **_: Any) -> None:
+    def unconditional(params: dict[str, Any]) -> None:
         for item in params.get("TransactItems") or []:
             put = item.get("Put") or {}
             if put.get("Item", {}).get("st", {}).get("S") == "completed":
                 for name in ("ConditionExpression", "ExpressionAttributeNames", "ExpressionAttributeValues"):
                     put.pop(name, None)
 
-    for slot in explorer.slots:
-        slot.client.meta.events.register_first("before-parameter-build.dynamodb.TransactWriteItems", unconditional)
-    try:
-        scope = Scope("sqs", ("A", "A"), faults=0)
-        result = explore(explorer, scope, stop_at_first=True)
-        violation = result.violations["double-effect"]
-        replayed = run_one(explorer, scope, violation.choices)
-    finally:
-        for slot in explorer.slots:
-            slot.client.meta.events.unregister("before-parameter-build.dynamodb.TransactWriteItems", unconditional)
+    break_requests(monkeypatch, "transact_write_items", unconditional)
+    scope = Scope("sqs", ("A", "A"), faults=0)
+    result = explore(explorer, scope, stop_at_first=True)
+    violation = result.violations["double-effect"]
+    replayed = run_one(explorer, scope, violation.choices)
     assert "effect#A#main was committed 2 times" in violation.detail
     assert "--replay " in violation.report(scope)
     assert replayed.violation is not None and replayed.violation.trace == violation.trace
@@ -105,60 +115,48 @@ def test_the_exploration_replays_from_warm_record_caches(explorer: World, monkey
     assert not result.violations and hits
 
 
-def test_the_exploration_catches_a_record_only_put_without_its_condition(explorer: World) -> None:
+def test_the_exploration_catches_a_record_only_put_without_its_condition(
+        explorer: World, monkeypatch: pytest.MonkeyPatch) -> None:
     """Mutation check on atomic mode's lone PutItem: unconditioned, a second invocation overwrites the answer."""
 
-    def unconditional(params: dict[str, Any], **_: Any) -> None:
+    def unconditional(params: dict[str, Any]) -> None:
         if params.get("Item", {}).get("st", {}).get("S") == "completed":
             for name in ("ConditionExpression", "ExpressionAttributeNames", "ExpressionAttributeValues"):
                 params.pop(name, None)
 
-    for slot in explorer.slots:
-        slot.client.meta.events.register_first("before-parameter-build.dynamodb.PutItem", unconditional)
-    try:
-        result = explore(explorer, Scope("http-atomic-record-only", ("A", "A"), faults=0))
-    finally:
-        for slot in explorer.slots:
-            slot.client.meta.events.unregister("before-parameter-build.dynamodb.PutItem", unconditional)
+    break_requests(monkeypatch, "put_item", unconditional)
+    result = explore(explorer, Scope("http-atomic-record-only", ("A", "A"), faults=0))
     assert {"completed-overwritten", "answers-differ"} & set(result.violations)
 
 
-def test_the_exploration_catches_a_hinted_claim_without_its_condition(explorer: World) -> None:
+def test_the_exploration_catches_a_hinted_claim_without_its_condition(
+        explorer: World, monkeypatch: pytest.MonkeyPatch) -> None:
     """Mutation check on the hinted route: a claim that does not check for the record takes the key from
     a completed intent, so the redelivery runs the handler again and commits a second effect."""
 
-    def unconditional(params: dict[str, Any], **_: Any) -> None:
+    def unconditional(params: dict[str, Any]) -> None:
         if params.get("Item", {}).get("st", {}).get("S") == "pending":
             for name in ("ConditionExpression", "ExpressionAttributeNames", "ExpressionAttributeValues"):
                 params.pop(name, None)
 
-    for slot in explorer.slots:
-        slot.client.meta.events.register_first("before-parameter-build.dynamodb.PutItem", unconditional)
-    try:
-        result = explore(explorer, Scope("sqs-hinted", ("A", "A"), faults=0))
-    finally:
-        for slot in explorer.slots:
-            slot.client.meta.events.unregister("before-parameter-build.dynamodb.PutItem", unconditional)
+    break_requests(monkeypatch, "put_item", unconditional)
+    result = explore(explorer, Scope("sqs-hinted", ("A", "A"), faults=0))
     assert {"double-effect", "completed-overwritten"} & set(result.violations)
 
 
-def test_the_exploration_catches_a_claim_first_record_only_put_without_its_owner_condition(explorer: World) -> None:
+def test_the_exploration_catches_a_claim_first_record_only_put_without_its_owner_condition(
+        explorer: World, monkeypatch: pytest.MonkeyPatch) -> None:
     """Mutation check on claim-first's completing PutItem: without the owner condition a zombie whose lease
     lapsed overwrites its successor's completed record (and answers with its own quote)."""
 
-    def unfenced(params: dict[str, Any], **_: Any) -> None:
+    def unfenced(params: dict[str, Any]) -> None:
         if params.get("Item", {}).get("st", {}).get("S") == "completed" and \
                 params.get("ConditionExpression") == "#ow = :ow AND #st = :pending":
             for name in ("ConditionExpression", "ExpressionAttributeNames", "ExpressionAttributeValues"):
                 params.pop(name, None)
 
-    for slot in explorer.slots:
-        slot.client.meta.events.register_first("before-parameter-build.dynamodb.PutItem", unfenced)
-    try:
-        result = explore(explorer, Scope("http-claim-first-record-only", ("A", "A"), faults=0, env=("lapse",)))
-    finally:
-        for slot in explorer.slots:
-            slot.client.meta.events.unregister("before-parameter-build.dynamodb.PutItem", unfenced)
+    break_requests(monkeypatch, "put_item", unfenced)
+    result = explore(explorer, Scope("http-claim-first-record-only", ("A", "A"), faults=0, env=("lapse",)))
     assert {"completed-overwritten", "answers-differ"} & set(result.violations), result.violations
 
 

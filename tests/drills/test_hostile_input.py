@@ -35,6 +35,7 @@ from retrysafe.outbox import OutboxMessage
 from retrysafe.outbox.publisher import Publisher
 from retrysafe.outbox.publisher import handler as publish_stream
 from retrysafe.sqs import Message
+from retrysafe.testing._boundary import attempts_of
 from retrysafe.testing._events import DrillContext, api_event, sqs_record, task_payload
 from retrysafe.testing._plugin import create_table
 
@@ -152,7 +153,7 @@ class World:
         create_table(self.client, "hostile")
         self.store = DynamoStore("hostile", client=self.client)
         self.writes: Counter[str] = Counter()
-        self.client.meta.events.register("before-call.dynamodb", self._count)
+        attempts_of(self.client).interceptors.append(self)  # counted at the transport's attempt seam
         engine = Engine(self.store)
         self.http = idempotent_http(self._create, operation="Hostile", engine=engine)
         self.sqs = idempotent_sqs(self._consume, subscriber="hostile", engine=engine)
@@ -162,9 +163,13 @@ class World:
             app.post("/orders", middlewares=[IdempotencyMiddleware(engine=engine, operation="HostileRoute")])(
                 lambda: Response(201, "application/json", '{"created":true}'))
 
-    def _count(self, model: Any, **_: Any) -> None:
-        if model.name in WRITES:
-            self.writes[model.name] += 1
+    def before_attempt(self, operation: str, params: Any) -> None:
+        """Count a write attempt."""
+        if operation in WRITES:
+            self.writes[operation] += 1
+
+    def after_attempt(self, operation: str, params: Any, reply: Any, applied: bool) -> None:
+        """Nothing to note after it."""
 
     def _create(self, event: dict[str, Any], context: Any, txn: Transaction) -> dict[str, Any]:
         txn.append_event("Created", {"n": 1}, aggregate_type="Hostile", aggregate_id="1")

@@ -16,6 +16,7 @@ from retrysafe import DynamoStore, Engine, idempotent_http, idempotent_sqs, idem
 from retrysafe._observability import telemetry
 from retrysafe.errors import ConfigurationError
 from retrysafe.http._core import HttpAnswer, StoredResponse, to_proxy
+from retrysafe.stepfunctions import state_machine_tenant
 from retrysafe.testing._events import DrillContext, api_event, sqs_record, task_payload
 from retrysafe.webhook import GenericHmac, WebhookReceiver
 
@@ -117,7 +118,7 @@ def test_decorators_work_bare_and_with_options(store: DynamoStore) -> None:
     assert bare.__name__ == configured.__name__ == "reserve"
     assert bare.__doc__ == configured.__doc__ == "Reserve stock."
     assert bare.__wrapped__ is reserve  # type: ignore[attr-defined]
-    assert configured.task.tenant == "t" and bare.task.tenant is None
+    assert configured.task.tenant == "t" and bare.task.tenant is state_machine_tenant
 
 
 @pytest.mark.parametrize(("decorator", "configuration"), [

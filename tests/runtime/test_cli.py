@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -19,8 +20,9 @@ from retrysafe import _cli, names
 from retrysafe._keys import Scope
 from retrysafe._record import COMPLETED, Record
 from retrysafe._store import DynamoStore
+from retrysafe.testing._boundary import attempts_of
 
-from tests.helpers import TABLE
+from tests.helpers import TABLE, CallCounter
 from tests.operating import (
     ANSWER,
     COMPLETED_ORDER,
@@ -55,12 +57,25 @@ def cli_calls(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
 
     def store(args: Any) -> DynamoStore:
         made = real(args)
-        made.client.meta.events.register("before-call.dynamodb",
-                                         lambda model, **_: calls.update([model.name]))
+        CallCounter(made.client, calls)  # at its transport's attempt seam
         return made
 
     monkeypatch.setattr(_cli, "_store", store)
     return calls
+
+
+def before_attempts(client: Any, operation: str, action: Callable[[], None]) -> None:
+    """Run ``action`` before every ``operation`` attempt ``client``'s transport sends (at its attempt seam)."""
+
+    class Before:
+        def before_attempt(self, called: str, params: Any) -> None:
+            if called == operation:
+                action()
+
+        def after_attempt(self, called: str, params: Any, reply: Any, applied: bool) -> None:
+            return None
+
+    attempts_of(client).interceptors.append(Before())
 
 
 def item(store: DynamoStore, record_id: str) -> dict[str, Any] | None:
@@ -227,10 +242,10 @@ def test_reset_keeps_a_claim_taken_over_between_its_read_and_its_delete(seeded: 
     def store(args: Any) -> DynamoStore:
         made = real(args)
 
-        def take_over(**_: Any) -> None:
+        def take_over() -> None:
             claim(seeded, LAPSED, owner="a-retry-took-over", at=NOW, lease=60)
 
-        made.client.meta.events.register_first("before-call.dynamodb.DeleteItem", take_over)
+        before_attempts(made.client, "DeleteItem", take_over)
         return made
 
     monkeypatch.setattr(_cli, "_store", store)
@@ -247,11 +262,11 @@ def test_reset_keeps_an_expired_record_claimed_afresh_meanwhile(seeded: DynamoSt
     def store(args: Any) -> DynamoStore:
         made = real(args)
 
-        def new_intent(**_: Any) -> None:
+        def new_intent() -> None:
             seeded.put_absent(Record(EXPIRED.scope.record_id, COMPLETED, "fp", int(NOW) + DAY, int(NOW * 1000),
                                      "CreateOrder", owner="the-new-intent", result={}), NOW)
 
-        made.client.meta.events.register_first("before-call.dynamodb.DeleteItem", new_intent)
+        before_attempts(made.client, "DeleteItem", new_intent)
         return made
 
     monkeypatch.setattr(_cli, "_store", store)
@@ -269,10 +284,10 @@ def test_reset_of_a_record_deleted_meanwhile_is_done(seeded: DynamoStore, monkey
     def store(args: Any) -> DynamoStore:
         made = real(args)
 
-        def deleted(**_: Any) -> None:
+        def deleted() -> None:
             seeded.client.delete_item(TableName=TABLE, Key={names.PARTITION_KEY: {"S": LAPSED.scope.record_id}})
 
-        made.client.meta.events.register_first("before-call.dynamodb.DeleteItem", deleted)
+        before_attempts(made.client, "DeleteItem", deleted)
         return made
 
     monkeypatch.setattr(_cli, "_store", store)

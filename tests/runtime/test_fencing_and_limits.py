@@ -19,6 +19,7 @@ from retrysafe.errors import (
     StoreUnavailableError,
     TransactionTooLargeError,
 )
+from retrysafe.testing import ALWAYS, Boundary
 from retrysafe.testing._events import DrillContext, rest_event
 
 from tests.helpers import ORDERS, TABLE
@@ -183,35 +184,20 @@ def test_more_than_100_actions_is_refused_before_anything_is_written(ddb, store,
     assert ddb.scan(TableName=ORDERS)["Items"] == [] and ddb.scan(TableName=TABLE)["Items"] == []
 
 
-def _throttle(**_: Any) -> Any:
-    from botocore.awsrequest import AWSResponse
-
-    class Raw:
-        def stream(self, **_: Any) -> Any:
-            yield b""
-
-    body = b'{"__type":"com.amazonaws.dynamodb.v20120810#ThrottlingException","message":"Rate exceeded"}'
-    response = AWSResponse("https://dynamodb", 400, {"x-amzn-requestid": "x"}, Raw())
-    response._content = body
-    return response
-
-
 def test_throttling_after_botocore_retries_is_a_503_with_retry_after(ddb):
     import boto3
     from botocore.config import Config
 
     client = boto3.client("dynamodb", region_name="eu-west-1",
                           config=Config(retries={"mode": "standard", "max_attempts": 2}))
-    attempts: list[int] = []
-    from moto.core.models import botocore_stubber
-
-    client.meta.events.unregister("before-send", botocore_stubber)  # botocore runs every before-send handler
-    client.meta.events.register_first("before-send.dynamodb", lambda **kw: (attempts.append(1), _throttle())[1])
+    boundary = Boundary(client)  # at the transport's attempt seam, under botocore's retries
+    for operation in ("PutItem", "TransactWriteItems"):
+        boundary.throttle(operation, code="ThrottlingException", times=ALWAYS)
     store = DynamoStore(TABLE, client=client)
     handler = idempotent_http(lambda e, c, t: {"statusCode": 201, "body": "{}"}, engine=Engine(store))
     response = handler(rest_event({"a": 1}), DrillContext())
     assert response["statusCode"] == 503 and response["headers"]["Retry-After"] == "1"
-    assert len(attempts) == 3  # botocore retried twice (retries.max_attempts counts retries) before giving up
+    assert boundary.fired == [("PutItem", "error")] * 3  # botocore retried twice (max_attempts counts retries)
     assert ddb.scan(TableName=TABLE)["Items"] == []  # throttled: nothing applied
     with pytest.raises(StoreUnavailableError):
         Engine(store).execute(intent(), lambda txn: Completion("x"))

@@ -2,8 +2,8 @@
 
 Two regions of in-process moto stand for a global table's replicas (moto does not replicate:
 each region's table is on its own here, which is exactly what a routing test needs: a record
-written to the wrong replica is visible as such). Round trips are counted per region with
-botocore's ``before-call`` events: routing costs no extra call.
+written to the wrong replica is visible as such). Round trips are counted per region at
+each transport's attempt seam: routing costs no extra call.
 """
 
 from __future__ import annotations

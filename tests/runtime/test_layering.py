@@ -1,7 +1,8 @@
 """The runtime's layers, enforced on its import graph (every import, lazy ones inside functions included).
 
     root      retrysafe (the package): lazy re-exports of what handlers write; may import anything
-    tools     retrysafe.testing: drills and fixtures; may import every layer below
+    tools     retrysafe.testing (drills and fixtures) and the operator's command line (retrysafe._cli,
+              retrysafe.__main__): may import every layer below
     rooms     one per trigger: http, sqs, stepfunctions, webhook, outbox, generic (any event, plain functions),
               streams (Kinesis, DynamoDB Streams); each imports the core, never
               another room (one exception, below) nor the tools or the root
@@ -28,8 +29,9 @@ CORE = frozenset({
     "retrysafe._adapter", "retrysafe._async", "retrysafe._cache", "retrysafe._claimcheck", "retrysafe._codec", "retrysafe._config", "retrysafe._cutover",
     "retrysafe._engine", "retrysafe._events", "retrysafe._fingerprint", "retrysafe._keys", "retrysafe._limits",
     "retrysafe._observability", "retrysafe._ordering", "retrysafe._record", "retrysafe._regions", "retrysafe._replay", "retrysafe._results", "retrysafe._select", "retrysafe._tagged",
-    "retrysafe._snapstart",
-    "retrysafe._store", "retrysafe._transaction", "retrysafe._value", "retrysafe.errors", "retrysafe.metrics",
+    "retrysafe._snapstart", "retrysafe._invocation", "retrysafe._tenant",
+    "retrysafe._store", "retrysafe._transaction", "retrysafe._transport", "retrysafe._value", "retrysafe.errors",
+    "retrysafe.metrics",
     "retrysafe.names",
 })
 #: Room -> the module or package it is.
@@ -42,7 +44,8 @@ ROOMS = {
     "generic": "retrysafe._generic",
     "streams": "retrysafe.streams",
 }
-TOOLS = "retrysafe.testing"
+#: The tools: the testing package, and the command line (it drives the outbox room's parked events).
+TOOLS = ("retrysafe.testing", "retrysafe._cli", "retrysafe.__main__")
 #: The one room that may import another, and the modules it may import there. The webhook receiver is an
 #: HTTP endpoint: it parses API Gateway events, answers problem+json and replays stored responses with the
 #: HTTP room's wire layer (never its decorator or middleware).
@@ -61,7 +64,7 @@ MODULES = {module_name(path): path for path in sorted(PACKAGE.rglob("*.py"))}
 def layer(module: str) -> str:
     if module == "retrysafe":
         return "root"
-    if module == TOOLS or module.startswith(TOOLS + "."):
+    if any(module == tool or module.startswith(tool + ".") for tool in TOOLS):
         return "tools"
     for room, prefix in ROOMS.items():
         if module == prefix or module.startswith(prefix + "."):

@@ -26,7 +26,7 @@ from retrysafe._store import DynamoStore
 from retrysafe.errors import FencingError
 from retrysafe.names import RECORD_PREFIX, REPLAYED_HEADER
 from retrysafe.testing import ALWAYS, Boundary, Clock, DynamoSemantics, instant_retries
-from retrysafe.testing._boundary import completes_record
+from retrysafe.testing._boundary import attempts_of, completes_record
 from retrysafe.testing._events import DrillContext, rest_event
 
 from tests.helpers import ORDERS, TABLE, problem
@@ -63,10 +63,18 @@ def boundary(request: pytest.FixtureRequest, ddb: Any) -> Iterator[Boundary]:
 
 @pytest.fixture
 def sent(boundary: Boundary) -> list[tuple[str, dict[str, Any]]]:
-    """Every API call the client makes (operation, parameters as the store built them), retries excluded."""
+    """Every attempt the client's transport sends (operation, parameters as the store built them), retries
+    included: recorded at the transport's attempt seam, whatever the transport."""
     calls: list[tuple[str, dict[str, Any]]] = []
-    boundary.client.meta.events.register("before-parameter-build.dynamodb", lambda model, params, **_: calls.append(
-        (model.name, dict(params))))
+
+    class Recorder:
+        def before_attempt(self, operation: str, params: Any) -> None:
+            calls.append((operation, dict(params)))
+
+        def after_attempt(self, operation: str, params: Any, reply: Any, applied: bool) -> None:
+            return None
+
+    attempts_of(boundary.client).interceptors.insert(0, Recorder())  # before the boundary: every attempt
     return calls
 
 
@@ -133,7 +141,8 @@ def test_lost_put_response_answers_the_handlers_own_response(ddb, boundary, sent
     assert [operation for operation, kind in boundary.fired] == ["PutItem"]
     assert response["statusCode"] == 201 and REPLAYED_HEADER not in response["headers"]
     assert json.loads(response["body"])["quote"] == "q-1" and quotes.runs == 1
-    assert [operation for operation, _ in sent] == ["PutItem"]  # one API call, two attempts
+    assert [operation for operation, _ in sent] == ["PutItem", "PutItem"]  # one API call, two attempts
+    assert sent[0][1] == sent[1][1]  # the retry resent the very request DynamoDB had applied
     assert metrics.EXECUTED in counted and metrics.REPLAYED not in counted and FENCING_REJECTED not in counted
     other = idempotent_http(quotes, operation="Quote", engine=there)(rest_event({"amount": 50}), DrillContext())
     assert other["headers"][REPLAYED_HEADER] == "true" and json.loads(other["body"])["quote"] == "q-1"
@@ -242,7 +251,8 @@ def test_claim_first_lost_put_response_answers_the_handlers_own_response(ddb, bo
     assert [operation for operation, kind in boundary.fired] == ["PutItem"]
     assert response["statusCode"] == 201 and REPLAYED_HEADER not in response["headers"]
     assert json.loads(response["body"])["quote"] == "q-1" and quotes.runs == 1
-    assert [operation for operation, _ in sent] == ["PutItem", "PutItem"]  # two API calls, three attempts
+    assert [operation for operation, _ in sent] == ["PutItem"] * 3  # two API calls, three attempts
+    assert sent[1][1] == sent[2][1]  # the retry resent the very request DynamoDB had applied
     assert metrics.EXECUTED in counted and metrics.REPLAYED not in counted and FENCING_REJECTED not in counted
     other = claim_first(quotes, there)
     assert other["headers"][REPLAYED_HEADER] == "true" and json.loads(other["body"])["quote"] == "q-1"
@@ -258,7 +268,8 @@ def test_claim_first_every_put_answer_lost_is_recognised_by_the_release(ddb, bou
     response = claim_first(quotes, here)
     assert response["statusCode"] == 201 and REPLAYED_HEADER not in response["headers"], response["body"]
     assert json.loads(response["body"])["quote"] == "q-1"
-    assert [operation for operation, _ in sent] == ["PutItem", "PutItem", "DeleteItem"]
+    # the claim; the completing put's three attempts (max_attempts=2 counts retries); the release
+    assert [operation for operation, _ in sent] == ["PutItem"] + ["PutItem"] * 3 + ["DeleteItem"]
     assert FENCING_REJECTED not in counted
     boundary.revive()
     retry = claim_first(quotes, there)
@@ -273,7 +284,8 @@ def test_claim_first_throttled_put_releases_the_claim_and_the_retry_executes(ddb
                       times=ALWAYS)
     response = claim_first(quotes, here)
     assert response["statusCode"] == 503 and response["headers"]["Retry-After"]
-    assert [operation for operation, _ in sent] == ["PutItem", "PutItem", "DeleteItem"]
+    # the claim; the completing put's three attempts (max_attempts=2 counts retries); the release
+    assert [operation for operation, _ in sent] == ["PutItem"] + ["PutItem"] * 3 + ["DeleteItem"]
     assert records(ddb) == []  # unapplied, and the claim released
     boundary.revive()
     retry = claim_first(quotes, here)

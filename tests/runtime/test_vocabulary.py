@@ -44,7 +44,7 @@ ADAPTERS: dict[str, Callable[..., Any]] = {
 #: function's signature, where the adapter can tell).
 SHARED: dict[str, str | tuple[str, ...]] = {
     "subscriber": "str | None",
-    "tenant": "",  # a callable of the request over HTTP, a fixed name for tasks and webhooks (see the docs)
+    "tenant": ("Tenant[HttpRequest]", "Tenant[TaskRequest]"),  # one alias, of the adapter's request
     "operation": "str | None",
     "mode": ("Mode | str", "Mode | str | None"),
     "key": "Selector | None",
@@ -122,6 +122,37 @@ def test_every_annotation_resolves() -> None:
 def test_getting_started_lists_every_adapters_options() -> None:
     page = (ROOT / "docs" / "getting-started.md").read_text()
     assert table() in page, "regenerate the table with: python -m tests.runtime.test_vocabulary"
+
+
+def test_every_missing_shared_option_has_its_documented_reason() -> None:
+    """A shared option an adapter lacks is a decision, said under the table: ``- `option`: why``."""
+    page = (ROOT / "docs" / "getting-started.md").read_text()
+    reasons = page.split("## Every adapter's options", 1)[1].split("\n## ", 1)[0]
+    for option in SHARED:
+        lacking = [name for name, adapter in ADAPTERS.items() if option not in options(adapter)]
+        if lacking:
+            assert f"\n- `{option}`: " in reasons, (option, lacking)
+            why = reasons.split(f"\n- `{option}`: ", 1)[1].split("\n- `", 1)[0]
+            for name in lacking:  # each lacking adapter is named in its reason, by the table's column name
+                assert f"`{name}`" in why, (option, name)
+
+
+def test_tenant_is_one_type_on_every_adapter_with_a_caller() -> None:
+    """``tenant=`` is :data:`retrysafe.Tenant` of the adapter's request: a name, a callable of it, or ``None``."""
+    from retrysafe import Tenant
+    from retrysafe.http import HttpRequest
+    from retrysafe.stepfunctions import TaskRequest
+
+    expected = {"idempotent_http": Tenant[HttpRequest], "IdempotencyMiddleware": Tenant[HttpRequest],
+                "WebhookReceiver": Tenant[HttpRequest], "idempotent_task": Tenant[TaskRequest]}
+    for name, adapter in ADAPTERS.items():
+        target = adapter.__init__ if inspect.isclass(adapter) else adapter  # type: ignore[misc]
+        hints = typing.get_type_hints(target)
+        if name in expected:
+            assert hints["tenant"] == expected[name], name
+            assert set(typing.get_args(hints["tenant"])) >= {str, type(None)}, name
+        else:
+            assert "tenant" not in hints, f"{name} has no authenticated caller"
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ from retrysafe import (
     Mode,
     PowertoolsCutover,
     ReplayInfo,
+    Tenant,
     Transaction,
     idempotent,
     idempotent_dynamodb_stream,
@@ -34,11 +35,13 @@ from retrysafe import (
     idempotent_sqs,
     idempotent_task,
     names,
+    register_lambda_context,
 )
 from retrysafe.errors import BusinessConditionFailedError
-from retrysafe.http import HttpLambdaHandler, authorizer_tenant
+from retrysafe.http import HttpLambdaHandler, HttpRequest, authorizer_tenant, default_tenant
 from retrysafe.sqs import SqsLambdaHandler
-from retrysafe.stepfunctions import TaskFunction
+from retrysafe.stepfunctions import TaskFunction, TaskRequest, state_machine_tenant
+from retrysafe.testing import DrillContext
 from retrysafe.webhook import GitHub, Receipt, WebhookReceiver
 
 store = DynamoStore("idempotency")
@@ -81,6 +84,39 @@ idempotent_http(http_handler, wait_for_in_flight="1s")  # type: ignore[call-over
 idempotent_http(http_handler, "CreateOrder")  # type: ignore[call-overload]
 idempotent_http(http_handler, retry_hint=False)  # type: ignore[call-overload]
 idempotent_http(http_handler, retry_hints="no")  # type: ignore[call-overload]
+idempotent_http(http_handler, lease_seconds=30.0)
+idempotent_http(http_handler, lease_seconds="30")  # type: ignore[call-overload]
+
+
+# -- tenant=: one type, Tenant[<the adapter's request>] -----------------------------------------
+
+
+def gateway_account(request: HttpRequest) -> str | None:
+    return request.header("X-Gateway-Account")
+
+
+def task_account(request: TaskRequest) -> str | None:
+    return request.state_machine
+
+
+def numbered(request: HttpRequest) -> int:
+    return 7
+
+
+http_tenant: Tenant[HttpRequest] = gateway_account
+task_tenant: Tenant[TaskRequest] = "payments"
+idempotent_http(http_handler, tenant="acme")
+idempotent_http(http_handler, tenant=gateway_account)
+idempotent_http(http_handler, tenant=lambda request: request.header("X-Gateway-Account"))
+idempotent_http(http_handler, tenant=http_tenant)
+idempotent_http(http_handler, tenant=7)  # type: ignore[call-overload]
+idempotent_http(http_handler, tenant=numbered)  # type: ignore[arg-type]
+idempotent_http(http_handler, tenant=task_account)  # type: ignore[arg-type]  # another adapter's request
+IdempotencyMiddleware(tenant="acme", lease_seconds=10.0)
+IdempotencyMiddleware(tenant=gateway_account)
+IdempotencyMiddleware(tenant=task_account)  # type: ignore[arg-type]
+IdempotencyMiddleware(lease_seconds="10")  # type: ignore[arg-type]
+register_lambda_context(DrillContext())
 sqs_not_http: SqsLambdaHandler = idempotent_http(http_handler)  # type: ignore[assignment]
 
 # -- IdempotencyMiddleware ------------------------------------------------------------------------
@@ -140,6 +176,12 @@ idempotent_task(http_handler, lease="60")  # type: ignore[call-overload]
 idempotent_task(opration="Charge")  # type: ignore[call-overload]
 idempotent_task(http_handler, lease_seconds="60")  # type: ignore[call-overload]
 idempotent_task(record_handler)  # type: ignore[arg-type]
+idempotent_task(http_handler, tenant=None)
+idempotent_task(http_handler, tenant=state_machine_tenant)
+idempotent_task(http_handler, tenant=lambda request: request.state_machine)
+idempotent_task(http_handler, tenant=task_tenant)
+idempotent_task(http_handler, tenant=default_tenant)  # type: ignore[arg-type]  # an HTTP request's
+idempotent_task(http_handler, tenant=3)  # type: ignore[call-overload]
 
 # -- WebhookReceiver ------------------------------------------------------------------------------
 
@@ -153,6 +195,10 @@ WebhookReceiver(GitHub(), tenant="github", secrets=lambda: [b"secret"], on_recei
 WebhookReceiver(GitHub(), sorce="github")  # type: ignore[call-arg]
 WebhookReceiver(GitHub(), max_body_bytes="1MB")  # type: ignore[arg-type]
 WebhookReceiver()  # type: ignore[call-arg]
+WebhookReceiver(GitHub(), tenant=None)
+WebhookReceiver(GitHub(), tenant=gateway_account)
+WebhookReceiver(GitHub(), tenant=3)  # type: ignore[arg-type]
+WebhookReceiver(GitHub(), tenant=task_account)  # type: ignore[arg-type]
 
 # -- @idempotent (any event) ----------------------------------------------------------------------
 

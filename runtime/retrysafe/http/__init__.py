@@ -5,14 +5,15 @@ middleware is :class:`retrysafe.IdempotencyMiddleware` (``from retrysafe import
 IdempotencyMiddleware, TRANSACTION_KEY``: it imports Powertools' event handler, so this
 package does not load it). Both reduce a handler's answer to a :class:`StoredResponse` and
 let :class:`HttpIdempotency` decide: run, replay, or refuse with ``application/problem+json``.
-The tenant of a request comes from a :data:`TenantExtractor`: :func:`authorizer_tenant`,
-:func:`iam_caller`, :func:`header_tenant`, or :func:`default_tenant` (the default).
+The tenant of a request (``tenant=``, a :data:`retrysafe.Tenant` of the :class:`HttpRequest`) comes
+from a callable: :func:`authorizer_tenant`, :func:`iam_caller`, :func:`header_tenant`, or
+:func:`default_tenant` (the default).
 """
 
 from ._core import HttpIdempotency, StoredResponse
 from ._decorator import HttpLambdaHandler, idempotent_http
 from ._request import HttpRequest
-from ._tenant import TenantExtractor, authorizer_tenant, default_tenant, header_tenant, iam_caller
+from ._tenant import authorizer_tenant, default_tenant, header_tenant, iam_caller
 
-__all__ = ["HttpIdempotency", "HttpLambdaHandler", "HttpRequest", "StoredResponse", "TenantExtractor",
+__all__ = ["HttpIdempotency", "HttpLambdaHandler", "HttpRequest", "StoredResponse",
            "authorizer_tenant", "default_tenant", "header_tenant", "iam_caller", "idempotent_http"]

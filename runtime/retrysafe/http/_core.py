@@ -12,7 +12,7 @@ from http import HTTPStatus
 from typing import Any
 
 from .. import names
-from .._adapter import SubscriberName, Wired, flushes_telemetry
+from .._adapter import SubscriberName, Wired, flushes_telemetry, positive_lease
 from .._config import Mode, idempotency_disabled
 from .._cutover import PowertoolsCutover
 from .._engine import Completion, Engine, Intent
@@ -21,6 +21,7 @@ from .._keys import Scope, parse_key
 from .._replay import ReplayHook, ReplayInfo
 from .._select import FingerprintSelector, KeySelector, Selector
 from .._store import DynamoStore
+from .._tenant import Tenant, checked_tenant, tenant_of
 from .._transaction import Transaction
 from .._value import Value, set_field
 from ..errors import (
@@ -33,10 +34,9 @@ from ..errors import (
 )
 from ._problem import Problem, problem_for
 from ._request import ALB_MULTI_VALUE, PROXY, HttpRequest, parse_event
-from ._tenant import TenantExtractor, default_tenant
+from ._tenant import default_tenant
 
 DEFAULT_REPLAY_HEADERS = ("content-type", "location", "content-location", "etag", "last-modified")
-NO_TENANT = "-"
 
 
 class StoredResponse(Value):
@@ -115,10 +115,11 @@ class HttpIdempotency(Wired):
 
     def __init__(self, *, operation: str | None = None, mode: Mode | str | None = None,
                  header: str | None = None, key: Selector | None = None, key_required: bool = True,
-                 subscriber: str | None = None, tenant: TenantExtractor | None = default_tenant,
+                 subscriber: str | None = None, tenant: Tenant[HttpRequest] = default_tenant,
                  fingerprint_query: Collection[str] | None = None, fingerprint: Selector | None = None,
                  replay_headers: Collection[str] = DEFAULT_REPLAY_HEADERS,
-                 horizon_seconds: int | None = None, wait_for_in_flight: float = 0.0,
+                 horizon_seconds: int | None = None, lease_seconds: float | None = None,
+                 wait_for_in_flight: float = 0.0,
                  on_state_conflict: Callable[[BusinessConditionFailedError, Any], Any] | None = None,
                  retry_hints: bool = True, powertools_cutover: PowertoolsCutover | None = None,
                  on_replay: ReplayHook | None = None, store: DynamoStore | None = None,
@@ -133,10 +134,11 @@ class HttpIdempotency(Wired):
         self.key = KeySelector(key, objects=True) if key is not None else None
         self.key_required = key_required
         self.subscriber = SubscriberName(subscriber)
-        self.tenant = tenant
+        self.tenant = checked_tenant(tenant)
         self.fingerprint_query = fingerprint_query
         self.fingerprint = FingerprintSelector(fingerprint) if fingerprint is not None else None
         self.replay_headers = frozenset(h.lower() for h in replay_headers)
+        self.lease_seconds = positive_lease(lease_seconds)
         self.wait_for_in_flight = wait_for_in_flight
         self.on_state_conflict = on_state_conflict
         self.retry_hints = retry_hints
@@ -180,12 +182,10 @@ class HttpIdempotency(Wired):
 
     def _handle(self, event: Any, request: HttpRequest, call: Callable[[Transaction], tuple[StoredResponse, Any]],
                 remaining_ms: Callable[[], int] | None, operation: str | None) -> HttpAnswer:
-        tenant = NO_TENANT
-        if self.tenant is not None:
-            found = self.tenant(request)
-            if not found:
-                raise TenantRequiredError(_NO_TENANT.get(request.source, _NO_TENANT["rest"]))
-            tenant = _unicode(found, "the tenant")
+        found = tenant_of(self.tenant, request)
+        if found is None:
+            raise TenantRequiredError(_NO_TENANT.get(request.source, _NO_TENANT["rest"]))
+        tenant = _unicode(found, "the tenant")
         op = _unicode(self.operation or operation or request.route, "the operation")
         disabled = idempotency_disabled()  # no key, no fingerprint, no record: every request runs
         key = None if disabled else self._key(request)
@@ -205,7 +205,7 @@ class HttpIdempotency(Wired):
         else:
             intent = Intent(Scope(tenant, op, key, adapter=names.HTTP_ADAPTER, subscriber=self.subscriber()),
                             request.fingerprint(self.fingerprint_query, self.fingerprint),
-                            self.mode, self.retention, wait_seconds=self.wait_for_in_flight,
+                            self.mode, self.retention, self.lease_seconds, wait_seconds=self.wait_for_in_flight,
                             hinted=self.retry_hints and is_retry(request))
             outcome = self.engine.execute(intent, work, remaining_ms, predecessor=predecessor)
         original = originals[-1] if originals and not outcome.replayed else None

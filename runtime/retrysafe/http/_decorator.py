@@ -14,10 +14,12 @@ from .._engine import Engine
 from .._replay import ReplayHook, replayed
 from .._select import Selector
 from .._store import DynamoStore
+from .._tenant import Tenant
 from .._transaction import Transaction
 from ..errors import BusinessConditionFailedError
 from ._core import DEFAULT_REPLAY_HEADERS, HttpIdempotency, StoredResponse, to_proxy, to_stored
-from ._tenant import TenantExtractor, default_tenant
+from ._request import HttpRequest
+from ._tenant import default_tenant
 
 #: What ``@idempotent_http`` decorates: ``handler(event, context, txn)``, or ``handler(event, context)``
 #: (a Powertools handler as it was: no transaction, so claim-first by default).
@@ -41,11 +43,12 @@ def idempotent_http(
     key: Selector | None = None,
     key_required: bool = True,
     subscriber: str | None = None,
-    tenant: TenantExtractor | None = default_tenant,
+    tenant: Tenant[HttpRequest] = default_tenant,
     fingerprint_query: Collection[str] | None = None,
     fingerprint: Selector | None = None,
     replay_headers: Collection[str] = DEFAULT_REPLAY_HEADERS,
     horizon_seconds: int | None = None,
+    lease_seconds: float | None = None,
     wait_for_in_flight: float = 0.0,
     on_state_conflict: Callable[[BusinessConditionFailedError, Any], Any] | None = None,
     retry_hints: bool = True,
@@ -80,8 +83,10 @@ def idempotent_http(
     - ``subscriber`` (default: the deployed function, ``RETRYSAFE_SUBSCRIBER`` else
       ``AWS_LAMBDA_FUNCTION_NAME``, read at the first call): the consumer the records belong to, so
       two functions serving one route keep their own records.
-    - ``tenant`` (default :func:`default_tenant`): extractor of the authenticated tenant, ``None``
-      when the API has no tenants.
+    - ``tenant`` (default :func:`default_tenant`, the authorizer's tenant): the authenticated caller,
+      a :data:`~retrysafe.Tenant` of the :class:`HttpRequest`: a callable finding it in the request
+      (finding none answers 401 ``tenant-required``), a fixed name, or ``None`` for a public
+      endpoint (one tenant for all callers). Never a field the client chooses.
     - ``fingerprint_query`` (default ``None``: all): query parameters that are part of the request's identity.
     - ``fingerprint`` (default ``None``: the whole canonical body): what of the JSON body must match
       between a request and its replays, a JMESPath expression or a callable given the parsed body.
@@ -92,6 +97,11 @@ def idempotent_http(
       ``last-modified``): response headers stored and replayed besides status and body.
     - ``horizon_seconds`` (default ``RETRYSAFE_RETRY_HORIZON_SECONDS``, else 7 days): record lifetime;
       under 24 hours is refused.
+    - ``lease_seconds`` (default: the invocation's remaining time plus a margin): how long a claim
+      holds off other requests with its key before a retry may take it over, for a claim-first
+      handler (and a hinted retry's claim). Shorter than the handler can run lets a retry run it
+      a second time; set it when the function's timeout is far longer than the handler needs, so
+      a retry after a crash takes over sooner than the timeout.
     - ``wait_for_in_flight`` (default ``0.0``): seconds to wait for an in-flight duplicate and replay
       it instead of answering 409.
     - ``on_state_conflict`` (default ``None``: 409 ``state-conflict``): ``(error, event) -> response``
@@ -130,7 +140,8 @@ def idempotent_http(
         operation=operation, mode=chosen_mode(mode, takes_txn), header=header, key=key, key_required=key_required,
         subscriber=subscriber, tenant=tenant,
         fingerprint_query=fingerprint_query, fingerprint=fingerprint, replay_headers=replay_headers,
-        horizon_seconds=horizon_seconds, wait_for_in_flight=wait_for_in_flight, on_state_conflict=on_state_conflict,
+        horizon_seconds=horizon_seconds, lease_seconds=lease_seconds,
+        wait_for_in_flight=wait_for_in_flight, on_state_conflict=on_state_conflict,
         retry_hints=retry_hints, powertools_cutover=powertools_cutover, on_replay=on_replay, store=store,
         engine=engine)
 

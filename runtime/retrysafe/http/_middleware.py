@@ -25,13 +25,16 @@ from aws_lambda_powertools.event_handler.middlewares import BaseMiddlewareHandle
 from .._config import Mode
 from .._cutover import PowertoolsCutover
 from .._engine import Engine
+from .._invocation import Invocation
 from .._replay import ReplayHook, replayed
 from .._select import Selector
 from .._store import DynamoStore
+from .._tenant import Tenant
 from .._transaction import Transaction
 from ..errors import BusinessConditionFailedError
 from ._core import DEFAULT_REPLAY_HEADERS, HttpAnswer, HttpIdempotency, StoredResponse
-from ._tenant import TenantExtractor, default_tenant
+from ._request import HttpRequest
+from ._tenant import default_tenant
 
 #: Key of the :class:`~retrysafe.Transaction` in ``app.context`` while the route runs.
 TRANSACTION_KEY = "retrysafe_transaction"
@@ -53,11 +56,12 @@ class IdempotencyMiddleware(BaseMiddlewareHandler[Any]):
         key: Selector | None = None,
         key_required: bool = True,
         subscriber: str | None = None,
-        tenant: TenantExtractor | None = default_tenant,
+        tenant: Tenant[HttpRequest] = default_tenant,
         fingerprint_query: Collection[str] | None = None,
         fingerprint: Selector | None = None,
         replay_headers: Collection[str] = DEFAULT_REPLAY_HEADERS,
         horizon_seconds: int | None = None,
+        lease_seconds: float | None = None,
         wait_for_in_flight: float = 0.0,
         on_state_conflict: Callable[[BusinessConditionFailedError, Any], Any] | None = None,
         retry_hints: bool = True,
@@ -70,7 +74,7 @@ class IdempotencyMiddleware(BaseMiddlewareHandler[Any]):
         self.idempotency = HttpIdempotency(
             operation=operation, mode=mode, header=header, key=key, key_required=key_required, subscriber=subscriber, tenant=tenant,
             fingerprint_query=fingerprint_query, fingerprint=fingerprint, replay_headers=replay_headers, horizon_seconds=horizon_seconds,
-            wait_for_in_flight=wait_for_in_flight, on_state_conflict=on_state_conflict,
+            lease_seconds=lease_seconds, wait_for_in_flight=wait_for_in_flight, on_state_conflict=on_state_conflict,
             retry_hints=retry_hints, powertools_cutover=powertools_cutover, on_replay=on_replay, store=store,
             engine=engine)
 
@@ -87,8 +91,9 @@ class IdempotencyMiddleware(BaseMiddlewareHandler[Any]):
         operation = f"{route.method} {route.path}" if route is not None else None
         context = app.lambda_context
         remaining = getattr(context, "get_remaining_time_in_millis", None)
-        answer = idempotency.handle(app.current_event.raw_event, call, remaining, operation,
-                                    convert=lambda r: _stored(r, idempotency))
+        with Invocation(context):  # the route's idempotent functions size their claims by it
+            answer = idempotency.handle(app.current_event.raw_event, call, remaining, operation,
+                                        convert=lambda r: _stored(r, idempotency))
         if isinstance(answer.original, Response):
             return answer.original
         return cast(Response[Any], replayed(idempotency.on_replay, _response(answer), answer.replay))

@@ -18,8 +18,9 @@ Per source:
   before trusting it, in a callable of your own.
 
 Where the event names no caller, the default answers 401: pass ``tenant=None``
-for a public endpoint (every caller shares one scope per operation) or your own
-callable. ``tenant=None`` is never implied.
+for a public endpoint (every caller shares one scope per operation), a fixed name,
+or your own callable (:data:`retrysafe.Tenant`, the one type of ``tenant=`` on every
+adapter). ``tenant=None`` is never implied.
 """
 
 from __future__ import annotations
@@ -29,14 +30,11 @@ from typing import Any
 
 from ._request import HttpRequest
 
-#: What ``tenant=`` takes: the request -> its authenticated tenant (``None``: refused with 401).
-TenantExtractor = Callable[[HttpRequest], "str | None"]
-
 CONTEXT_KEYS = ("tenantId", "tenant_id", "tenant")
 CLAIM_KEYS = ("custom:tenant_id", "tenant_id", "sub")
 
 
-def authorizer_tenant(claims: Sequence[str] = CLAIM_KEYS, context_keys: Sequence[str] = CONTEXT_KEYS) -> TenantExtractor:
+def authorizer_tenant(claims: Sequence[str] = CLAIM_KEYS, context_keys: Sequence[str] = CONTEXT_KEYS) -> Callable[[HttpRequest], str | None]:
     """An extractor reading the given claim and authorizer-context names (first match wins)."""
 
     def extract(request: HttpRequest) -> str | None:
@@ -96,9 +94,9 @@ def _first(source: Mapping[str, Any], names: Sequence[str]) -> str | None:
 
 
 #: The tenant rule of ``@idempotent_http`` unless ``tenant=`` says otherwise: the authorizer's tenant.
-default_tenant: TenantExtractor = authorizer_tenant()
+default_tenant: Callable[[HttpRequest], str | None] = authorizer_tenant()
 
 
-def header_tenant(name: str) -> TenantExtractor:
+def header_tenant(name: str) -> Callable[[HttpRequest], str | None]:
     """Read the tenant from a request header. Only safe when a gateway or authorizer sets that header."""
     return lambda request: request.header(name)

@@ -6,8 +6,9 @@ the fixtures that need it, so Lambda packages never load them.
 
 - :class:`Drills` -- the failure drills of the contract (``docs/contract.md``) against one handler
 - :func:`publish_twice` -- drill 6: outbox events published twice, consumed once
-- :class:`Boundary`, :class:`SimulatedCrash` -- faults on a botocore client (crashes, lost responses,
-  throttling, cancellation reasons) and the ledger of applied transactions
+- :class:`Boundary`, :class:`SimulatedCrash` -- faults at a DynamoDB transport's attempt seam, under its
+  retries (crashes, lost responses, throttling, cancellation reasons), on botocore's client or a
+  transport of your own, and the ledger of applied transactions
 - :class:`DynamoSemantics` -- DynamoDB's documented semantics in front of moto (atomic calls,
   transactions, ``ClientRequestToken``); :class:`GlobalTables` -- replicas in several regions with
   replication lag (multi-Region eventual consistency); :func:`ttl_sweep`, :func:`instant_retries`

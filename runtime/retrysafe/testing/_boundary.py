@@ -1,9 +1,10 @@
 """Faults at the engine's real persistence boundaries, and a ledger of what committed.
 
-Every request of a botocore client goes through its :class:`Transport`: one
-``before-send`` handler that performs the real call itself (moto's in-process
-backend, or HTTP to moto's server) so that what happens around the call can be
-decided here. Two kinds of things plug into it:
+Faults are injected at the transport's attempt seam (:class:`retrysafe._transport.Attempts`):
+every attempt a DynamoDB transport sends (the store's, or any client you give) passes through
+its ``Attempts``, whatever the transport is. botocore's client gets one here, through one
+``before-send`` handler that performs the real call itself (moto's in-process backend, or HTTP
+to moto's server); a transport of its own kind carries one. Two kinds of things plug into it:
 
 * a *server* layer in front of the embedded service
   (:class:`~retrysafe.testing._dynamodb_semantics.DynamoSemantics`: atomic
@@ -11,6 +12,9 @@ decided here. Two kinds of things plug into it:
 * *interceptors* between the caller and the service, as the network and the
   Lambda runtime are: a :class:`Boundary` (faults and the ledger) or a
   scheduler gating invocations at call boundaries.
+
+The seam is under the transport's retries: a lost answer is retried by the transport's own
+retry policy (botocore's standard mode), exactly as in production.
 
 A :class:`Boundary` never mocks the handler or the engine: the request really
 reaches DynamoDB (moto). It injects, per operation and a predicate on the
@@ -20,11 +24,11 @@ call's parameters:
   :class:`SimulatedCrash`, a ``BaseException``); once crashed, every later call
   through the client fails too (the process is gone) until :meth:`Boundary.revive`;
 * a **lost response**: the call is applied, then the caller sees a read
-  timeout, so botocore's own retry logic resends the same request (the same
+  timeout, so the transport's retry logic resends the same request (the same
   ``ClientRequestToken`` for a transaction, a plain resend otherwise), once or
-  on every attempt until botocore's retries run out (``times=ALWAYS``);
+  on every attempt until its retries run out (``times=ALWAYS``);
 * an error answer without applying anything: throttling (an operation error
-  botocore may retry) or a ``TransactionCanceledException`` with given
+  the transport may retry) or a ``TransactionCanceledException`` with given
   ``CancellationReasons`` (``ThrottlingError``, ``TransactionConflict``...).
 
 Every ``TransactWriteItems`` that DynamoDB applied is recorded as a
@@ -41,10 +45,10 @@ import threading
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from io import BytesIO
-from typing import Any, Protocol
+from typing import Any
 
 from .._record import from_item
+from .._transport import Attempts, Reply
 from ..names import OUTBOX_PREFIX, PARTITION_KEY, RECORD_PREFIX
 
 _PARAMS = "retrysafe_boundary_params"
@@ -76,38 +80,36 @@ class SimulatedCrash(BaseException):
         self.when = when
 
 
-class Server(Protocol):
-    """A layer in front of the embedded service (see :class:`~retrysafe.testing.DynamoSemantics`)."""
-
-    def serve(self, operation: str, params: Mapping[str, Any], send: Callable[[], Any]) -> tuple[Any, bool]:
-        """Answer one request, calling ``send`` to reach the service; returns (response, applied anything)."""
-
-
-class Interceptor(Protocol):
-    """Something between the caller and the service (a :class:`Boundary`, a scheduler's gate)."""
-
-    def before_send(self, operation: str, params: Mapping[str, Any], request: Any) -> Any:
-        """Called before each attempt; may raise, or return a response that answers it without sending."""
-
-    def after_send(self, operation: str, params: Mapping[str, Any], request: Any, response: Any,
-                   applied: bool) -> None:
-        """Called after each attempt the service answered; may raise (the caller then sees that instead)."""
+def attempts_of(client: Any) -> Attempts:
+    """The attempt seam of ``client``: a transport's own ``attempts``, or (botocore's client) one installed on it."""
+    own = getattr(client, "attempts", None)
+    if isinstance(own, Attempts):
+        return own
+    return _BotocoreSeam.of(client).attempts
 
 
-class Transport:
-    """The ``before-send`` handler of one client: it sends each request itself, through a server and interceptors.
+def release_if_idle(client: Any) -> None:
+    """Give a botocore client back its plain hooks once nothing is plugged into its seam any more."""
+    seam = client.__dict__.get(_BotocoreSeam.ATTRIBUTE) if hasattr(client, "__dict__") else None
+    if isinstance(seam, _BotocoreSeam) and seam.attempts.idle:
+        seam.uninstall()
+
+
+class _BotocoreSeam:
+    """botocore's client's :class:`~retrysafe._transport.Attempts`: a ``before-send`` handler that sends each
+    attempt itself.
 
     One per client (:meth:`of`). moto's in-process hook is taken off the client
     and called from here; without it (moto's server, or no moto) the request
-    goes over the client's own HTTP session.
+    goes over the client's own HTTP session. An attempt nothing replaced is
+    answered with the service's own HTTP response, untouched.
     """
 
-    _ATTRIBUTE = "_retrysafe_transport"
+    ATTRIBUTE = "_retrysafe_attempts"
 
     def __init__(self, client: Any) -> None:
         self.client = client
-        self.server: Server | None = None
-        self.interceptors: list[Interceptor] = []
+        self.attempts = Attempts()
         models = sys.modules.get("moto.core.models")
         self._moto: Any = getattr(models, "botocore_stubber", None)
         events = client.meta.events
@@ -117,24 +119,22 @@ class Transport:
         events.register_first("before-send", self._send)
 
     @classmethod
-    def of(cls, client: Any) -> Transport:
-        """The client's transport, installed on first use."""
-        transport = client.__dict__.get(cls._ATTRIBUTE)
-        if transport is None:
-            transport = cls(client)
-            client.__dict__[cls._ATTRIBUTE] = transport
-        return transport  # type: ignore[no-any-return]
+    def of(cls, client: Any) -> _BotocoreSeam:
+        """The client's seam, installed on first use."""
+        seam = client.__dict__.get(cls.ATTRIBUTE)
+        if seam is None:
+            seam = cls(client)
+            client.__dict__[cls.ATTRIBUTE] = seam
+        return seam  # type: ignore[no-any-return]
 
-    def release_if_idle(self) -> None:
-        """Give the client back its plain hooks once nothing is plugged in any more."""
-        if self.server is not None or self.interceptors:
-            return
+    def uninstall(self) -> None:
+        """Put the client's own hooks back."""
         events = self.client.meta.events
         events.unregister("before-send", self._send)
         events.unregister("before-parameter-build", self._remember)
         if self._moto is not None:
             events.register("before-send", self._moto)
-        self.client.__dict__.pop(self._ATTRIBUTE, None)
+        self.client.__dict__.pop(self.ATTRIBUTE, None)
 
     def _remember(self, params: Mapping[str, Any], context: dict[str, Any], **_: Any) -> None:
         context[_PARAMS] = params  # the same dict botocore serializes (its ClientRequestToken included)
@@ -142,19 +142,19 @@ class Transport:
     def _send(self, request: Any, event_name: str, **_: Any) -> Any:
         operation = event_name.rsplit(".", 1)[-1]
         params: Mapping[str, Any] = (getattr(request, "context", None) or {}).get(_PARAMS) or {}
-        for interceptor in list(self.interceptors):
-            early = interceptor.before_send(operation, params, request)
-            if early is not None:
-                return early
-        server = self.server
-        if server is not None:
-            response, applied = server.serve(operation, params, lambda: self._forward(request, event_name))
-        else:
+        sent: list[tuple[Reply, Any]] = []
+
+        def send() -> Reply:
             response = self._forward(request, event_name)
-            applied = response.status_code < 300
-        for interceptor in list(self.interceptors):
-            interceptor.after_send(operation, params, request, response, applied)
-        return response
+            reply = Reply(response.status_code, bytes(response.content))
+            sent.append((reply, response))
+            return reply
+
+        reply = self.attempts.send(operation, params, send)
+        for each, response in sent:
+            if reply is each:
+                return response  # the service's own answer, its headers included
+        return _http_response(reply)
 
     def _forward(self, request: Any, event_name: str) -> Any:
         if self._moto is not None:
@@ -164,23 +164,25 @@ class Transport:
         return self.client._endpoint.http_session.send(request)  # what botocore itself calls
 
 
-class _Raw(BytesIO):
+class _Raw:
+    def __init__(self, body: bytes) -> None:
+        self._body = body
+
     def stream(self, **_: Any) -> Any:
-        yield self.getvalue()
+        yield self._body
 
 
-def json_response(body: bytes, status: int = 200) -> Any:
-    """An HTTP response of a JSON-protocol service (DynamoDB, SQS) with ``body``."""
+def _http_response(reply: Reply) -> Any:
     from botocore.awsrequest import AWSResponse
 
     headers = {"Content-Type": "application/x-amz-json-1.0", "x-amzn-RequestId": str(uuid.uuid4())}
-    return AWSResponse("https://retrysafe.invalid/", status, headers, _Raw(body))
+    return AWSResponse("https://retrysafe.invalid/", reply.status, headers, _Raw(reply.body))
 
 
-def error_response(status: int, code: str, message: str, extra: Mapping[str, Any] | None = None) -> Any:
+def error_reply(status: int, code: str, message: str, extra: Mapping[str, Any] | None = None) -> Reply:
     """An error answer as DynamoDB sends it (``__type`` names the error code; ``extra`` adds modeled fields)."""
     body = {"__type": f"com.amazonaws.dynamodb.v20120810#{code}", "message": message, **(extra or {})}
-    return json_response(json.dumps(body).encode(), status)
+    return Reply(status, json.dumps(body).encode())
 
 
 @dataclass(frozen=True)
@@ -226,7 +228,8 @@ class Fault:
 
 @dataclass
 class Boundary:
-    """Fault injector and commit ledger on one botocore client (any JSON-protocol service: DynamoDB, SQS)."""
+    """Fault injector and commit ledger on one client: a DynamoDB transport (botocore's client or another one with
+    its own :class:`~retrysafe._transport.Attempts`), or botocore's client of another JSON-protocol service (SQS)."""
 
     client: Any
     commits: list[Commit] = field(default_factory=list)
@@ -245,14 +248,14 @@ class Boundary:
         self._lock = threading.Lock()
         #: The idempotency record the last crash was writing (``None`` when the call held none).
         self.crashed_record: str | None = None
-        self._transport = Transport.of(self.client)
-        self._transport.interceptors.append(self)
+        self._attempts = attempts_of(self.client)
+        self._attempts.interceptors.append(self)
 
     def close(self) -> None:
         """Unplug from the client (the client may be shared by later tests)."""
-        if self in self._transport.interceptors:
-            self._transport.interceptors.remove(self)
-        self._transport.release_if_idle()
+        if self in self._attempts.interceptors:
+            self._attempts.interceptors.remove(self)
+        release_if_idle(self.client)
 
     # -- arming --------------------------------------------------------------
     def arm(self, fault: Fault) -> Fault:
@@ -337,7 +340,7 @@ class Boundary:
             self.sent.clear()
 
     # -- the transport's hooks ---------------------------------------------------
-    def before_send(self, operation: str, params: Mapping[str, Any], request: Any) -> Any:
+    def before_attempt(self, operation: str, params: Mapping[str, Any]) -> Reply | None:
         """Die, or answer with an armed error, before the attempt reaches the service."""
         with self._lock:
             if self._dead:
@@ -353,13 +356,12 @@ class Boundary:
         status, code, message, extra = fault.error
         if code == "TransactionCanceledException":
             return _cancelled(params, extra["reasons"])
-        return error_response(status, code, message or f"{code} (simulated)", extra)
+        return error_reply(status, code, message or f"{code} (simulated)", extra)
 
-    def after_send(self, operation: str, params: Mapping[str, Any], request: Any, response: Any,
-                   applied: bool) -> None:
+    def after_attempt(self, operation: str, params: Mapping[str, Any], reply: Reply, applied: bool) -> None:
         """Record what was applied; then die, or lose the answer, when a fault is due."""
         with self._lock:
-            if response.status_code < 300:
+            if reply.ok:
                 self.calls[operation] = self.calls.get(operation, 0) + 1
             if applied and (operation == "TransactWriteItems" or completes_record(operation, params)):
                 self.commits.append(describe(_as_transaction(operation, params)))
@@ -370,7 +372,7 @@ class Boundary:
             self._die(operation, "after", params)
         from botocore.exceptions import ReadTimeoutError
 
-        raise ReadTimeoutError(endpoint_url=getattr(request, "url", ""))
+        raise ReadTimeoutError(endpoint_url=f"{operation} (simulated lost answer)")
 
     def _due(self, operation: str, params: Mapping[str, Any], kinds: tuple[str, ...]) -> Fault | None:
         due: Fault | None = None
@@ -395,14 +397,14 @@ class Boundary:
         raise SimulatedCrash(operation, when)
 
 
-def _cancelled(params: Mapping[str, Any], reasons: Sequence[Reason]) -> Any:
+def _cancelled(params: Mapping[str, Any], reasons: Sequence[Reason]) -> Reply:
     count = max(len(params.get("TransactItems") or []), len(reasons))
     given = [reasons[i] if i < len(reasons) else None for i in range(count)]
     pairs = [r if isinstance(r, tuple) else (r or "None", f"{r} (simulated)") for r in given]
     codes = [code for code, _ in pairs]
     listed = [{"Code": code, **({"Message": message} if code != "None" else {})} for code, message in pairs]
     message = f"Transaction cancelled, please refer cancellation reasons for specific reasons [{', '.join(codes)}]"
-    return error_response(400, "TransactionCanceledException", message, {"CancellationReasons": listed})
+    return error_reply(400, "TransactionCanceledException", message, {"CancellationReasons": listed})
 
 
 def completes_record(operation: str, params: Mapping[str, Any]) -> bool:

@@ -10,9 +10,9 @@ differs from DynamoDB exactly where idempotency lives:
   it started, losing a write another thread committed meanwhile;
 * it ignores ``ClientRequestToken``.
 
-:class:`DynamoSemantics` sits in front of it on a botocore client (through the
-client's :class:`~retrysafe.testing._boundary.Transport`, a ``before-send``
-handler that performs the real call itself) and gives what DynamoDB documents:
+:class:`DynamoSemantics` sits in front of it on a client (as the server of the
+client's attempt seam, :class:`retrysafe._transport.Attempts`, under the
+client's retries) and gives what DynamoDB documents:
 
 * **each request atomic**: one lock (per process, shared by every installed
   client) around every request, so requests interleave only between calls.
@@ -46,8 +46,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Self
 
+from .._transport import Reply, region_of
 from ..names import PARTITION_KEY, TTL_ATTRIBUTE
-from ._boundary import Transport, error_response, json_response
+from ._boundary import attempts_of, error_reply, release_if_idle
 
 #: How long DynamoDB remembers a successful ``ClientRequestToken``, after that request completed.
 TOKEN_WINDOW_SECONDS = 600.0
@@ -80,20 +81,20 @@ class DynamoSemantics:
     # -- installation ---------------------------------------------------------
     def install(self, client: Any) -> Self:
         """Serve every request of ``client`` through this layer (replaces another layer installed there)."""
-        Transport.of(client).server = self
+        attempts_of(client).server = self
         return self
 
     def uninstall(self, client: Any) -> None:
         """Send ``client``'s requests straight to moto again."""
-        transport = Transport.of(client)
-        if transport.server is self:
-            transport.server = None
-        transport.release_if_idle()
+        attempts = attempts_of(client)
+        if attempts.server is self:
+            attempts.server = None
+        release_if_idle(client)
 
     @staticmethod
     def of(client: Any) -> DynamoSemantics | None:
         """The layer installed on ``client``, if any."""
-        server = Transport.of(client).server
+        server = attempts_of(client).server
         return server if isinstance(server, DynamoSemantics) else None
 
     @staticmethod
@@ -104,27 +105,27 @@ class DynamoSemantics:
             yield
 
     # -- serving ----------------------------------------------------------------
-    def serve(self, operation: str, params: Mapping[str, Any], send: Callable[[], Any]) -> tuple[Any, bool]:
-        """Apply one request atomically; returns the HTTP response and whether it applied anything new."""
+    def serve(self, operation: str, params: Mapping[str, Any], send: Callable[[], Reply]) -> tuple[Reply, bool]:
+        """Apply one request atomically; returns the reply and whether it applied anything new."""
         with _BACKEND_LOCK:
             token = params.get("ClientRequestToken") if operation == "TransactWriteItems" else None
             if not token:
-                response = send()
-                return response, response.status_code < 300
+                reply = send()
+                return reply, reply.ok
             digest = _digest({k: v for k, v in params.items() if k != "ClientRequestToken"})
             now = self.clock()
             known = self._tokens.get(str(token))
             if known is not None and now - known.completed_at <= self.token_window_seconds:
                 if known.digest != digest:
-                    return error_response(400, "IdempotentParameterMismatchException",
+                    return error_reply(400, "IdempotentParameterMismatchException",
                                           "DynamoDB rejected the request because you retried a request with a "
                                           "different payload but with an idempotent token that was already used."), False
                 self.token_replays += 1
-                return json_response(known.body), False
-            response = send()
-            if response.status_code < 300:
-                self._tokens[str(token)] = _Token(digest, now, bytes(response.content))
-            return response, response.status_code < 300
+                return Reply(200, known.body), False
+            reply = send()
+            if reply.ok:
+                self._tokens[str(token)] = _Token(digest, now, reply.body)
+            return reply, reply.ok
 
     def forget_tokens(self) -> None:
         """Forget every remembered token (a new embedded DynamoDB)."""
@@ -152,15 +153,15 @@ class _Replica(DynamoSemantics):
         self.region = region
         self._tables = tables
 
-    def serve(self, operation: str, params: Mapping[str, Any], send: Callable[[], Any]) -> tuple[Any, bool]:
+    def serve(self, operation: str, params: Mapping[str, Any], send: Callable[[], Reply]) -> tuple[Reply, bool]:
         if operation not in _WRITES:
             return super().serve(operation, params, send)
         with _BACKEND_LOCK:
             before = self._tables.snapshot(self.region)
-            response, applied = super().serve(operation, params, send)
+            reply, applied = super().serve(operation, params, send)
             if applied:
                 self._tables.changed(self.region, before)
-            return response, applied
+            return reply, applied
 
 
 class GlobalTables:
@@ -190,7 +191,7 @@ class GlobalTables:
 
     def install(self, client: Any) -> Self:
         """Serve ``client``'s requests by the replica of its region."""
-        self._replicas[str(client.meta.region_name)].install(client)
+        self._replicas[str(region_of(client))].install(client)
         return self
 
     @property
@@ -281,22 +282,28 @@ def ttl_sweep(client: Any, table: str, now: float, *, attribute: str = TTL_ATTRI
     possible timing. Returns the ``pk`` of each deleted item. Each delete is
     conditioned on the item still being expired (a concurrent rewrite wins).
     """
+    from botocore.exceptions import ClientError
+
     deleted: list[str] = []
+    expired = {"ExpressionAttributeNames": {"#a": attribute},
+               "ExpressionAttributeValues": {":now": {"N": str(int(now))}}}
     with DynamoSemantics.exclusive():
-        pages = client.get_paginator("scan").paginate(TableName=table, ConsistentRead=True,
-                                                      FilterExpression="#a < :now",
-                                                      ExpressionAttributeNames={"#a": attribute},
-                                                      ExpressionAttributeValues={":now": {"N": str(int(now))}})
-        for page in pages:
+        request: dict[str, Any] = {"TableName": table, "ConsistentRead": True, "FilterExpression": "#a < :now",
+                                   **expired}
+        while True:  # the scan's pages (any transport: no botocore paginator)
+            page = client.scan(**request)
             for item in page.get("Items", []):
                 key = {PARTITION_KEY: item[PARTITION_KEY]}
                 try:
-                    client.delete_item(TableName=table, Key=key, ConditionExpression="#a < :now",
-                                       ExpressionAttributeNames={"#a": attribute},
-                                       ExpressionAttributeValues={":now": {"N": str(int(now))}})
-                except client.exceptions.ConditionalCheckFailedException:
-                    continue
+                    client.delete_item(TableName=table, Key=key, ConditionExpression="#a < :now", **expired)
+                except ClientError as error:
+                    if error.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
+                        continue  # rewritten meanwhile: no longer expired
+                    raise
                 deleted.append(str(item[PARTITION_KEY].get("S")))
+            if "LastEvaluatedKey" not in page:
+                break
+            request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
     return deleted
 
 
@@ -333,8 +340,11 @@ def _refill_retry_quota(client: Any) -> None:
 
 
 def _standard_retry_handler(client: Any) -> Any:
-    service = client.meta.service_model.service_id.hyphenize()
-    emitter = getattr(client.meta.events, "_emitter", None)
+    meta = getattr(client, "meta", None)
+    if meta is None or not hasattr(meta, "events"):
+        raise TypeError("instant_retries needs botocore's client (a transport of another kind retries its own way)")
+    service = meta.service_model.service_id.hyphenize()
+    emitter = getattr(meta.events, "_emitter", None)
     entry = getattr(emitter, "_unique_id_handlers", {}).get(f"retry-config-{service}")
     handler = getattr(entry.get("handler") if entry else None, "__self__", None)
     if handler is None or not hasattr(handler, "_retry_policy"):

@@ -15,6 +15,10 @@ Fixtures:
     for an ``@idempotent_http``, ``@idempotent_sqs`` or ``@idempotent_task``
     handler or a ``WebhookReceiver``; ``payload(variant)`` builds the request
     content of an intent (variant 0) or of a different request (variant 1).
+
+And one that every test uses without asking (``autouse``): a Lambda context a test registers
+(:func:`~retrysafe.register_lambda_context`, or a handler under test that does) is forgotten
+when the test ends, so it never sizes the claims of the next test.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from typing import Any
 import pytest
 
 from .. import names
+from .._invocation import Invocation
 from .._store import DynamoStore
 from ._adapters import EventAdapter, FunctionAdapter, HttpAdapter, SqsAdapter, TaskAdapter, WebhookAdapter
 from ._drills import Adapter, Clock, Drills
@@ -103,6 +108,13 @@ def retrysafe_table(monkeypatch: pytest.MonkeyPatch, retrysafe_clock: Clock) -> 
             semantics.uninstall(store.client)
             if store.cache is not None:
                 store.cache.clear()
+
+
+@pytest.fixture(autouse=True)
+def _retrysafe_invocation() -> Iterator[None]:
+    """Each test starts with no registered Lambda context, and its registration ends with it."""
+    with Invocation(None):
+        yield
 
 
 @pytest.fixture

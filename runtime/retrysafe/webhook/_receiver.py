@@ -40,19 +40,23 @@ from .._async import blocking
 from .._claimcheck import ClaimCheck
 from .._config import Mode, idempotency_disabled
 from .._engine import Completion, Engine, Intent
-from .._fingerprint import fingerprint
+from .._fingerprint import fingerprint, is_unicode
+from .._invocation import Invocation
 from .._keys import Scope
 from .._observability import telemetry
 from .._replay import ReplayHook, replayed
 from .._store import DynamoStore
+from .._tenant import Tenant, checked_tenant, tenant_of
 from .._transaction import Transaction
 from ..errors import (
     ConfigurationError,
+    InvalidInputError,
     MalformedRequestError,
     PayloadTooLargeError,
     RetrysafeError,
     SignatureError,
     StoreUnavailableError,
+    TenantRequiredError,
     TransactionTooLargeError,
 )
 from ..http._core import HttpAnswer, StoredResponse, refusal, to_proxy
@@ -113,8 +117,12 @@ class WebhookReceiver(Wired):
     ``provider``: :class:`~retrysafe.webhook.GitHub`, :class:`~retrysafe.webhook.Stripe`,
     :class:`~retrysafe.webhook.StandardWebhooks`, :class:`~retrysafe.webhook.GenericHmac`
     or your own. ``tenant``: the sender the deliveries come from, the scope's tenant and the
-    receipts' ``source`` (default the provider's name: name one per account when one provider
-    sends from several). ``subscriber``: which consumer the records belong to (default the
+    receipts' ``source``, a :data:`~retrysafe.Tenant` of the verified
+    :class:`~retrysafe.http.HttpRequest`: ``None`` (default) for one sender, named by the
+    provider's name; a fixed name (one per account when one provider sends from several); or a
+    callable reading the sender from the signed delivery (a Stripe Connect event's ``account``),
+    called after the signature is verified (finding none answers 401 ``tenant-required``).
+    ``subscriber``: which consumer the records belong to (default the
     deployed function, as on every adapter).
     ``secrets``: where the signing secrets come from (default :func:`secret_from_env`).
     ``on_receipt(receipt, txn)``: optional light work committed in the receipt's
@@ -130,14 +138,14 @@ class WebhookReceiver(Wired):
     is answered from the record again).
     """
 
-    def __init__(self, provider: Provider, *, tenant: str | None = None, subscriber: str | None = None,
+    def __init__(self, provider: Provider, *, tenant: Tenant[HttpRequest] = None, subscriber: str | None = None,
                  secrets: SecretSource | None = None,
                  on_receipt: Callable[[Receipt, Transaction], Awaitable[None] | None] | None = None,
                  max_body_bytes: int = DEFAULT_MAX_BODY_BYTES, horizon_seconds: int | None = None,
                  claim_check: ClaimCheck | None = None, on_replay: ReplayHook | None = None,
                  store: DynamoStore | None = None, engine: Engine | None = None) -> None:
         self.provider = provider
-        self.tenant = tenant or provider.name
+        self.tenant = checked_tenant(tenant)
         self.subscriber = SubscriberName(subscriber)
         self.secrets = secrets or secret_from_env()
         self.on_receipt = blocking(on_receipt) if on_receipt is not None else None
@@ -150,16 +158,18 @@ class WebhookReceiver(Wired):
     def __call__(self, event: Any, context: Any = None) -> dict[str, Any]:
         """Answer one delivery with a proxy response."""
         try:
-            answer = self._receive(parse_event(event), getattr(context, "get_remaining_time_in_millis", None))
+            with Invocation(context):  # on_receipt's idempotent functions size their claims by it
+                answer = self._receive(parse_event(event), getattr(context, "get_remaining_time_in_millis", None))
         except RetrysafeError as error:
             answer = refusal(error, _problem)
         return cast(dict[str, Any], replayed(self.on_replay, to_proxy(answer), answer.replay))
 
     def _receive(self, request: HttpRequest, remaining_ms: Callable[[], int] | None) -> HttpAnswer:
         self._verify(request)
+        sender = self._sender(request)
         if len(request.body) > self.max_body_bytes:
             raise PayloadTooLargeError(f"the delivery is {len(request.body)} bytes; the limit is {self.max_body_bytes}")
-        receipt = self._receipt(request)
+        receipt = self._receipt(request, sender)
         payload = receipt.payload()
         pointer: dict[str, Any] | None = None
         inline, why = receipt.fits_inline(payload)
@@ -180,7 +190,7 @@ class WebhookReceiver(Wired):
             return Completion(StoredResponse(202, {"Content-Type": "application/json"}, body).to_result())
 
         scope_hook = receipt.hook if "hook" not in receipt.unsigned else NO_HOOK
-        scope = Scope(self.tenant, f"webhook/{scope_hook}", receipt.key, adapter=names.WEBHOOK_ADAPTER,
+        scope = Scope(sender, f"webhook/{scope_hook}", receipt.key, adapter=names.WEBHOOK_ADAPTER,
                       subscriber=self.subscriber())
         if idempotency_disabled():  # the signature was checked; no record: the receipt commits as a new delivery
             outcome = self.engine.execute_unkeyed(scope, work, self.retention)
@@ -207,14 +217,23 @@ class WebhookReceiver(Wired):
             telemetry.logger.warning("webhook signature check raised", extra={"error": type(error).__name__})
             raise SignatureError("the signature headers are malformed") from None
 
-    def _receipt(self, request: HttpRequest) -> Receipt:
+    def _sender(self, request: HttpRequest) -> str:
+        """The delivery's sender (``tenant=``), read from the verified request."""
+        sender = tenant_of(self.tenant, request, unnamed=self.provider.name)
+        if sender is None:
+            raise TenantRequiredError("the tenant= callable found no sender in this delivery")
+        if not is_unicode(sender):
+            raise InvalidInputError("the delivery's sender holds a lone surrogate; it is not Unicode text")
+        return sender
+
+    def _receipt(self, request: HttpRequest, sender: str) -> Receipt:
         unsigned = frozenset(getattr(self.provider, "unsigned", frozenset()))
         dedupe = getattr(self.provider, "dedupe_key", None)
         key = dedupe(request) if dedupe is not None else body_digest(request.body)
         if not key:
             raise MalformedRequestError("the delivery carries no id")
         delivery = metadata(self.provider.delivery_id(request), key)
-        return Receipt(self.tenant, metadata(self.provider.hook(request), NO_HOOK), delivery,
+        return Receipt(sender, metadata(self.provider.hook(request), NO_HOOK), delivery,
                        metadata(self.provider.event_name(request), "event"), request.body, key=key, unsigned=unsigned)
 
 

@@ -1,8 +1,8 @@
 """Retry hints on HTTP: a request the client marks as a retry claims first in a cold container.
 
 The hints: retrysafe's ``Retry-Attempt`` header (2 or more) and the header the AWS SDKs send on
-every attempt, ``amz-sdk-request: attempt=N; max=M`` (N above 1). Round trips are counted with
-botocore's ``before-call`` events.
+every attempt, ``amz-sdk-request: attempt=N; max=M`` (N above 1). Round trips are counted at the
+transport's attempt seam.
 """
 
 from __future__ import annotations

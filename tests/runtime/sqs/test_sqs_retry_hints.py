@@ -1,6 +1,6 @@
 """Retry hints on SQS: a message received before (``ApproximateReceiveCount`` > 1) claims first in a cold container.
 
-Round trips per path, counted with botocore's ``before-call`` events (``calls``): a hinted replay
+Round trips per path, counted at the transport's attempt seam (``calls``): a hinted replay
 is one ``PutItem`` and no handler run; a hinted first delivery is the claim and the completing
 transaction; an un-hinted first delivery stays one ``TransactWriteItems``; a warm container
 answers from its record cache with none.
