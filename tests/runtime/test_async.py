@@ -515,3 +515,23 @@ def test_a_caller_cancelled_while_the_engine_commits_gets_its_cancellation_after
     asyncio.run(main())
     assert [item["st"]["S"] for item in _items(ddb, TABLE)] == ["completed"]  # a retry replays it
     assert asyncio.run(charge(order={"id": "o-1"})) == "charged" and len(puts) == 3
+
+
+def test_an_async_function_inside_an_async_handler_leases_its_claim_for_the_invocation(
+        ddb: Any, engine: Engine, clock: Clock) -> None:
+    from retrysafe.names import LEASE_MARGIN_SECONDS
+
+    leases: list[int] = []
+
+    @idempotent_function(data_keyword_argument="order", subscriber="s", key="id", engine=engine)
+    async def charge(order: dict[str, Any]) -> str:
+        leases.extend(int(item["le"]["N"]) for item in _items(ddb, TABLE) if "le" in item)
+        return "charged"
+
+    @idempotent(operation="Checkout", subscriber="s", key="detail.order", engine=engine)
+    async def handler(event: Any, context: Any) -> str:
+        return await charge(order={"id": event["detail"]["order"]})
+
+    assert handler(_eventbridge("o-1"), DrillContext(remaining_ms=600_000)) == "charged"
+    # two claims: the handler's and the function's, both the invocation's remaining time plus the margin
+    assert leases == [int((clock() + 600 + LEASE_MARGIN_SECONDS) * 1000)] * 2
