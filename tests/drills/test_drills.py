@@ -3,11 +3,13 @@
 Drill numbers are those of the contract page (docs/contract.md): 1 lost response, 2 race, 3 key reuse,
 4 consumer crash before the ack, 5 replay with the same id, 6 outbox published
 twice, 7 crash after the foreign call, 8 late replay after expiry, 9 replays
-equivalent (asserted inside every drill).
+equivalent (asserted inside every drill). Each runs on botocore's client and on the fast transport.
 """
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -29,6 +31,45 @@ from tests.drills.handlers import (
     receiver,
     ship,
 )
+
+#: What the fast transport would fall back to botocore for, that this machine may set (a CA bundle, a proxy...).
+_FALLBACK_SETTINGS = ("AWS_CA_BUNDLE", "HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY",
+                      "all_proxy", "AWS_USE_FIPS_ENDPOINT", "AWS_USE_DUALSTACK_ENDPOINT", "AWS_ENDPOINT_URL",
+                      "AWS_PROFILE")
+
+
+@pytest.fixture(scope="module")
+def moto_endpoint() -> Iterator[str]:
+    """moto's server on 127.0.0.1: it serves the in-process tables of the plugin's ``mock_aws``."""
+    from moto.server import ThreadedMotoServer
+
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0)
+    server.start()
+    host, port = server.get_host_and_port()
+    yield f"http://{host}:{port}"
+    server.stop()
+
+
+@pytest.fixture(autouse=True, params=["botocore", "crt"])
+def transport(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every drill runs on the store's botocore client and on the fast transport (``RETRYSAFE_TRANSPORT=crt``,
+    to moto's server), each with a table of its own (the store from the environment is shared per table)."""
+    if request.param == "crt":
+        endpoint = request.getfixturevalue("moto_endpoint")
+        for name in _FALLBACK_SETTINGS:
+            monkeypatch.delenv(name, raising=False)
+        monkeypatch.setenv("AWS_CONFIG_FILE", os.devnull)
+        monkeypatch.setenv(names.TRANSPORT_ENV, "crt")
+        monkeypatch.setenv("AWS_ENDPOINT_URL_DYNAMODB", endpoint)
+        monkeypatch.setenv(names.TABLE_ENV, "retrysafe-drills-crt")
+    return str(request.param)
+
+
+def test_the_store_runs_on_the_transport_the_drill_names(transport: str, retrysafe_table: Any) -> None:
+    from retrysafe._crt import CrtTransport
+
+    assert isinstance(retrysafe_table.client, CrtTransport) == (transport == "crt")
+
 
 DRILLS = ["response_lost", "race", "key_reuse", "redelivery", "crash_after_foreign_call", "late_replay"]
 
