@@ -266,7 +266,8 @@ class CrtTransport:
                     failed = ChecksumError(checksum_type="crc32", expected_checksum=expected,
                                            actual_checksum=str(actual))
                 elif reply.ok and parsed is not None:
-                    self._quota = min(self._capacity, self._quota + (taken or 1))
+                    with self._lock:
+                        self._quota = min(self._capacity, self._quota + (taken or 1))
                     answer: dict[str, Any] = _decode(parsed)
                     answer["ResponseMetadata"] = _metadata(reply.status, headers, attempt - 1)
                     return answer
@@ -279,9 +280,12 @@ class CrtTransport:
                         raise failed
             assert failed is not None
             taken = THROTTLED_COST if throttled else RETRY_COST
-            if attempt >= self.max_attempts or self._quota < taken:
+            with self._lock:  # one quota for every thread of the process, as botocore's client has
+                granted = attempt < self.max_attempts and self._quota >= taken
+                if granted:
+                    self._quota -= taken
+            if not granted:
                 raise failed
-            self._quota -= taken
             scale = THROTTLED_SCALE if throttled else TRANSIENT_SCALE
             self._sleep(random.random() * min(scale * 2.0 ** (attempt - 1), MAX_BACKOFF))
 

@@ -193,9 +193,11 @@ class _Scripted(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     replies: ClassVar[list[tuple[int, bytes, int | None] | None]] = []
     bodies: ClassVar[list[dict[str, Any]]] = []
+    ports: ClassVar[list[int]] = []  # the client's port of each request: its connection
 
     def do_POST(self) -> None:
         type(self).bodies.append(json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0))))
+        type(self).ports.append(self.client_address[1])
         reply = type(self).replies.pop(0)
         if reply is None:
             self.close_connection = True
@@ -219,7 +221,7 @@ def scripted() -> Iterator[tuple[str, type[_Scripted]]]:
     httpd.daemon_threads = True
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
-    _Scripted.replies, _Scripted.bodies = [], []
+    _Scripted.replies, _Scripted.bodies, _Scripted.ports = [], [], []
     try:
         yield f"http://127.0.0.1:{httpd.server_address[1]}", _Scripted
     finally:
@@ -244,6 +246,21 @@ def test_it_retries_throttling_and_a_bad_crc32_and_refunds_the_quota(scripted: t
     assert len(script.bodies) == 3
     assert len(sleeps) == 2 and 0 <= sleeps[0] <= 1.0 and 0 <= sleeps[1] <= 0.05
     assert transport.retry_quota == 500 - 5 - 14 + 14
+
+
+def test_it_keeps_its_connection_alive_until_closed_as_snapstarts_hooks_do(
+        scripted: tuple[str, type[_Scripted]]) -> None:
+    """Calls share one kept-alive connection; after ``close()`` (before a snapshot, after a restore) the next
+    call opens a new one."""
+    url, script = scripted
+    script.replies = [(200, b"{}", None)] * 3
+    transport = crt(url)
+    transport.get_item(TableName="t", Key={"pk": {"S": "a"}})
+    transport.get_item(TableName="t", Key={"pk": {"S": "a"}})
+    transport.close()
+    transport.get_item(TableName="t", Key={"pk": {"S": "a"}})
+    first, second, after_close = script.ports
+    assert first == second and after_close != first
 
 
 def test_a_crc32_mismatch_on_every_attempt_is_botocores_checksum_error(scripted: tuple[str, type[_Scripted]]) -> None:
