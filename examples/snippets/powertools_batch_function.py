@@ -15,7 +15,7 @@ from examples.snippets.payments import payments
 processor = BatchProcessor(event_type=EventType.SQS)
 
 
-@idempotent_function(data_keyword_argument="record", key="messageId", fingerprint="body")
+@idempotent_function(data_keyword_argument="record", key="messageId")
 def record_handler(record: SQSRecord) -> dict[str, Any]:
     charge = payments.charge(amount=1, idempotency_key=str(uuid.uuid4()))
     return {"message": record.body, "charge": charge.id}

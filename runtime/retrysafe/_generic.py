@@ -387,7 +387,29 @@ def plain_document(value: Any) -> Any:
 
 
 def _argument_fingerprint(value: Any) -> str:
-    return fingerprint_document(to_document(value))
+    return fingerprint_document(to_document(_as_sent(value)))
+
+
+#: The members of an SQS record that SQS changes when it delivers the same message again.
+_SQS_REDELIVERY = frozenset({"receiptHandle"})
+_SQS_REDELIVERY_ATTRIBUTES = frozenset({"ApproximateReceiveCount"})
+
+
+def _as_sent(value: Any) -> Any:
+    """``value`` without what its redelivery changes, when it is an SQS record (a dict or Powertools' ``SQSRecord``).
+
+    A function called from a batch loop (Powertools' ``BatchProcessor``) gets each record as delivered: with a
+    new receipt handle and a higher receive count on every redelivery. Hashed whole, a redelivery would be a
+    new key (a second effect) or, under ``key="messageId"``, a changed payload. Other arguments are hashed whole.
+    """
+    if not isinstance(value, Mapping) or value.get("eventSource") != "aws:sqs":
+        return value
+    sent = {name: member for name, member in value.items() if name not in _SQS_REDELIVERY}
+    attributes = sent.get("attributes")
+    if isinstance(attributes, Mapping):
+        sent["attributes"] = {name: member for name, member in attributes.items()
+                              if name not in _SQS_REDELIVERY_ATTRIBUTES}
+    return sent
 
 
 class FunctionIdempotency(_Idempotency):
@@ -449,7 +471,8 @@ def idempotent_function(*, data_keyword_argument: str, subscriber: str | None = 
     keyword or position). ``key``/``fingerprint`` select from it (a JMESPath expression,
     searched in its JSON form, dataclasses and pydantic models as dicts, or a callable given
     the argument itself); default both: the whole argument, hashed (then another
-    argument is another intent). ``operation`` defaults to the function's ``module.qualname``
+    argument is another intent), an SQS record without what SQS changes on a redelivery (the
+    receipt handle and receive count), so a batch loop's redelivered record replays. ``operation`` defaults to the function's ``module.qualname``
     (``payments.apply`` and ``refunds.apply`` never share records). The other options are those of
     :func:`idempotent`.
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 import pytest
-from retrysafe import names
+from retrysafe import DynamoStore, names
 
 
 @pytest.fixture
@@ -15,3 +15,17 @@ def lambda_container(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setenv("LAMBDA_TASK_ROOT", "/var/task")
     monkeypatch.delitem(_SHARED, os.environ[names.TABLE_ENV], raising=False)
+
+
+#: The table Powertools' documentation examples name (``DynamoDBPersistenceLayer(table_name=...)``).
+POWERTOOLS_TABLE = "IdempotencyTable"
+
+
+@pytest.fixture
+def powertools_table(lambda_container: None, retrysafe_table: DynamoStore) -> DynamoStore:
+    """Powertools' examples' table beside retrysafe's, on moto (for the snippets run side by side)."""
+    retrysafe_table.client.create_table(
+        TableName=POWERTOOLS_TABLE, KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}], BillingMode="PAY_PER_REQUEST")
+    return retrysafe_table
+

@@ -13,15 +13,10 @@ import pytest
 from retrysafe import DynamoStore, names
 from retrysafe.testing._events import DrillContext, api_event
 
-POWERTOOLS_TABLE = "IdempotencyTable"
-
 
 @pytest.fixture
-def both(lambda_container: None, retrysafe_table: DynamoStore) -> Iterator[tuple[ModuleType, ModuleType]]:
+def both(powertools_table: DynamoStore) -> Iterator[tuple[ModuleType, ModuleType]]:
     """Powertools' table and retrysafe's on moto; each snippet imported anew (a cold start on this moto)."""
-    retrysafe_table.client.create_table(
-        TableName=POWERTOOLS_TABLE, KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
-        AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}], BillingMode="PAY_PER_REQUEST")
     before = importlib.reload(importlib.import_module("examples.snippets.powertools_body_before"))
     after = importlib.reload(importlib.import_module("examples.snippets.powertools_body_key"))
     yield before, after

@@ -17,15 +17,10 @@ from retrysafe.testing._events import DrillContext, sqs_record
 
 from examples.snippets.payments import Charge, payments
 
-POWERTOOLS_TABLE = "IdempotencyTable"
-
 
 @pytest.fixture
-def both(lambda_container: None, retrysafe_table: DynamoStore) -> Iterator[tuple[ModuleType, ModuleType]]:
+def both(powertools_table: DynamoStore) -> Iterator[tuple[ModuleType, ModuleType]]:
     """Powertools' table and retrysafe's on moto; each snippet imported anew (a cold start on this moto)."""
-    retrysafe_table.client.create_table(
-        TableName=POWERTOOLS_TABLE, KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
-        AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}], BillingMode="PAY_PER_REQUEST")
     before = importlib.reload(importlib.import_module("examples.snippets.powertools_kinds_before"))
     after = importlib.reload(importlib.import_module("examples.snippets.powertools_kinds_after"))
     yield before, after
@@ -85,18 +80,24 @@ def test_the_sqs_batch_ports_to_idempotent_sqs(both: tuple[ModuleType, ModuleTyp
         assert charges() == start + 2
 
 
-def test_the_whole_record_as_fingerprint_would_refuse_every_redelivery(both: tuple[ModuleType, ModuleType]) -> None:
-    """Why the closest port says ``fingerprint="body"``: by default ``@idempotent_function`` fingerprints its whole
-    argument, and a redelivered record has a new receipt handle and receive count."""
+def test_a_redelivered_record_replays_and_another_body_under_its_id_is_refused(
+        both: tuple[ModuleType, ModuleType]) -> None:
+    """Why the closest port needs no ``fingerprint=``: the default fingerprint of an SQS record leaves out the
+    receipt handle and receive count that a redelivery changes, and keeps the body."""
     from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
     from retrysafe import idempotent_function
     from retrysafe.errors import KeyReuseMismatchError
 
-    whole = idempotent_function(data_keyword_argument="record", key="messageId")(lambda record: record.body)
+    runs: list[str] = []
+    whole = idempotent_function(data_keyword_argument="record", key="messageId")(
+        lambda record: runs.append(record.body) or len(runs))
     event = {"Records": [sqs_record({"n": 3})]}
-    whole(record=SQSRecord(event["Records"][0]))
+    assert whole(record=SQSRecord(event["Records"][0])) == 1
+    assert whole(record=SQSRecord(redelivered(event)["Records"][0])) == 1 and len(runs) == 1
+    changed = {**event["Records"][0], "body": '{"n": 4}'}
     with pytest.raises(KeyReuseMismatchError):
-        whole(record=SQSRecord(redelivered(event)["Records"][0]))
+        whole(record=SQSRecord(changed))
+    assert len(runs) == 1
 
 
 @pytest.mark.parametrize("function", ["process_dataclass_order", "process_pydantic_order"])

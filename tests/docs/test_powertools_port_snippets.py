@@ -18,13 +18,12 @@ from typing import Any
 
 import pytest
 from aws_lambda_powertools.utilities.idempotency.exceptions import IdempotencyValidationError
-from retrysafe import DynamoStore
+from retrysafe import DynamoStore, names
 from retrysafe.errors import KeyReuseMismatchError
 from retrysafe.testing._events import DrillContext
 
 from tests.helpers import ROOT
 
-POWERTOOLS_TABLE = "IdempotencyTable"
 SNIPPETS = ROOT / "examples" / "snippets"
 #: (Powertools' file, its region) -> (the port's file, its region).
 PORTS = [
@@ -37,13 +36,10 @@ PORTS = [
 
 
 @pytest.fixture
-def tables(lambda_container: None, retrysafe_table: DynamoStore, monkeypatch: pytest.MonkeyPatch) -> DynamoStore:
+def tables(powertools_table: DynamoStore, monkeypatch: pytest.MonkeyPatch) -> DynamoStore:
     """Powertools' table and retrysafe's on moto, in the deployed function ``shop-v1``."""
-    monkeypatch.setenv("AWS_LAMBDA_FUNCTION_NAME", "shop-v1")
-    retrysafe_table.client.create_table(
-        TableName=POWERTOOLS_TABLE, KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
-        AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}], BillingMode="PAY_PER_REQUEST")
-    return retrysafe_table
+    monkeypatch.setenv(names.LAMBDA_FUNCTION_NAME_ENV, "shop-v1")
+    return powertools_table
 
 
 def cold_start(*names: str) -> list[ModuleType]:
@@ -116,7 +112,7 @@ def test_a_key_prefix_ports_to_subscriber_and_operation(keys: list[ModuleType],
         module.subscribe(payment(user_id="u-9"), DrillContext())
     assert charges() == start + 4
     # The function is deployed again under another name (a new stack, a rename).
-    monkeypatch.setenv("AWS_LAMBDA_FUNCTION_NAME", "shop-v2")
+    monkeypatch.setenv(names.LAMBDA_FUNCTION_NAME_ENV, "shop-v2")
     for module in cold_start("powertools_keys_before", "powertools_keys"):
         before = charges()
         module.renew(payment(), DrillContext())  # the pinned prefix (subscriber and operation) keeps its records

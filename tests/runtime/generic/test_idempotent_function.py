@@ -103,6 +103,27 @@ def test_the_default_key_is_the_whole_argument(ddb: Any, engine: Engine) -> None
     assert len(provider.calls) == 2
 
 
+def test_the_default_key_of_an_sqs_record_leaves_out_what_a_redelivery_changes(ddb: Any, engine: Engine) -> None:
+    """A record from a batch loop: a redelivery (new receipt handle, receive count up) is the same intent; a record
+    with another body, or another message id, is another one. Hashed whole, each redelivery would run again."""
+    from retrysafe.testing._events import sqs_record
+
+    runs: list[str] = []
+
+    @idempotent_function(data_keyword_argument="record", subscriber="payments", engine=engine)
+    def apply(record: dict[str, Any]) -> int:
+        runs.append(record["body"])
+        return len(runs)
+
+    record = sqs_record({"order": 1}, message_id="m-1")
+    redelivered = {**record, "receiptHandle": "another-handle",
+                   "attributes": {**record["attributes"], "ApproximateReceiveCount": "5"}}
+    assert apply(record=record) == 1 and apply(record=redelivered) == 1
+    assert apply(record={**record, "body": '{"order": 2}'}) == 2
+    assert apply(record=sqs_record({"order": 1}, message_id="m-2")) == 3
+    assert runs == ['{"order": 1}', '{"order": 2}', '{"order": 1}']
+
+
 def test_same_key_other_argument_fails_and_a_change_outside_the_fingerprint_replays(ddb: Any, engine: Engine) -> None:
     provider = Provider()
 
