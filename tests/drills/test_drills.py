@@ -14,7 +14,9 @@ from typing import Any
 
 import pytest
 from retrysafe import names
-from retrysafe.testing import ALWAYS, DrillFailed, Drills, publish_twice
+from retrysafe._crt import CrtTransport, selected_transport
+from retrysafe._store import DynamoStore
+from retrysafe.testing import ALWAYS, Clock, DrillFailed, Drills, DynamoSemantics, publish_twice
 
 from tests.drills import handlers
 from tests.drills.handlers import (
@@ -32,42 +34,40 @@ from tests.drills.handlers import (
     ship,
 )
 
-#: What the fast transport would fall back to botocore for, that this machine may set (a CA bundle, a proxy...).
-_FALLBACK_SETTINGS = ("AWS_CA_BUNDLE", "HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY",
-                      "all_proxy", "AWS_USE_FIPS_ENDPOINT", "AWS_USE_DUALSTACK_ENDPOINT", "AWS_ENDPOINT_URL",
-                      "AWS_PROFILE")
-
 
 @pytest.fixture(scope="module")
-def moto_endpoint() -> Iterator[str]:
-    """moto's server on 127.0.0.1: it serves the in-process tables of the plugin's ``mock_aws``."""
+def crt_client() -> Iterator[CrtTransport]:
+    """The fast transport as ``RETRYSAFE_TRANSPORT=crt`` selects it, to moto's server on 127.0.0.1 (which
+    serves the plugin's in-process tables); one per module, as a warm container keeps its client."""
     from moto.server import ThreadedMotoServer
 
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0)
     server.start()
     host, port = server.get_host_and_port()
-    yield f"http://{host}:{port}"
+    made = selected_transport("eu-west-1", {names.TRANSPORT_ENV: "crt", "AWS_CONFIG_FILE": os.devnull,
+                                            "AWS_ENDPOINT_URL_DYNAMODB": f"http://{host}:{port}"})
+    assert made is not None
+    yield made
+    made.close()
     server.stop()
 
 
 @pytest.fixture(autouse=True, params=["botocore", "crt"])
-def transport(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Every drill runs on the store's botocore client and on the fast transport (``RETRYSAFE_TRANSPORT=crt``,
-    to moto's server), each with a table of its own (the store from the environment is shared per table)."""
-    if request.param == "crt":
-        endpoint = request.getfixturevalue("moto_endpoint")
-        for name in _FALLBACK_SETTINGS:
-            monkeypatch.delenv(name, raising=False)
-        monkeypatch.setenv("AWS_CONFIG_FILE", os.devnull)
-        monkeypatch.setenv(names.TRANSPORT_ENV, "crt")
-        monkeypatch.setenv("AWS_ENDPOINT_URL_DYNAMODB", endpoint)
-        monkeypatch.setenv(names.TABLE_ENV, "retrysafe-drills-crt")
-    return str(request.param)
+def transport(request: pytest.FixtureRequest, retrysafe_table: DynamoStore, retrysafe_clock: Clock,
+              monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """Every drill runs on the store's botocore client and on the fast transport. The handlers keep the
+    store from the environment (one per table, shared by the tests): on ``crt`` its client is swapped."""
+    if request.param != "crt":
+        yield "botocore"
+        return
+    client = request.getfixturevalue("crt_client")
+    monkeypatch.setattr(retrysafe_table, "_client", client)
+    semantics = DynamoSemantics(retrysafe_clock).install(client)
+    yield "crt"
+    semantics.uninstall(client)
 
 
 def test_the_store_runs_on_the_transport_the_drill_names(transport: str, retrysafe_table: Any) -> None:
-    from retrysafe._crt import CrtTransport
-
     assert isinstance(retrysafe_table.client, CrtTransport) == (transport == "crt")
 
 

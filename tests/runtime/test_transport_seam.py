@@ -13,6 +13,7 @@ trips on it as on botocore's client, and on the fast transport (:mod:`retrysafe.
 from __future__ import annotations
 
 import json
+import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -127,6 +128,8 @@ def server() -> Iterator[str]:
     made.start()
     host, port = made.get_host_and_port()
     yield f"http://{host}:{port}"
+    # the server's tables are moto's in-process ones: leave none behind for the next module's server
+    urllib.request.urlopen(urllib.request.Request(f"http://{host}:{port}/moto-api/reset", method="POST")).close()
     made.stop()
 
 
