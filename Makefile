@@ -23,9 +23,12 @@ $(NODE_STAMP): package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
-# The whole suite. Pytest's exit code 5 ("no tests collected") is a failure here.
+# The whole suite, in PYTEST_WORKERS pytest-xdist worker processes (logical: one per CPU the process may use;
+# 0 runs it in this process). Every test must be safe in parallel: docs/development.md, "Tests in parallel".
+# Pytest's exit code 5 ("no tests collected") is a failure here.
+PYTEST_WORKERS ?= logical
 test: install typecheck ruff docs
-	$(BIN)/python -m pytest -q; rc=$$?; \
+	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadgroup; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "make test: no tests were collected" >&2; exit 1; fi; exit $$rc
 
 typecheck: install

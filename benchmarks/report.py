@@ -39,7 +39,7 @@ def summary(r: dict[str, Any], targets: dict[str, tuple[float, str]]) -> str:
         lines.append(f"  {NAMES[name]:<42} {sock['ratios'][name]:5.2f}   target {op} {target:<5} "
                      f"{'met' if sock['targets_met'][name] else 'NOT met'}")
     t = sock["transport"]["ratios"]
-    lines.append(f"retrysafe (atomic) on the awscrt prototype / on botocore, socket: first request {t['first_cpu']:.2f}, "
+    lines.append(f"retrysafe (atomic) on the fast transport (awscrt) / on botocore, socket: first request {t['first_cpu']:.2f}, "
                  f"cold start {t['cold_start']:.2f} (bar <= {sock['transport']['target']:g}: "
                  f"{'met' if sock['transport']['target_met'] else 'NOT met'})")
     m = r["machine"]
@@ -378,7 +378,7 @@ and four times by Powertools'."""
 
 
 def _transport_section(r: dict[str, Any]) -> str:
-    """Issue 28 item 4: retrysafe on botocore and on the awscrt prototype client, over the socket."""
+    """Issue 34 item 4: retrysafe on botocore and on the fast transport (awscrt), over the socket."""
     t = r["socket"]["transport"]
     cpu, cold, ratio = t["cpu_us"], t["cold_start"], t["ratios"]
     b, c = cold["retrysafe"], cold["retrysafe_awscrt"]
@@ -392,19 +392,19 @@ def _transport_section(r: dict[str, Any]) -> str:
             _row("cold start wall clock, median (ms)",
                  [f"{b['median_ms']:.0f}", f"{c['median_ms']:.0f}", f"{ratio['cold_start_wall']:.2f}"])]
     verdict = "met" if t["target_met"] else "**not met**"
-    return f"""## The transport: botocore or awscrt (issue 28 item 4)
+    return f"""## The transport: botocore or awscrt (issue 34 item 4)
 
-retrysafe (atomic) over the same socket on its botocore client and on the prototype client of
-`benchmarks/crt_client.py` (awscrt's SigV4 signer, whose signature this run checked against botocore's
-`SigV4Auth`, and awscrt's HTTP client; standard-mode retries, CRC32 check and error shapes as botocore's),
+retrysafe (atomic) over the same socket on its botocore client and on the fast transport,
+`retrysafe._crt` (`RETRYSAFE_TRANSPORT=crt`: awscrt's SigV4 signer and HTTP client; botocore's
+standard-mode retries, CRC32 check, error shapes and exceptions),
 {t['requests']} first requests and as many replays in another container per side, interleaved in blocks.
 Process CPU (`time.process_time`: awscrt works on its own threads), fresh processes for cold starts.
 
-| retrysafe atomic, socket | botocore | awscrt prototype | awscrt / botocore |
+| retrysafe atomic, socket | botocore | fast transport (awscrt) | awscrt / botocore |
 |---|---|---|---|
 {chr(10).join(rows)}
 
-The bar for landing an opt-in transport, at most {t['target']:g} for both first-request CPU and cold
+The bar for the opt-in transport, at most {t['target']:g} for both first-request CPU and cold
 start: {verdict} in this run."""
 
 

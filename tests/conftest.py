@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,6 +22,7 @@ from tests.helpers import (
     Synthesized,
     create_business_table,
     create_idempotency_table,
+    synthesized_once,
 )
 
 # No timing-based assertions: Hypothesis' per-example deadline (200 ms) fails tests on a loaded machine.
@@ -84,14 +86,17 @@ def clock() -> Clock:
 
 @pytest.fixture(scope="session")
 def example(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
-    """The example app (``app.py``) synthesized once per session: ``python -v app.py`` from the repository root,
-    the way ``cdk synth`` runs it (its import trace shows where ``constructs`` came from)."""
+    """The example app (``app.py``) synthesized once per test run (shared by pytest-xdist's workers):
+    ``python -v app.py`` from the repository root, the way ``cdk synth`` runs it (its import trace, the log,
+    shows where ``constructs`` came from)."""
     import subprocess
     import sys
 
-    outdir = tmp_path_factory.mktemp("example-cdk-out")
-    env = {**os.environ, "CDK_OUTDIR": str(outdir), "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20"}
-    done = subprocess.run([sys.executable, "-v", "app.py"], cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=240, check=False)
-    assert done.returncode == 0, done.stderr[-4000:]
-    return Synthesized(outdir, done.stderr)
+    def synthesize(outdir: Path) -> str:
+        env = {**os.environ, "CDK_OUTDIR": str(outdir), "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20"}
+        done = subprocess.run([sys.executable, "-v", "app.py"], cwd=ROOT, env=env, capture_output=True, text=True,
+                              timeout=240, check=False)
+        assert done.returncode == 0, done.stderr[-4000:]
+        return done.stderr
+
+    return synthesized_once(tmp_path_factory, "example-cdk-out", synthesize)

@@ -6,11 +6,16 @@
 - :func:`receive_all`, :func:`stream_event` -- what moto's SQS and DynamoDB Streams return, for Lambda
 - :func:`payload`, :class:`Frozen` -- Step Functions task payloads of one state machine, frozen invocations
 - :class:`Synthesized` -- a synthesized CDK app's output folder
+- :func:`built_once`, :func:`synthesized_once` -- a fixture's folder (a synthesized app) built once per test run,
+  shared by pytest-xdist's workers
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
+import shutil
 import threading
 from collections import Counter
 from collections.abc import Callable
@@ -19,6 +24,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import pytest
 from retrysafe.testing._events import task_payload
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -168,3 +174,35 @@ class Synthesized:
         """cdk-nag's validation report (written on every synth with a validation plugin)."""
         report: dict[str, Any] = json.loads((self.outdir / "validation-report.json").read_text())
         return report
+
+
+def built_once(tmp_path_factory: pytest.TempPathFactory, name: str, build: Callable[[Path], str]) -> tuple[Path, str]:
+    """``build(folder)`` run once per test run, its folder (and the log it returns) shared read-only.
+
+    Without pytest-xdist: into a fresh temporary folder. Under pytest-xdist (``make test``), every worker's
+    fixture asks for it: the first one builds into the run's shared temporary folder while holding a file lock,
+    the others wait for it and reuse the folder, so the run pays an expensive, deterministic build (a CDK
+    synthesis: jsii's start-up, cdk-nag, bundling; the wheels) once instead of once per worker. A failed build
+    leaves no result behind: the next worker tries again and fails with its own error. Tests must not write
+    into the folder (copy it first, as tests/sandbox/test_demo.py does)."""
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        folder = tmp_path_factory.mktemp(name)
+        return folder, build(folder)
+    shared = tmp_path_factory.getbasetemp().parent  # one folder per run, the parent of the workers' own
+    folder, log, done = shared / name, shared / f"{name}.log", shared / f"{name}.done"
+    with open(shared / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, also if build raises
+        if not done.exists():
+            if folder.exists():
+                shutil.rmtree(folder)  # a failed attempt's leftovers
+            folder.mkdir()
+            log.write_text(build(folder), encoding="utf-8")
+            done.touch()
+    return folder, log.read_text(encoding="utf-8")
+
+
+def synthesized_once(tmp_path_factory: pytest.TempPathFactory, name: str,
+                     synthesize: Callable[[Path], str]) -> Synthesized:
+    """A session fixture's CDK app, ``synthesize(outdir)`` returning its log, synthesized once per test run and
+    shared by pytest-xdist's workers (:func:`built_once`)."""
+    return Synthesized(*built_once(tmp_path_factory, name, synthesize))

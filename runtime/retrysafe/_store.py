@@ -36,7 +36,7 @@ from .errors import (
     TransactionRaced,
     TransactionTooLargeError,
 )
-from .names import PARTITION_KEY, TTL_ATTRIBUTE, VERIFY_ENV
+from .names import PARTITION_KEY, TRANSPORT_ENV, TTL_ATTRIBUTE, VERIFY_ENV
 
 #: Operation error codes (after botocore's retries) and ``CancellationReasons`` codes that mean
 #: "throttled or unavailable: retry later". The two vocabularies differ (``ThrottlingException``
@@ -89,7 +89,8 @@ class DynamoStore:
 
     Every DynamoDB call goes through ``client``, a :class:`~retrysafe._transport.DynamoTransport`:
     by default botocore's DynamoDB client, created on first use (not at import) with botocore's
-    standard retry mode; pass ``client`` to bring your own. ``cache`` keeps this
+    standard retry mode, or the fast transport on awscrt when ``RETRYSAFE_TRANSPORT=crt`` selects it;
+    pass ``client`` to bring your own. ``cache`` keeps this
     container's completed records for replays with zero DynamoDB calls (engines
     built on this store use it unless given their own); the store :meth:`from_env`
     returns has one, a store constructed directly has none unless passed.
@@ -154,13 +155,18 @@ class DynamoStore:
     @property
     def client(self) -> Any:
         """The :class:`~retrysafe._transport.DynamoTransport` every call of this store goes through: the
-        low-level botocore DynamoDB client unless one was passed (created on first use; in Lambda's init
-        phase by :meth:`from_env`).
+        low-level botocore DynamoDB client unless one was passed or ``RETRYSAFE_TRANSPORT=crt`` selects
+        the awscrt transport (:mod:`retrysafe._crt`, which falls back to botocore where it does not apply);
+        created on first use (in Lambda's init phase by :meth:`from_env`).
 
         The store's own client skips botocore's client-side parameter validation: every request
         the store and the engine send is built here, and the test suite checks each shape against
         botocore's service model (DynamoDB validates again). A client you pass keeps its own config.
         """
+        if self._client is None and os.environ.get(TRANSPORT_ENV):
+            from ._crt import selected_transport
+
+            self._client = selected_transport(self._region)
         if self._client is None:
             import botocore.session
             from botocore.config import Config

@@ -42,6 +42,9 @@ POWERTOOLS_UNTIL_ENV = "RETRYSAFE_POWERTOOLS_UNTIL"
 POWERTOOLS_LAMBDA_FUNCTION_NAME_ENV = "RETRYSAFE_POWERTOOLS_LAMBDA_FUNCTION_NAME"
 #: Cut-over from Powertools idempotency: the ``key_prefix=`` the old code passed (its keys' whole prefix).
 POWERTOOLS_KEY_PREFIX_ENV = "RETRYSAFE_POWERTOOLS_KEY_PREFIX"
+#: The store's transport: ``botocore`` (the default) or ``crt``, the fast transport on awscrt (the
+#: ``retrysafe[crt]`` extra), which falls back to botocore, with a log line, where it does not apply.
+TRANSPORT_ENV = "RETRYSAFE_TRANSPORT"
 #: Level of the runtime's log lines.
 LOG_LEVEL_ENV = "RETRYSAFE_LOG_LEVEL"
 #: An SQS consumer's queue visibility timeout, seconds (its claim lease in claim-first mode).

@@ -23,7 +23,7 @@ import retrysafe
 from aws_cdk import BundlingOptions, DockerImage
 from retrysafe_cdk.layer import _PinnedLayer
 
-from tests.helpers import ROOT
+from tests.helpers import ROOT, built_once
 
 SANDBOX_ONLY = ("moto", "joserfc")
 #: Each distribution's project folder and its one import package.
@@ -33,16 +33,22 @@ PROJECTS = {"retrysafe": (".", "retrysafe"), "retrysafe-cdk": ("constructs", "re
 
 @pytest.fixture(scope="module")
 def wheels(tmp_path_factory: pytest.TempPathFactory) -> dict[str, zipfile.ZipFile]:
-    """The three wheels, built with pip from a copy of the sources (the checkout stays untouched)."""
-    source, out = tmp_path_factory.mktemp("source"), tmp_path_factory.mktemp("wheels")
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info")
-    for name in ("pyproject.toml", "MANIFEST.in", "README.md", "LICENSE"):
-        shutil.copy2(ROOT / name, source / name)
-    for folder in ("runtime", "constructs", "sandbox"):
-        shutil.copytree(ROOT / folder, source / folder, ignore=ignore)
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", str(out),
-                    *(str(source / folder) for folder, _ in PROJECTS.values())],
-                   check=True, capture_output=True, text=True, timeout=900)
+    """The three wheels, built with pip from a copy of the sources (the checkout stays untouched), once per test
+    run (shared by pytest-xdist's workers)."""
+
+    def build(out: Path) -> str:
+        source = tmp_path_factory.mktemp("source")
+        ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info")
+        for name in ("pyproject.toml", "MANIFEST.in", "README.md", "LICENSE"):
+            shutil.copy2(ROOT / name, source / name)
+        for folder in ("runtime", "constructs", "sandbox"):
+            shutil.copytree(ROOT / folder, source / folder, ignore=ignore)
+        subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", str(out),
+                        *(str(source / folder) for folder, _ in PROJECTS.values())],
+                       check=True, capture_output=True, text=True, timeout=900)
+        return ""
+
+    out, _ = built_once(tmp_path_factory, "wheels", build)
     return {name: zipfile.ZipFile(next(out.glob(f"{name.replace('-', '_')}-*.whl"))) for name in PROJECTS}
 
 

@@ -14,7 +14,10 @@ from tests.helpers import create_business_table
 @pytest.fixture
 def orders(retrysafe_table: DynamoStore) -> Any:
     """The business table of the drill handlers; returns a counter of its items by prefix."""
-    client = retrysafe_table.client
+    import boto3
+
+    # a client of moto's own (in-process), whatever the store's transport is (the fast one cannot create tables)
+    client = boto3.client("dynamodb", region_name=retrysafe_table.region)
     create_business_table(client, ORDERS)
 
     def count(prefix: str) -> int:

@@ -53,7 +53,7 @@ import os
 import re
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from typing import Any
@@ -184,14 +184,14 @@ class Chooser:
 class World:
     """The embedded DynamoDB and the reusable clients of one process."""
 
-    def __init__(self) -> None:
+    def __init__(self, transport: Callable[[str], Any] | None = None) -> None:
         import boto3
 
         self.semantics = DynamoSemantics(lambda: self.clock())
         self.clock = Clock(T0)
         self.observer = boto3.client("dynamodb", region_name=REGIONS[0])
         self.semantics.install(self.observer)
-        self.slots = [Slot(self.semantics, REGIONS[1:]) for _ in range(3)]
+        self.slots = [Slot(self.semantics, REGIONS[1:], transport) for _ in range(3)]
         self.states: set[str] = set()
         self.replicas = GlobalTables(REGIONS, (TABLE, BUSINESS), lambda: self.clock())
         create_tables(self.observer)
@@ -723,8 +723,12 @@ def explore(world: World, scope: Scope, *, limit: int | None = None,
 
 
 @contextlib.contextmanager
-def world() -> Iterator[World]:
-    """In-process moto with the exploration's clients (the environment is restored afterwards)."""
+def world(transport: str = "botocore") -> Iterator[World]:
+    """In-process moto with the exploration's clients (the environment is restored afterwards).
+
+    ``transport``: the invocations' clients, botocore's (in-process) or ``crt``, the fast transport
+    (:mod:`retrysafe._crt`) speaking to moto's server on 127.0.0.1, which serves the same in-process tables.
+    """
     saved = dict(os.environ)
     for name, value in (("AWS_DEFAULT_REGION", "eu-west-1"), ("AWS_ACCESS_KEY_ID", "testing"),
                         ("AWS_SECRET_ACCESS_KEY", "testing"), ("POWERTOOLS_METRICS_NAMESPACE", "retrysafe-explore"),
@@ -733,11 +737,26 @@ def world() -> Iterator[World]:
     from moto import mock_aws
 
     try:
-        with mock_aws():
-            yield World()
+        with mock_aws(), contextlib.ExitStack() as stack:
+            yield World(crt_transports(stack) if transport == "crt" else None)
     finally:
         os.environ.clear()
         os.environ.update(saved)
+
+
+def crt_transports(stack: contextlib.ExitStack) -> Callable[[str], Any]:
+    """A factory of fast transports to moto's server (started here, stopped with ``stack``), with the
+    engine's retries (five attempts)."""
+    from awscrt import auth
+    from moto.server import ThreadedMotoServer
+    from retrysafe._crt import CrtTransport
+
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0)
+    server.start()
+    stack.callback(server.stop)
+    host, port = server.get_host_and_port()
+    credentials = auth.AwsCredentialsProvider.new_static("testing", "testing")
+    return lambda region: CrtTransport(region, f"http://{host}:{port}", credentials=credentials)
 
 
 #: The live takeover paths: their first invocation is another deployment's (claim-first), so they have scopes of
@@ -829,15 +848,16 @@ DEEP: tuple[Scope, ...] = (
 )
 
 
-def explore_scopes(scopes: list[Scope], limit: int | None = None) -> tuple[list[Exploration], set[str]]:
-    """Explore ``scopes`` in one process (quietly); returns the results and the distinct states seen."""
+def explore_scopes(scopes: list[Scope], limit: int | None = None,
+                   transport: str = "botocore") -> tuple[list[Exploration], set[str]]:
+    """Explore ``scopes`` in one process (quietly) on ``transport``; returns the results and the distinct states seen."""
     import logging
     import warnings
 
     logging.disable(logging.WARNING)
     warnings.simplefilter("ignore")
     results = []
-    with world() as w, open(os.devnull, "w") as quiet, contextlib.redirect_stdout(quiet):
+    with world(transport) as w, open(os.devnull, "w") as quiet, contextlib.redirect_stdout(quiet):
         for scope in scopes:
             results.append(explore(w, scope, limit=limit))
         return results, w.states
@@ -860,6 +880,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--set", choices=["bounded", "deep"], help="explore a predefined set of scopes")
     parser.add_argument("--limit", type=int, default=None, help="at most this many schedules per scope")
     parser.add_argument("--workers", type=int, default=1, help="processes exploring scopes in parallel")
+    parser.add_argument("--transport", choices=["botocore", "crt"], default="botocore",
+                        help="the invocations' DynamoDB transport")
     args = parser.parse_args(argv)
     if args.set:
         scopes = list(BOUNDED if args.set == "bounded" else DEEP)
@@ -877,7 +899,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.disable(logging.WARNING)
     warnings.simplefilter("ignore")
     if args.replay is not None:
-        with world() as w, open(os.devnull, "w") as quiet, contextlib.redirect_stdout(quiet):
+        with world(args.transport) as w, open(os.devnull, "w") as quiet, contextlib.redirect_stdout(quiet):
             schedule = run_one(w, scopes[0], [int(c) for c in args.replay.split(",") if c])
         print("\n".join(f"  {i}. {s}" for i, s in enumerate(schedule.trace, 1)))
         if schedule.violation is not None:
@@ -889,7 +911,7 @@ def main(argv: list[str] | None = None) -> int:
     results: list[Exploration] = []
     states: set[str] = set()
     with ProcessPoolExecutor(args.workers) as pool:
-        futures = [pool.submit(explore_scopes, [scope], args.limit) for scope in scopes]
+        futures = [pool.submit(explore_scopes, [scope], args.limit, args.transport) for scope in scopes]
         for future in as_completed(futures):
             (result,), seen = future.result()
             results.append(result)

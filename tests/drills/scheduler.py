@@ -92,9 +92,12 @@ class Slot:
 
     ``regions``: the process also has a client in each of these regions (a table with replicas), on
     the same gate, each with its own boundary; ``clients`` maps every region to its client.
+    ``transport``: makes the client of a region (botocore's with the engine's configuration by default).
     """
 
-    def __init__(self, semantics: DynamoSemantics, regions: tuple[str, ...] = ()) -> None:
+    def __init__(self, semantics: DynamoSemantics, regions: tuple[str, ...] = (),
+                 transport: Callable[[str], Any] | None = None) -> None:
+        self._transport = transport
         self.gate = Gate()
         self.client, self.boundary = self._plug("eu-west-1")
         semantics.install(self.client)
@@ -109,7 +112,10 @@ class Slot:
     def _plug(self, region: str) -> tuple[Any, Boundary]:
         import boto3
 
-        client = boto3.client("dynamodb", region_name=region, config=CLIENT_CONFIG)
+        if self._transport is not None:
+            client = self._transport(region)
+        else:
+            client = boto3.client("dynamodb", region_name=region, config=CLIENT_CONFIG)
         instant_retries(client)
         attempts_of(client).interceptors.append(self.gate)
         return client, Boundary(client)  # after the gate: a fault armed at the gate fires at once

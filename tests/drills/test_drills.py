@@ -3,16 +3,20 @@
 Drill numbers are those of the contract page (docs/contract.md): 1 lost response, 2 race, 3 key reuse,
 4 consumer crash before the ack, 5 replay with the same id, 6 outbox published
 twice, 7 crash after the foreign call, 8 late replay after expiry, 9 replays
-equivalent (asserted inside every drill).
+equivalent (asserted inside every drill). Each runs on botocore's client and on the fast transport.
 """
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from retrysafe import names
-from retrysafe.testing import ALWAYS, DrillFailed, Drills, publish_twice
+from retrysafe._crt import CrtTransport, selected_transport
+from retrysafe._store import DynamoStore
+from retrysafe.testing import ALWAYS, Clock, DrillFailed, Drills, DynamoSemantics, publish_twice
 
 from tests.drills import handlers
 from tests.drills.handlers import (
@@ -29,6 +33,43 @@ from tests.drills.handlers import (
     receiver,
     ship,
 )
+
+
+@pytest.fixture(scope="module")
+def crt_client() -> Iterator[CrtTransport]:
+    """The fast transport as ``RETRYSAFE_TRANSPORT=crt`` selects it, to moto's server on 127.0.0.1 (which
+    serves the plugin's in-process tables); one per module, as a warm container keeps its client."""
+    from moto.server import ThreadedMotoServer
+
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0)
+    server.start()
+    host, port = server.get_host_and_port()
+    made = selected_transport("eu-west-1", {names.TRANSPORT_ENV: "crt", "AWS_CONFIG_FILE": os.devnull,
+                                            "AWS_ENDPOINT_URL_DYNAMODB": f"http://{host}:{port}"})
+    assert made is not None
+    yield made
+    made.close()
+    server.stop()
+
+
+@pytest.fixture(autouse=True, params=["botocore", "crt"])
+def transport(request: pytest.FixtureRequest, retrysafe_table: DynamoStore, retrysafe_clock: Clock,
+              monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """Every drill runs on the store's botocore client and on the fast transport. The handlers keep the
+    store from the environment (one per table, shared by the tests): on ``crt`` its client is swapped."""
+    if request.param != "crt":
+        yield "botocore"
+        return
+    client = request.getfixturevalue("crt_client")
+    monkeypatch.setattr(retrysafe_table, "_client", client)
+    semantics = DynamoSemantics(retrysafe_clock).install(client)
+    yield "crt"
+    semantics.uninstall(client)
+
+
+def test_the_store_runs_on_the_transport_the_drill_names(transport: str, retrysafe_table: Any) -> None:
+    assert isinstance(retrysafe_table.client, CrtTransport) == (transport == "crt")
+
 
 DRILLS = ["response_lost", "race", "key_reuse", "redelivery", "crash_after_foreign_call", "late_replay"]
 

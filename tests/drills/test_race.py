@@ -1,4 +1,5 @@
-"""64 concurrent identical requests against moto's server (real HTTP, real threads): exactly one effect.
+"""64 concurrent identical requests against moto's server (real HTTP, real threads): exactly one effect,
+on botocore's client and on the fast transport (:mod:`retrysafe._crt`).
 
 moto's server is not DynamoDB: its ``UpdateItem`` is not atomic under threads
 (a claim can pass its condition twice, a reader can see a bare item) and a
@@ -34,19 +35,33 @@ N = 64
 
 
 @pytest.fixture(scope="module")
-def server_client() -> Iterator[Any]:
+def server() -> Iterator[str]:
+    """moto's server on 127.0.0.1 with the race's tables."""
     from moto.server import ThreadedMotoServer
 
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0)
     server.start()
     host, port = server.get_host_and_port()
-    client = boto3.client("dynamodb", endpoint_url=f"http://{host}:{port}", region_name="eu-west-1",
-                          aws_access_key_id="testing", aws_secret_access_key="testing",
-                          config=Config(max_pool_connections=N, retries={"mode": "standard", "max_attempts": 4}))
-    create_table(client, "race-idempotency")
-    create_business_table(client, "race-orders")
-    yield client
+    endpoint = f"http://{host}:{port}"
+    admin = boto3.client("dynamodb", endpoint_url=endpoint, region_name="eu-west-1", aws_access_key_id="testing",
+                         aws_secret_access_key="testing")
+    create_table(admin, "race-idempotency")
+    create_business_table(admin, "race-orders")
+    yield endpoint
     server.stop()
+
+
+@pytest.fixture(scope="module", params=["botocore", "crt"])
+def server_client(request: pytest.FixtureRequest, server: str) -> Any:
+    """The store's transport, with the engine's retries: botocore's client, or the fast transport (awscrt)."""
+    if request.param == "crt":
+        from awscrt import auth
+        from retrysafe._crt import CrtTransport
+
+        return CrtTransport("eu-west-1", server, credentials=auth.AwsCredentialsProvider.new_static("testing", "testing"))
+    return boto3.client("dynamodb", endpoint_url=server, region_name="eu-west-1", aws_access_key_id="testing",
+                        aws_secret_access_key="testing",
+                        config=Config(max_pool_connections=N, retries={"mode": "standard", "max_attempts": 4}))
 
 
 @pytest.mark.parametrize("mode", ["atomic", "claim_first"])
@@ -63,9 +78,10 @@ def test_64_concurrent_identical_requests_make_one_effect(server_client: Any, mo
 
     semantics = DynamoSemantics().install(server_client)
     store = DynamoStore("race-idempotency", client=server_client)
-    handler = idempotent_http(create, operation=f"Race-{mode}", mode=mode, engine=Engine(store))
+    transport = type(server_client).__name__  # each transport races on a key of its own, in the same tables
+    handler = idempotent_http(create, operation=f"Race-{mode}-{transport}", mode=mode, engine=Engine(store))
     boundary = Boundary(server_client)
-    event = api_event(json.dumps({"amount": 1}), headers={names.IDEMPOTENCY_KEY_HEADER: "race-key"})
+    event = api_event(json.dumps({"amount": 1}), headers={names.IDEMPOTENCY_KEY_HEADER: f"race-key-{transport}"})
     barrier = threading.Barrier(N)
     answers = []
     lock = threading.Lock()

@@ -30,9 +30,11 @@ NEVER_ON_IMPORT = frozenset({
     "uuid", "botocore", "boto3",  # the store's client is created on the first request (outside the init phase)
     "retrysafe._results",  # the result serializers: only @idempotent and @idempotent_function pick one
 })
-#: Never loaded by a handler, not even by its first request.
+#: Never loaded by a handler, not even by its first request. (Not ``awscrt``: botocore imports it whenever it
+#: is installed, for its own CRT features.)
 NEVER = frozenset({"aws_lambda_powertools.utilities.idempotency", "pydantic", "retrysafe.testing",
-                   "retrysafe._cli"})  # the operator's command line
+                   "retrysafe._cli",  # the operator's command line
+                   "retrysafe._crt"})  # the fast transport: only when RETRYSAFE_TRANSPORT selects it
 #: Powertools as a whole: only the middleware (its event handler) and the batch consumers (SQS, streams:
 #: Powertools' batch processor, on the first request) load it.
 POWERTOOLS = frozenset({"aws_lambda_powertools"})

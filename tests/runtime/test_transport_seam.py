@@ -7,12 +7,13 @@ did (a lost answer after DynamoDB applied the write; a transaction cancelled wit
 :class:`WireTransport` below speaks DynamoDB's JSON protocol to moto's server itself, signs with
 SigV4 and retries as botocore's standard mode does, every attempt through its own
 :class:`~retrysafe._transport.Attempts`; the same drills give the same outcome and the same round
-trips on it as on botocore's client.
+trips on it as on botocore's client, and on the fast transport (:mod:`retrysafe._crt`, awscrt).
 """
 
 from __future__ import annotations
 
 import json
+import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -127,6 +128,8 @@ def server() -> Iterator[str]:
     made.start()
     host, port = made.get_host_and_port()
     yield f"http://{host}:{port}"
+    # the server's tables are moto's in-process ones: leave none behind for the next module's server
+    urllib.request.urlopen(urllib.request.Request(f"http://{host}:{port}/moto-api/reset", method="POST")).close()
     made.stop()
 
 
@@ -157,7 +160,17 @@ def botocore_client(endpoint: str) -> Any:
     return client
 
 
-TRANSPORTS: dict[str, Callable[[str], Any]] = {"botocore": botocore_client, "wire": WireTransport}
+def crt_transport(endpoint: str) -> Any:
+    """The fast transport (:mod:`retrysafe._crt`), with the attempts and instant retries of the others."""
+    from awscrt import auth
+    from retrysafe._crt import CrtTransport
+
+    return CrtTransport("eu-west-1", endpoint, credentials=auth.AwsCredentialsProvider.new_static("testing", "testing"),
+                        max_attempts=3, quota=2**62, sleep=lambda _: None)
+
+
+TRANSPORTS: dict[str, Callable[[str], Any]] = {"botocore": botocore_client, "wire": WireTransport,
+                                               "crt": crt_transport}
 
 
 @pytest.fixture(params=sorted(TRANSPORTS))

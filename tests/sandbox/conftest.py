@@ -1,21 +1,16 @@
-"""The example app, synthesized once per session for the sandbox tests."""
+"""The example app's cloud assembly for the sandbox tests."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import ROOT
+from tests.helpers import Synthesized
 
 
 @pytest.fixture(scope="session")
-def example_assembly(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The example app (orders + saga stacks) synthesized into a temporary cloud assembly."""
-    sys.path.insert(0, str(ROOT))
-    import app
-
-    outdir = tmp_path_factory.mktemp("cdk.out")
-    app.build(str(outdir)).synth()
-    return outdir
+def example_assembly(example: Synthesized) -> Path:
+    """The example app (orders + saga stacks): the cloud assembly of tests/conftest.py's ``example`` (read-only:
+    a test that changes a template copies the folder first)."""
+    return example.outdir

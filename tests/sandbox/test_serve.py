@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -30,12 +29,6 @@ from tests.helpers import ROOT
 STOP_SECONDS = 30
 START_SECONDS = 300
 CLIENTS = 8
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 @dataclass
@@ -61,10 +54,10 @@ class Console:
 
 @pytest.fixture
 def serve(example_assembly: Path, tmp_path: Path) -> Iterator[tuple[Console, str]]:
-    """``serve`` started on a free port in its own process group, answering; killed if a test left it running."""
-    port = _free_port()
+    """``serve`` started in its own process group on the free port it binds (``--port 0``: no other test or
+    pytest-xdist worker can take it between a probe and the bind), answering; killed if a test left it running."""
     process = subprocess.Popen(
-        [sys.executable, "-m", "retrysafe_sandbox", "serve", "--assembly", str(example_assembly), "--port", str(port),
+        [sys.executable, "-m", "retrysafe_sandbox", "serve", "--assembly", str(example_assembly), "--port", "0",
          "--visibility-timeout", "5", "--logs", str(tmp_path / "logs")],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, process_group=0)
     console = Console(process)
@@ -72,7 +65,9 @@ def serve(example_assembly: Path, tmp_path: Path) -> Iterator[tuple[Console, str
     reader.start()
     try:
         assert console.ready.wait(START_SECONDS) and process.poll() is None, console.text
-        base = f"http://127.0.0.1:{port}"
+        first_api = re.search(r"^API: (http://127\.0\.0\.1:\d+) ", console.text, re.MULTILINE)
+        assert first_api is not None, console.text
+        base = first_api.group(1)
         assert post(f"{base}/orders", {}, {names.IDEMPOTENCY_KEY_HEADER: "k"}).status == 401  # no token: the authorizer
         yield console, base
     finally:

@@ -308,7 +308,8 @@ def ttl_sweep(client: Any, table: str, now: float, *, attribute: str = TTL_ATTRI
 
 
 def instant_retries(client: Any) -> None:
-    """Keep botocore's own retry decisions for ``client`` (standard mode) but without sleeping or a retry quota.
+    """Keep botocore's own retry decisions for ``client`` (standard mode; or the fast transport's, which are
+    the same) but without sleeping or a retry quota.
 
     botocore backs off up to seconds between attempts (randomly) and stops
     retrying once a per-client quota is spent: both make a fault test slow and
@@ -317,6 +318,12 @@ def instant_retries(client: Any) -> None:
     """
     from botocore.retries import quota
 
+    from .._crt import CrtTransport
+
+    if isinstance(client, CrtTransport):  # the fast transport: the same retries, its own backoff and quota
+        client._sleep = lambda _: None
+        client._capacity = client._quota = 2**62
+        return
     handler = _standard_retry_handler(client)
     handler._retry_policy._retry_backoff._random = lambda: 0.0  # no public knob for it
     handler._retry_quota._quota = quota.RetryQuota(initial_capacity=2**62)
@@ -331,6 +338,11 @@ def _refill_retry_quota(client: Any) -> None:
     """
     from botocore.retries import quota
 
+    from .._crt import CrtTransport
+
+    if isinstance(client, CrtTransport):
+        client._quota = client._capacity
+        return
     try:
         handler = _standard_retry_handler(client)
     except TypeError:

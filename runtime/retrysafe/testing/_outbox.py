@@ -53,7 +53,7 @@ def publish_twice(store: DynamoStore, consumer: Callable[[Any, Any], Any], *,
     import boto3
 
     report = DrillReport("outbox event published twice", queue)
-    sqs = boto3.client("sqs", region_name=store.client.meta.region_name)
+    sqs = boto3.client("sqs", region_name=store.region)  # whatever the store's transport is
     url = sqs.create_queue(QueueName=queue)["QueueUrl"]
     event = outbox_stream_event(store)
     count = len(event["Records"])
