@@ -115,3 +115,28 @@ def refund(order: Order) -> Decimal:
     payments.charge(amount=-order.total, idempotency_key=f"refund-{order.order_id}")
     return Decimal(order.total) / 100
 # --8<-- [end:serializer]
+
+
+# --8<-- [start:async]
+import asyncio
+
+
+@idempotent(subscriber="fulfilment", operation="ship_order_async", key="detail.order_id")
+async def ship_order_async(event: dict[str, Any], context: Any, txn: Transaction) -> Shipment:
+    # Lambda calls this synchronously: its coroutine runs on the execution environment's loop
+    order = event["detail"]
+    await asyncio.sleep(0)  # your awaited calls (an async HTTP client...)
+    txn.put({"pk": f"shipment#{order['order_id']}", "status": "requested"}, table="orders")
+    return Shipment(order["order_id"], Decimal(str(order["weight_kg"])))
+
+
+@idempotent_function(data_keyword_argument="order", subscriber="payments", key="order_id")
+async def charge_async(order: Order) -> Receipt:  # awaited on the caller's loop (an ASGI app's)
+    made = await asyncio.to_thread(payments.charge, amount=order.total, idempotency_key=f"order-{order.order_id}")
+    return Receipt(made.id, Decimal(made.amount) / 100)
+
+
+async def checkout_async(order: Order) -> str:
+    receipt = await charge_async(order=order)  # once per order; a replay is awaited like a first call
+    return receipt.charge_id
+# --8<-- [end:async]

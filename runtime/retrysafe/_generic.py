@@ -39,8 +39,8 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable, Mapping
-from typing import Any, Protocol, TypeVar, cast
+from collections.abc import Callable, Coroutine, Mapping
+from typing import Any, Protocol, TypeVar, cast, overload
 
 from . import names
 from ._adapter import (
@@ -54,6 +54,7 @@ from ._adapter import (
     qualified_name,
     takes_transaction,
 )
+from ._async import awaited, blocking, is_async
 from ._config import Mode, idempotency_disabled
 from ._cutover import PowertoolsCutover
 from ._engine import Completion, Engine, Intent
@@ -73,6 +74,9 @@ R_co = TypeVar("R_co", covariant=True)
 
 #: What ``@idempotent`` decorates: ``handler(event, context, txn)``, or ``handler(event, context)`` (claim-first).
 EventHandler = Callable[[Any, Any, Transaction], R] | Callable[[Any, Any], R]
+#: An ``async def`` handler ``@idempotent`` decorates: the Lambda handler returns what it returns, awaited.
+AsyncEventHandler = (Callable[[Any, Any, Transaction], Coroutine[Any, Any, R]]
+                     | Callable[[Any, Any], Coroutine[Any, Any, R]])
 
 
 # -- event sources -----------------------------------------------------------------------------------------
@@ -270,7 +274,7 @@ class EventIdempotency(_Idempotency):
 
     def __init__(self, handler: EventHandler[Any], *, takes_txn: bool, **options: Any) -> None:
         super().__init__(**options)
-        self.handler: Callable[..., Any] = handler
+        self.handler: Callable[..., Any] = blocking(handler)
         self.takes_txn = takes_txn
 
     def event_key(self, event: Any) -> str:
@@ -303,13 +307,26 @@ class IdempotentHandler(Protocol[R_co]):
     def __call__(self, event: Any, context: Any, /) -> R_co: ...
 
 
+class EventDecorator(Protocol):
+    """What ``@idempotent(...)`` returns: it turns a handler, sync or ``async def``, into the sync Lambda handler."""
+
+    @overload
+    def __call__(self, handler: AsyncEventHandler[R], /) -> IdempotentHandler[R]: ...
+
+    @overload
+    def __call__(self, handler: EventHandler[R], /) -> IdempotentHandler[R]: ...
+
+
 def idempotent(*, subscriber: str | None = None, key: Selector | None = None, fingerprint: Selector | None = None,
                operation: str | None = None, mode: Mode | str | None = None, key_required: bool = True,
                serializer: ResultSerializer[Any] | None = None, lease_seconds: float | None = None,
                horizon_seconds: int | None = None, powertools_cutover: PowertoolsCutover | None = None,
                on_replay: ReplayHook | None = None, store: DynamoStore | None = None,
-               engine: Engine | None = None) -> Callable[[EventHandler[R]], IdempotentHandler[R]]:
+               engine: Engine | None = None) -> EventDecorator:
     """Make a Lambda handler of any event idempotent: ``handler(event, context, txn)``.
+
+    The handler may be an ``async def``: the decorated handler is still the sync Lambda handler, and
+    runs the coroutine on the execution environment's event loop (:mod:`retrysafe._async`).
 
     Options (keyword-only):
 
@@ -365,7 +382,7 @@ def idempotent(*, subscriber: str | None = None, key: Selector | None = None, fi
 
         return cast(IdempotentHandler[R], lambda_entry_point(func, entry, idempotency=idempotency))
 
-    return decorate
+    return cast(EventDecorator, decorate)
 
 
 # -- @idempotent_function ----------------------------------------------------------------------------------
@@ -384,6 +401,11 @@ def plain_document(value: Any) -> Any:
     if is_model(value):
         return plain_document(value.model_dump(mode="python"))
     return value
+
+
+def _returned(result: Any) -> Any:
+    """What a sync function returned is its result."""
+    return result
 
 
 def _argument_fingerprint(value: Any) -> str:
@@ -439,14 +461,19 @@ class FunctionIdempotency(_Idempotency):
             return _argument_fingerprint(value)
         return self.fingerprint(value, plain_document)
 
-    @flushes_telemetry
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Call the function at most once per key; replays return the stored result as the same type."""
+        return self.invoke(args, kwargs, _returned)
+
+    @flushes_telemetry
+    def invoke(self, args: tuple[Any, ...], kwargs: dict[str, Any], settle: Callable[[Any], Any]) -> Any:
+        """One call through the engine; ``settle`` turns what the function returned into its result
+        (an ``async def``'s coroutine awaited on the caller's loop: :func:`retrysafe._async.awaited`)."""
         if self.takes_txn and TXN in kwargs:
             raise TypeError(f"{self.func.__qualname__}: do not pass txn=; @idempotent_function passes its own")
 
         def call(txn: Transaction) -> Any:
-            return self.func(*args, **kwargs, txn=txn) if self.takes_txn else self.func(*args, **kwargs)
+            return settle(self.func(*args, **kwargs, txn=txn) if self.takes_txn else self.func(*args, **kwargs))
 
         if idempotency_disabled():
             return self.unprotected(call)
@@ -484,6 +511,10 @@ def idempotent_function(*, data_keyword_argument: str, subscriber: str | None = 
     or pydantic model class (or pass ``serializer=``); ``Decimal``, ``datetime``, ``set``,
     ``bytes``, ``tuple``... round-trip anyway.
 
+    On an ``async def`` the decorated function is an ``async def`` too, awaited on the caller's loop;
+    the engine's DynamoDB calls run in a worker thread, and a cancelled caller never commits
+    (:mod:`retrysafe._async`).
+
     Example::
 
         @idempotent_function(data_keyword_argument="order", key="order_id")
@@ -501,6 +532,14 @@ def idempotent_function(*, data_keyword_argument: str, subscriber: str | None = 
             serializer=serializer if serializer is not None else serializer_for(func), lease_seconds=lease_seconds,
             horizon_seconds=horizon_seconds, powertools_cutover=powertools_cutover, on_replay=on_replay, store=store,
             engine=engine)
+
+        if is_async(func):
+            @functools.wraps(func)
+            async def awaiting(*args: Any, **kwargs: Any) -> Any:
+                return await awaited(lambda wait: idempotency.invoke(args, kwargs, wait))
+
+            awaiting.idempotency = idempotency  # type: ignore[attr-defined]
+            return cast(Callable[..., R], awaiting)
 
         @functools.wraps(func)
         def wrapper(*args: Any, **kwargs: Any) -> R:

@@ -57,6 +57,7 @@ from ._adapter import (
     takes_options,
     takes_transaction,
 )
+from ._async import blocking
 from ._claimcheck import ClaimCheck, resolve
 from ._config import Mode, env_float, idempotency_disabled
 from ._cutover import PowertoolsCutover
@@ -220,7 +221,7 @@ class SqsConsumer(Wired):
                  store: DynamoStore | None = None, engine: Engine | None = None) -> None:
         self.takes_txn = takes_transaction(handler, 2)
         self.mode = chosen_mode(mode, self.takes_txn)
-        self.handler: Callable[..., Any] = handler
+        self.handler: Callable[..., Any] = blocking(handler)
         self.subscriber = SubscriberName(subscriber)
         self.operation: str = operation or qualified_name(handler)
         self.key = KeySelector(key if key is not None else default_key())

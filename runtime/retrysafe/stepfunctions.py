@@ -44,6 +44,7 @@ from ._adapter import (
     positive_lease,
     takes_options,
 )
+from ._async import blocking
 from ._config import Mode, idempotency_disabled
 from ._engine import Completion, Engine, Intent
 from ._fingerprint import canonical_value, fingerprint, is_unicode
@@ -251,9 +252,11 @@ def idempotent_task(
     task = TaskIdempotency(subscriber=subscriber, tenant=tenant, operation=operation, horizon_seconds=horizon_seconds,
                            lease_seconds=lease_seconds, on_replay=on_replay, store=store, engine=engine)
 
+    call = blocking(func)
+
     def wrapper(payload: Any, context: Any) -> Any:
         remaining = getattr(context, "get_remaining_time_in_millis", None)
-        return task.run(payload, lambda request, txn: func(request.input, context, txn), remaining)
+        return task.run(payload, lambda request, txn: call(request.input, context, txn), remaining)
 
     return cast(TaskFunction, lambda_entry_point(func, wrapper, task=task))
 

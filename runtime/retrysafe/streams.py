@@ -38,6 +38,7 @@ from ._adapter import (
     qualified_name,
     takes_transaction,
 )
+from ._async import blocking
 from ._config import Mode, idempotency_disabled
 from ._engine import Completion, Engine, Intent
 from ._fingerprint import canonical_json, canonical_value, fingerprint
@@ -296,7 +297,7 @@ class StreamConsumer(Wired, Generic[M]):
         if lease_seconds is not None and lease_seconds <= 0:
             raise ConfigurationError(f"lease_seconds must be positive, got {lease_seconds}")
         self.source: _Source[M] = source
-        self.handler: Callable[..., Any] = handler
+        self.handler: Callable[..., Any] = blocking(handler)
         self.subscriber = SubscriberName(subscriber)
         self.operation: str = operation or qualified_name(handler)
         self.lease_seconds = lease_seconds

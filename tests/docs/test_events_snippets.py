@@ -88,6 +88,25 @@ def test_a_serializer_of_your_own_stores_cents_and_replays_the_decimal(tables: D
     assert [i["r"]["S"] for i in stored] == ["399"]
 
 
+def test_async_handlers_and_functions_run_once_like_their_sync_twins(tables: DynamoStore) -> None:
+    import asyncio
+
+    snippet = fresh("events_and_functions")
+    from examples.snippets.payments import payments
+
+    engine_of(snippet.ship_order_async).cache = None
+    calls = CallCounter(engine_of(snippet.ship_order_async).store.client)
+    first = snippet.ship_order_async(shipment_event(order_id="o-43"), DrillContext())
+    assert calls.calls == {"TransactWriteItems": 1}  # atomic, as ship_order: its signature takes txn
+    assert snippet.ship_order_async(shipment_event(order_id="o-43"), DrillContext()) == first
+    assert first == snippet.Shipment("o-43", Decimal("2.5"))
+    before = payments.charge_count()
+    order = snippet.Order("o-9", 700)
+    charged = [asyncio.run(snippet.checkout_async(order)) for _ in range(2)]
+    assert charged[0] == charged[1] == payments.charges["order-o-9"].id
+    assert payments.charge_count() == before + 1
+
+
 def test_a_registered_context_gives_the_functions_claim_the_invocations_time(tables: DynamoStore,
                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     snippet = fresh("events_and_functions")

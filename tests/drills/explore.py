@@ -775,13 +775,15 @@ BOUNDED: tuple[Scope, ...] = (
     *(Scope(path, ("A",), faults=2) for path in ("http-atomic", "http-atomic-hinted", "http-atomic-record-only",
                                                  "http-claim-first", "http-claim-first-record-only", "sqs",
                                                  "sqs-hinted", "webhook", "event-atomic", "function-claim-first",
-                                                 "function-unstorable")),
+                                                 "function-unstorable", "event-async-atomic",
+                                                 "function-async-claim-first")),
     Scope("task", ("A",), faults=1),
     # two invocations of one intent interleaved, one fault between them
     *(Scope(path, ("A", "A"), faults=1, total=1) for path in ("http-atomic", "http-atomic-hinted", "http-atomic-record-only",
                                                               "http-claim-first", "http-claim-first-record-only", "sqs",
                                                               "sqs-hinted", "sqs-redelivered", "webhook", "event-atomic",
-                                                              "function-claim-first", "function-unstorable")),
+                                                              "function-claim-first", "function-unstorable",
+                                                              "event-async-atomic", "function-async-claim-first")),
     Scope("task", ("A", "A"), faults=0),
     # a lease lapsing while an invocation runs (a zombie and its successor)
     *(Scope(path, ("A", "A"), faults=0, env=("lapse",)) for path in ("http-claim-first", "http-claim-first-record-only")),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 from typing import Any
@@ -132,4 +133,69 @@ def charge_card(order: dict[str, Any]) -> dict[str, Any]:
 @idempotent_function(data_keyword_argument="order", subscriber="billing", key="id")
 def invoice(order: dict[str, Any], txn: Transaction) -> str:
     """A plain function taking txn: atomic, its writes commit with its record."""
+    return _order(txn, int(order["amount"]))
+
+
+# -- async def handlers: the same work, awaited (docs/events-and-functions.md, "Async handlers") --
+
+
+async def _provider_call() -> None:
+    """Where an async handler awaits its network calls: control goes back to the loop."""
+    await asyncio.sleep(0)
+
+
+@idempotent_http(operation="PayOrderAsync", mode="claim_first")
+async def pay_order_async(event: dict[str, Any], context: Any, txn: Transaction) -> dict[str, Any]:
+    """``pay_order`` as an ``async def``: Lambda's sync handler runs it on the environment's loop."""
+    await _provider_call()
+    amount = int(json.loads(event["body"])["amount"])
+    charge = provider.charge(txn.derive_key("charge"), amount)
+    order_id = _order(txn, amount)
+    return {"statusCode": 201, "headers": {"Content-Type": "application/json"},
+            "body": json.dumps({"id": order_id, "charge": charge["charge"]})}
+
+
+@idempotent_sqs(subscriber="billing-async")
+async def bill_async(message: Message, txn: Transaction) -> str:
+    """``bill`` as an ``async def`` (atomic)."""
+    await _provider_call()
+    order = message.content["order"]
+    txn.update({"pk": f"invoice#{order}"}, "ADD #n :one", names={"#n": "n"}, values={":one": 1}, table=ORDERS)
+    return str(order)
+
+
+@idempotent_task
+async def capture_async(order: dict[str, Any], context: Any, txn: Transaction) -> dict[str, Any]:
+    """``capture`` as an ``async def``: its recovery point is a sync step around a foreign call."""
+    await _provider_call()
+    charge = txn.step("charge", lambda: provider.charge(txn.derive_key("charge"), int(order["amount"])))
+    txn.put({"pk": f"payment#{order['order']}", "charge": charge["charge"]}, table=ORDERS)
+    return {"charge": charge["charge"]}
+
+
+@idempotent(subscriber="fulfilment-async")
+async def ship_async(event: dict[str, Any], context: Any, txn: Transaction) -> dict[str, Any]:
+    """``ship`` as an ``async def`` (atomic)."""
+    await _provider_call()
+    return {"order": _order(txn, int(event["detail"]["amount"]))}
+
+
+@idempotent(subscriber="payments-async", lease_seconds=30)
+async def charge_event_async(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    """An async event handler without ``txn``: claim-first by its signature."""
+    await _provider_call()
+    return {"charge": provider.charge(f"event#{event['id']}", int(event["detail"]["amount"]))["charge"]}
+
+
+@idempotent_function(data_keyword_argument="order", subscriber="payments-async", key="id", lease_seconds=30)
+async def charge_card_async(order: dict[str, Any]) -> dict[str, Any]:
+    """``charge_card`` as an ``async def``: awaited on the caller's loop, claim-first."""
+    await _provider_call()
+    return provider.charge(f"card-async#{order['id']}", int(order["amount"]))
+
+
+@idempotent_function(data_keyword_argument="order", subscriber="billing-async", key="id")
+async def invoice_async(order: dict[str, Any], txn: Transaction) -> str:
+    """``invoice`` as an ``async def``: atomic, its writes commit with its record."""
+    await _provider_call()
     return _order(txn, int(order["amount"]))

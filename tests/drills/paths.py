@@ -18,6 +18,12 @@ record codec's tagged form) and once returning a value that cannot be stored:
 that intent's documented final answer is ``UnstorableResultError``, its record is
 parked (never released before its ``exp``) and its effect never commits.
 
+The async paths (``event-async-atomic``, ``function-async-claim-first``, ``takeover-event-async``,
+``takeover-function-async`` and their ``-live`` twins): the same handlers as ``async def``. The event
+handler's coroutine runs where the engine calls it; the function's engine flow runs in a worker thread
+while the coroutine runs on the caller's loop, so the scheduler follows an invocation by its context
+(``contextvars``), not its thread.
+
 The cut-over paths (``http-cutover``, ``http-cutover-claim-first``): the code before retrysafe
 (Powertools ``@idempotent``) completed intent A before the schedule starts (its record written by
 Powertools' own persistence layer, its effect counted); every explored invocation is a retry under
@@ -38,6 +44,7 @@ every later one atomic), so it may resume after its lease lapsed and its success
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 from collections.abc import Callable
@@ -186,14 +193,20 @@ def run_token() -> str:
     return os.urandom(8).hex()
 
 
-def _event(intent: str, engine: Engine, notes: list[str], mode: str = "atomic") -> Callable[[], Answer]:
+def _event(intent: str, engine: Engine, notes: list[str], mode: str = "atomic",
+           is_async: bool = False) -> Callable[[], Answer]:
+    """``is_async``: the handler is an ``async def`` (Lambda's sync handler runs it on the environment's loop)."""
     def ship(event: dict[str, Any], context: Any, txn: Transaction) -> dict[str, Any]:
         effect(txn, event["detail"]["intent"])
         return {"intent": event["detail"]["intent"], "amount": Decimal(event["detail"]["amount"]) / 4,
                 "run": run_token()}
 
-    adapter = EventAdapter(idempotent(subscriber="explore", mode=mode, engine=engine)(ship),
-                           lambda variant: payload(intent))
+    async def ship_async(event: dict[str, Any], context: Any, txn: Transaction) -> dict[str, Any]:
+        await asyncio.sleep(0)
+        return ship(event, context, txn)
+
+    decorate = idempotent(subscriber="explore", mode=mode, engine=engine)
+    adapter = EventAdapter(decorate(ship_async) if is_async else decorate(ship), lambda variant: payload(intent))
     return lambda: adapter.invoke(adapter.request(KEY))
 
 
@@ -202,7 +215,8 @@ class _Unstorable:
 
 
 def _function(intent: str, engine: Engine, notes: list[str], storable: bool,
-              mode: str = "claim_first") -> Callable[[], Answer]:
+              mode: str = "claim_first", is_async: bool = False) -> Callable[[], Answer]:
+    """``is_async``: the function is an ``async def``, awaited on its caller's loop (the engine in a worker thread)."""
     def charge(order: dict[str, Any], txn: Transaction) -> Any:
         if mode == "claim_first":
             notes.append(f"foreign call for {order['intent']}")
@@ -210,8 +224,13 @@ def _function(intent: str, engine: Engine, notes: list[str], storable: bool,
         return {"intent": order["intent"], "charged": Decimal(order["amount"]) / 4, "run": run_token()} \
             if storable else _Unstorable()
 
-    function = idempotent_function(data_keyword_argument="order", subscriber="explore", key="id", mode=mode,
-                                   lease_seconds=30, engine=engine)(charge)
+    async def charge_async(order: dict[str, Any], txn: Transaction) -> Any:
+        await asyncio.sleep(0)
+        return charge(order, txn)
+
+    decorate = idempotent_function(data_keyword_argument="order", subscriber="explore", key="id", mode=mode,
+                                   lease_seconds=30, engine=engine)
+    function = decorate(charge_async) if is_async else decorate(charge)
     adapter = FunctionAdapter(function, lambda variant: payload(intent))
     return lambda: adapter.invoke(adapter.request(KEY))
 
@@ -430,6 +449,8 @@ def _takeover_dynamodb_stream(intent: str, engine: Engine, notes: list[str], mod
 TAKEOVER_ADAPTERS: dict[str, TakeoverMaker] = {
     "event": _event,
     "function": lambda i, e, n, mode: _function(i, e, n, storable=True, mode=mode),
+    "event-async": lambda i, e, n, mode: _event(i, e, n, mode=mode, is_async=True),
+    "function-async": lambda i, e, n, mode: _function(i, e, n, storable=True, mode=mode, is_async=True),
     "http": _takeover_http,
     "middleware": _takeover_middleware,
     "sqs": _takeover_sqs,
@@ -688,6 +709,9 @@ PATHS: dict[str, Path] = {p.name: p for p in (
     Path("webhook", _webhook, refused_after_expiry="urn:retrysafe:problem:state-conflict", stored=_stored_http),
     Path("event-atomic", _event, stored=_stored_as_is),
     Path("function-claim-first", lambda i, e, n: _function(i, e, n, storable=True), stored=_stored_as_is),
+    Path("event-async-atomic", lambda i, e, n: _event(i, e, n, is_async=True), stored=_stored_as_is),
+    Path("function-async-claim-first", lambda i, e, n: _function(i, e, n, storable=True, is_async=True),
+         stored=_stored_as_is),
     Path("function-unstorable", lambda i, e, n: _function(i, e, n, storable=False),
          final_error="UnstorableResultError"),
     Path("outbox", OUTBOX.make, outbox=OUTBOX),

@@ -14,6 +14,7 @@ throttling, cancellation reasons); requests reach moto through
 
 from __future__ import annotations
 
+import contextvars
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -39,7 +40,9 @@ CANCEL_CONFLICT = "cancelled: TransactionConflict"
 THROTTLED = "throttled"
 FAULTS = (CRASH_BEFORE, CRASH_AFTER, LOST_ONCE, LOST_ALL, CANCEL_THROTTLED, CANCEL_CONFLICT, THROTTLED)
 
-_local = threading.local()
+#: The invocation (and its run) the current code belongs to. A context variable, not a thread-local: an
+#: async ``@idempotent_function`` runs the engine in a worker thread, in a copy of its caller's context.
+_current: contextvars.ContextVar[tuple[Invocation, Run] | None] = contextvars.ContextVar("invocation", default=None)
 
 
 class Stuck(RuntimeError):
@@ -172,10 +175,10 @@ class Gate:
         if operation == "PutItem" and call_label(operation, params) == "claim":
             item = params["Item"]
             self.claims[str(item["ow"]["S"])] = (str(item["fp"]["S"]), int(item["exp"]["N"]))
-        invocation: Invocation | None = getattr(_local, "invocation", None)
-        run: Run | None = getattr(_local, "run", None)
-        if invocation is None or run is None or invocation.slot.dead:
+        current = _current.get()
+        if current is None or current[0].slot.dead:
             return None  # the scheduler's own calls, and a dead invocation's last gasp, are not scheduled
+        invocation, run = current
         run.park(invocation, (operation, params))
         return None
 
@@ -218,7 +221,7 @@ class Run:
         invocation.state = "running"
 
     def _body(self, invocation: Invocation) -> None:
-        _local.invocation, _local.run = invocation, self
+        _current.set((invocation, self))
         invocation.go.acquire()
         invocation.state = "running"
         try:

@@ -96,6 +96,16 @@ PATHS = {
     "event-claim-first": (lambda: charge_event, amount, lambda orders, table: provider.charges),
     "function-atomic": (lambda: invoice, amount, lambda orders, table: lambda: orders("order#")),
     "function-claim-first": (lambda: charge_card, amount, lambda orders, table: provider.charges),
+    # async def handlers and functions (handlers.py): the same drills, the same effects
+    "http-async-claim-first": (lambda: handlers.pay_order_async, amount, lambda orders, table: provider.charges),
+    "sqs-async-atomic": (lambda: handlers.bill_async, order_event, None),
+    "workflow-task-async": (lambda: handlers.capture_async, order_event, lambda orders, table: provider.charges),
+    "event-async-atomic": (lambda: handlers.ship_async, amount, lambda orders, table: lambda: orders("order#")),
+    "event-async-claim-first": (lambda: handlers.charge_event_async, amount,
+                                lambda orders, table: provider.charges),
+    "function-async-atomic": (lambda: handlers.invoice_async, amount, lambda orders, table: lambda: orders("order#")),
+    "function-async-claim-first": (lambda: handlers.charge_card_async, amount,
+                                   lambda orders, table: provider.charges),
 }
 
 

@@ -12,7 +12,8 @@ handler signature it refuses.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Coroutine
+from typing import Any, assert_type
 
 from retrysafe import (
     DynamoDBChange,
@@ -330,3 +331,72 @@ def powertools_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
 body_keyed: HttpLambdaHandler = idempotent_http(powertools_handler, key="powertools_json(body).order_id")
 idempotent_http(key=lambda event: event["body"], tenant=None)(powertools_handler)
 idempotent_http(powertools_handler, key=3)  # type: ignore[call-overload]
+
+
+# -- async def handlers and functions ----------------------------------------------------------------------
+# A decorated async handler is the sync Lambda handler (its result, not a coroutine); an async function
+# under @idempotent_function stays awaitable, with the same result type.
+
+
+@idempotent(key="detail.order_id")
+async def async_event(event: Any, context: Any, txn: Transaction) -> dict[str, int]:
+    return {}
+
+
+@idempotent(key="detail.order_id")
+async def async_event_without_txn(event: Any, context: Any) -> int:
+    return 1
+
+
+assert_type(async_event({}, None), dict[str, int])
+assert_type(async_event_without_txn({}, None), int)
+assert_type(event_without_txn({}, None), None)
+
+
+@idempotent_function(data_keyword_argument="order")
+async def async_charge(order: dict[str, Any]) -> dict[str, Any]:
+    return order
+
+
+async def awaits_charge() -> dict[str, Any]:
+    return await async_charge(order={})
+
+
+def starts_charge() -> Coroutine[Any, Any, dict[str, Any]]:
+    return async_charge(order={})
+
+
+async def awaits_the_wrong_type() -> str:
+    return await async_charge(order={})  # type: ignore[return-value]
+
+
+@idempotent_sqs
+async def async_message(message: Message, txn: Transaction) -> None:
+    pass
+
+
+@idempotent_kinesis()
+async def async_record(message: KinesisMessage) -> None:
+    pass
+
+
+@idempotent_dynamodb_stream()
+async def async_change(change: DynamoDBChange, txn: Transaction) -> None:
+    pass
+
+
+@idempotent_http(operation="CreateOrder")
+async def async_http(event: Any, context: Any, txn: Transaction) -> dict[str, Any]:
+    return {"statusCode": 201}
+
+
+@idempotent_task
+async def async_task(state_input: Any, context: Any, txn: Transaction) -> dict[str, Any]:
+    return {}
+
+
+async def async_receipt(receipt: Receipt, txn: Transaction) -> None:
+    pass
+
+
+WebhookReceiver(GitHub(), on_receipt=async_receipt)

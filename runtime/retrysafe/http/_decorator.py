@@ -7,6 +7,7 @@ from collections.abc import Callable, Collection
 from typing import Any, Protocol, cast
 
 from .._adapter import chosen_mode, lambda_entry_point, takes_options, takes_transaction
+from .._async import blocking
 from .._config import Mode
 from .._cutover import PowertoolsCutover
 from .._engine import Engine
@@ -134,7 +135,7 @@ def idempotent_http(
             return {"statusCode": 201, "body": json.dumps({"id": order_id})}
     """
     takes_txn = takes_transaction(func, 3)
-    call_handler: Callable[..., Any] = func
+    call_handler: Callable[..., Any] = blocking(func)
     idempotency = HttpIdempotency(
         operation=operation, mode=chosen_mode(mode, takes_txn), header=header, key=key, key_required=key_required,
         subscriber=subscriber, tenant=tenant,

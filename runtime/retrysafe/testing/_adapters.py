@@ -20,6 +20,7 @@ from typing import Any
 from retrysafe import names
 
 from .._adapter import Wired
+from .._async import is_async
 from .._engine import Engine
 from .._store import DynamoStore
 from ..errors import KeyReuseMismatchError, RequestInFlightError, RetrysafeError
@@ -334,7 +335,8 @@ class EventAdapter:
 
 
 class FunctionAdapter:
-    """An ``@idempotent_function``; each request calls it with the argument of intent ``key``.
+    """An ``@idempotent_function``; each request calls it with the argument of intent ``key`` (an ``async def``'s
+    is awaited on a loop of its own, as an async caller would).
 
     ``argument(key, payload)`` builds the ``data_keyword_argument``; default
     ``{"id": key, **payload}`` (decorate with ``key="id"``).
@@ -355,6 +357,10 @@ class FunctionAdapter:
     def invoke(self, request: Any) -> Answer:
         """Call the function; its named errors become answer kinds."""
         try:
+            if is_async(self.function):  # an async def's wrapper: awaited, as its caller would
+                import asyncio
+
+                return Answer("executed", value=asyncio.run(self.function(**request)))
             return Answer("executed", value=self.function(**request))
         except RetrysafeError as error:
             return _classify_error(error)

@@ -31,11 +31,12 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, cast
 
 from .. import names
 from .._adapter import SubscriberName, Wired, flushes_telemetry
+from .._async import blocking
 from .._claimcheck import ClaimCheck
 from .._config import Mode, idempotency_disabled
 from .._engine import Completion, Engine, Intent
@@ -139,7 +140,7 @@ class WebhookReceiver(Wired):
 
     def __init__(self, provider: Provider, *, tenant: Tenant[HttpRequest] = None, subscriber: str | None = None,
                  secrets: SecretSource | None = None,
-                 on_receipt: Callable[[Receipt, Transaction], None] | None = None,
+                 on_receipt: Callable[[Receipt, Transaction], Awaitable[None] | None] | None = None,
                  max_body_bytes: int = DEFAULT_MAX_BODY_BYTES, horizon_seconds: int | None = None,
                  claim_check: ClaimCheck | None = None, on_replay: ReplayHook | None = None,
                  store: DynamoStore | None = None, engine: Engine | None = None) -> None:
@@ -147,7 +148,7 @@ class WebhookReceiver(Wired):
         self.tenant = checked_tenant(tenant)
         self.subscriber = SubscriberName(subscriber)
         self.secrets = secrets or secret_from_env()
-        self.on_receipt = on_receipt
+        self.on_receipt = blocking(on_receipt) if on_receipt is not None else None
         self.claim_check = claim_check if claim_check is not None else ClaimCheck.from_env()
         self.max_body_bytes = max_body_bytes
         self.on_replay = on_replay
