@@ -4,10 +4,9 @@ Two things are pinned here. A fault injected through :class:`~retrysafe.testing.
 seam) reaches the engine exactly as the same fault written as a raw botocore ``before-send`` hook
 did (a lost answer after DynamoDB applied the write; a transaction cancelled with
 ``CancellationReasons``). And the seam serves a DynamoDB transport that is not botocore's client:
-:class:`WireTransport` below speaks DynamoDB's JSON protocol to moto's server itself, signs with
-SigV4 and retries as botocore's standard mode does, every attempt through its own
-:class:`~retrysafe._transport.Attempts`; the same drills give the same outcome and the same round
-trips on it as on botocore's client, and on the fast transport (:mod:`retrysafe._crt`, awscrt).
+the fast transport (:mod:`retrysafe._crt`, awscrt, speaking DynamoDB's JSON protocol to moto's
+server itself, every attempt through its own :class:`~retrysafe._transport.Attempts`) gives the
+same outcome and the same round trips in the same drills as botocore's client.
 """
 
 from __future__ import annotations
@@ -21,7 +20,6 @@ from typing import Any
 import pytest
 from retrysafe import Engine, idempotent_http
 from retrysafe._store import DynamoStore
-from retrysafe._transport import Attempts, Reply
 from retrysafe.errors import StoreUnavailableError
 from retrysafe.names import RECORD_PREFIX, REPLAYED_HEADER
 from retrysafe.testing import ALWAYS, Boundary, DynamoSemantics, instant_retries
@@ -30,94 +28,6 @@ from retrysafe.testing._events import DrillContext, rest_event
 from retrysafe.testing._plugin import create_table
 
 from tests.helpers import ORDERS, TABLE, create_business_table
-
-#: What botocore's standard mode retries among DynamoDB's answers (throttling, transient, a raced item).
-_RETRYABLE = frozenset({"ThrottlingException", "ProvisionedThroughputExceededException", "RequestLimitExceeded",
-                        "TransactionConflictException", "InternalServerError", "ServiceUnavailable"})
-
-
-class WireTransport:
-    """A DynamoDB transport that is not botocore's client: JSON over HTTP, SigV4, standard-mode retries.
-
-    ``max_attempts`` attempts per call (botocore's ``total_max_attempts``); a lost answer
-    (``ReadTimeoutError``) and the retryable codes are resent unchanged, a ``TransactWriteItems``
-    without a ``ClientRequestToken`` gets one first (as botocore generates it), with no backoff.
-    """
-
-    def __init__(self, endpoint: str, region_name: str = "eu-west-1", max_attempts: int = 3) -> None:
-        import urllib3
-
-        self.endpoint, self.region_name, self.max_attempts = endpoint, region_name, max_attempts
-        self.attempts = Attempts()
-        self._http = urllib3.PoolManager()
-
-    def describe_table(self, **params: Any) -> dict[str, Any]:
-        return self._call("DescribeTable", params)
-
-    def get_item(self, **params: Any) -> dict[str, Any]:
-        return self._call("GetItem", params)
-
-    def put_item(self, **params: Any) -> dict[str, Any]:
-        return self._call("PutItem", params)
-
-    def update_item(self, **params: Any) -> dict[str, Any]:
-        return self._call("UpdateItem", params)
-
-    def delete_item(self, **params: Any) -> dict[str, Any]:
-        return self._call("DeleteItem", params)
-
-    def transact_write_items(self, **params: Any) -> dict[str, Any]:
-        return self._call("TransactWriteItems", {"ClientRequestToken": str(uuid.uuid4()), **params})
-
-    def query(self, **params: Any) -> dict[str, Any]:
-        return self._call("Query", params)
-
-    def scan(self, **params: Any) -> dict[str, Any]:
-        return self._call("Scan", params)
-
-    def close(self) -> None:
-        self._http.clear()
-
-    def _call(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
-        from botocore.exceptions import ClientError, ReadTimeoutError
-
-        for attempt in range(1, self.max_attempts + 1):
-            last = attempt == self.max_attempts
-            try:
-                reply = self.attempts.send(operation, params, lambda: self._send(operation, params))
-            except ReadTimeoutError:
-                if last:
-                    raise
-                continue
-            if reply.ok:
-                answer: dict[str, Any] = json.loads(reply.body or b"{}")
-                return answer
-            error = ClientError(_error_response(reply), operation)
-            if last or error.response["Error"]["Code"] not in _RETRYABLE:
-                raise error
-        raise AssertionError("unreachable: the last attempt returns or raises")
-
-    def _send(self, operation: str, params: dict[str, Any]) -> Reply:
-        from botocore.auth import SigV4Auth
-        from botocore.awsrequest import AWSRequest
-        from botocore.credentials import Credentials
-
-        request = AWSRequest("POST", self.endpoint + "/", data=json.dumps(params).encode(),
-                             headers={"Content-Type": "application/x-amz-json-1.0",
-                                      "X-Amz-Target": f"DynamoDB_20120810.{operation}"})
-        SigV4Auth(Credentials("testing", "testing"), "dynamodb", self.region_name).add_auth(request)
-        response = self._http.request("POST", request.url, body=request.body, headers=dict(request.headers))
-        return Reply(response.status, response.data)
-
-
-def _error_response(reply: Reply) -> dict[str, Any]:
-    """botocore's parsed error of a JSON-protocol answer: ``Error`` and the modeled fields (``Item``,
-    ``CancellationReasons``)."""
-    body = json.loads(reply.body)
-    code = str(body.pop("__type", "")).rsplit("#", 1)[-1]
-    message = body.pop("message", None) or body.pop("Message", "")
-    return {"Error": {"Code": code, "Message": message}, "ResponseMetadata": {"HTTPStatusCode": reply.status},
-            **body}
 
 
 @pytest.fixture(scope="module")
@@ -169,8 +79,7 @@ def crt_transport(endpoint: str) -> Any:
                         max_attempts=3, quota=2**62, sleep=lambda _: None)
 
 
-TRANSPORTS: dict[str, Callable[[str], Any]] = {"botocore": botocore_client, "wire": WireTransport,
-                                               "crt": crt_transport}
+TRANSPORTS: dict[str, Callable[[str], Any]] = {"botocore": botocore_client, "crt": crt_transport}
 
 
 @pytest.fixture(params=sorted(TRANSPORTS))
