@@ -42,6 +42,11 @@ for _name in ("AWS_CA_BUNDLE", "HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http
     os.environ.pop(_name, None)
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.lambda_botocore import load_botocore_without_awscrt, require_botocore_without_awscrt
+
+# botocore as Lambda's runtime has it (no awscrt): see benchmarks/lambda_botocore.py.
+load_botocore_without_awscrt()
+
 from benchmarks import moto_server, report, workload
 from benchmarks.ddb_model import DynamoModel, item_size
 from benchmarks.ddb_server import ENDPOINT_ENV, ModelServer, pointed_at
@@ -528,6 +533,8 @@ def cold_start(runs: int, server: ModelServer | None = None,
             proc = subprocess.run([sys.executable, "-m", "benchmarks.coldstart", side, f"cold-{side}-{index}"],
                                   cwd=ROOT, env=side_env, capture_output=True, text=True, check=True)
             row = json.loads(proc.stdout.strip().splitlines()[-1])
+            if row["awscrt_loaded"] != side.endswith("_awscrt"):  # botocore's sides as in Lambda: no awscrt
+                raise RuntimeError(f"cold start of {side}: awscrt loaded = {row['awscrt_loaded']}")
             if server is not None:
                 row["calls"] = server.usage()["calls"]
             rows[side].append(row)
@@ -730,6 +737,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                         help="first requests (and as many replays) per side over the socket")
     parser.add_argument("--out", type=Path, default=HERE)
     args = parser.parse_args(argv)
+    require_botocore_without_awscrt()
 
     started, load_before = time.time(), os.getloadavg()
     trips = round_trips_and_units()

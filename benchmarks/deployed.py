@@ -76,7 +76,10 @@ def run(runs: int) -> dict[str, Any]:
                                       env={**env, "PYTHONPATH": os.pathsep.join([str(paths[variant]), str(ROOT)])})
                 if proc.returncode:
                     raise RuntimeError(f"{variant}: {proc.stderr[-2000:]}")
-                rows[variant].append(json.loads(proc.stdout.strip().splitlines()[-1]))
+                row = json.loads(proc.stdout.strip().splitlines()[-1])
+                if row["awscrt_loaded"]:  # botocore as Lambda's runtime has it (benchmarks/lambda_botocore.py)
+                    raise RuntimeError(f"{variant}: awscrt was loaded")
+                rows[variant].append(row)
     finally:
         for path in folder.rglob("*"):
             if path.is_dir():

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from benchmarks.bench import Side, quiet
 from benchmarks.ddb_server import ModelServer
+from benchmarks.lambda_botocore import require_botocore_without_awscrt
 
 
 def runners(server: ModelServer | None) -> dict[str, Side]:
@@ -88,6 +89,7 @@ def main(argv: list[str] | None = None) -> str:
     parser.add_argument("--socket", action="store_true", help="over 127.0.0.1 (no profiles)")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args(argv)
+    require_botocore_without_awscrt()  # botocore as in Lambda (imported by benchmarks.bench)
     load = os.getloadavg()[0]
     with ModelServer() if args.socket else contextlib.nullcontext() as server, quiet():
         made = runners(server)

@@ -142,6 +142,9 @@ conditions are evaluated, replays get DynamoDB's `ConditionalCheckFailedExceptio
 `TransactionCanceledException` replies with the old item (`ALL_OLD`), and every reply carries `x-amz-crc32`.
 Request building, parameter validation, signing and response parsing are paid by both sides; the network
 and TLS by neither; the model's own time is subtracted. {_validation(r)}
+botocore runs as Lambda's runtime has it, without awscrt: this machine installs awscrt for retrysafe's
+fast transport, and botocore would import it (about 55 ms more per cold start, on both sides) and sign with
+it; the benchmark hides it from botocore's sides (`benchmarks/lambda_botocore.py`).
 
 {f'![comparison]({chart_name})' if chart_name else ''}
 
