@@ -1,6 +1,6 @@
 """The store's own botocore client, created from a copy of botocore's data trimmed to DynamoDB.
 
-Creating a DynamoDB client from a fresh botocore session costs about 65 ms of CPU (awscrt absent, as
+Creating a DynamoDB client from a fresh botocore session costs about 73 ms of CPU (awscrt absent, as
 in Lambda), most of it botocore's data rather than the client: the session's legacy endpoint resolver
 parses ``endpoints.json`` (1.25 MB, every service of every partition: 25-37 ms) and the loader lists
 every service directory of its data (``list_available_services``, 11-17 ms, twice: for ``service-2``
@@ -11,13 +11,14 @@ and DynamoDB's entries of ``endpoints.json``, and botocore's own files (copied b
 everything else a DynamoDB client loads. It keeps botocore's search order: the paths of
 ``AWS_DATA_PATH`` (or ``data_path`` in the config file), then ``~/.aws/models``, then the built-in
 data, so a model or ``endpoints.json`` of your own still wins as it would. The copy counts as
-built-in data for botocore (``is_builtin_path``), as the data it was copied from does: endpoints are
-resolved by DynamoDB's endpoint rules, not from ``endpoints.json``.
+built-in data for botocore (``is_builtin_path``), as the data it was copied from does, and that
+matters: botocore takes the endpoint of an ``endpoints.json`` that is not built-in as a custom
+endpoint URL instead of resolving DynamoDB's endpoint rules (FIPS and dual-stack would then fail).
 
 What is not DynamoDB's stays botocore's: the credential and token providers (an assumed role's STS
 client, SSO's) come from a second, stock session, so the clients they create load botocore's full
-data. A configured ``api_versions`` for DynamoDB (an API version the copy may not hold) uses a stock
-session throughout. Clients you pass to the store are never touched.
+data. The copy holds every API version folder botocore has for DynamoDB (``api_versions`` may name
+one). Clients you pass to the store are never touched.
 
 ``python -m retrysafe._botodata`` regenerates the copy from the installed botocore (deterministic;
 the test suite fails when the committed copy differs from what the installed botocore gives).
