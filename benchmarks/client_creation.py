@@ -3,7 +3,7 @@
 ``python -m benchmarks.client_creation [RUNS]`` prints one JSON line: the median and minimum CPU
 milliseconds (``time.process_time``) of ``botocore.session.Session().create_client("dynamodb", ...)``
 (``stock``) and of :func:`retrysafe._botodata.dynamodb_client` (``retrysafe``, the store's session on
-the copy of botocore's data trimmed to DynamoDB), both with the store's ``Config``, each run a new
+botocore's data for DynamoDB alone), both with the store's ``Config``, each run a new
 interpreter, the two alternating. botocore is imported before the clock starts (its import is the
 same for both). ``awscrt`` is hidden from botocore, as in Lambda's runtime, which has none: when it is
 installed (the dev environment has it, for the opt-in fast transport) botocore imports ``awscrt.auth``

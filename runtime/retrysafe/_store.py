@@ -169,8 +169,8 @@ class DynamoStore:
 
         The store's own client skips botocore's client-side parameter validation: every request
         the store and the engine send is built here, and the test suite checks each shape against
-        botocore's service model (DynamoDB validates again). Its session loads a copy of botocore's data
-        trimmed to DynamoDB (:mod:`retrysafe._botodata`: a cheaper cold start, the same client).
+        botocore's service model (DynamoDB validates again). Its session skips botocore's data for other
+        services (:mod:`retrysafe._botodata`: a cheaper cold start, the same client).
         A client you pass keeps its own config.
         """
         if self._client is None and os.environ.get(TRANSPORT_ENV):

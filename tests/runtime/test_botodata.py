@@ -1,11 +1,11 @@
-"""The store's botocore client from a copy of botocore's data trimmed to DynamoDB (retrysafe._botodata).
+"""The store's botocore client from botocore's data with ``endpoints.json`` trimmed to DynamoDB (retrysafe._botodata).
 
-The copy is what the installed botocore gives, byte for byte (a botocore upgrade that changes it fails
+The trimmed file is what the installed botocore gives, byte for byte (a botocore upgrade that changes it fails
 here: run ``python -m retrysafe._botodata``). The client it makes is a stock client's: for every region
 of every partition botocore knows, plain, FIPS, dual-stack, both, and with an endpoint URL, the same
 endpoint, region, partition and signed request (URL, host, credential scope), or the same error.
 Everything else keeps botocore's full data: a user's ``AWS_DATA_PATH`` still wins, an assumed role's
-STS client is a stock session's, a configured DynamoDB API version uses a stock session.
+STS client is a stock session's, a configured DynamoDB API version is picked as botocore picks it.
 """
 
 from __future__ import annotations
@@ -128,10 +128,8 @@ def test_the_copy_keeps_every_partition_and_only_dynamodb() -> None:
     for ours, theirs in zip(trimmed["partitions"], stock["partitions"], strict=True):
         assert {k: v for k, v in ours.items() if k != "services"} == {k: v for k, v in theirs.items() if k != "services"}
         assert ours["services"] == {name: entry for name, entry in theirs["services"].items() if name == "dynamodb"}
-    # Everything else a DynamoDB client loads is botocore's file, unchanged.
-    for name, data in _files(Path(botodata.DATA_PATH)).items():
-        if name != "endpoints.json":
-            assert data == (BOTOCORE_DATA / name).read_bytes()
+    # Nothing else: the model, endpoint rules and partitions are the installed botocore's own.
+    assert list(_files(Path(botodata.DATA_PATH))) == ["endpoints.json"]
 
 
 @pytest.mark.parametrize("variant", list(VARIANTS))
@@ -171,8 +169,13 @@ def test_the_stores_client_follows_the_environments_endpoint_settings(aws_env: p
 def test_the_stores_client_loads_the_trimmed_copy(aws_env: pytest.MonkeyPatch) -> None:
     client = DynamoStore("t", region_name="eu-west-1").client
     loader = client._loader  # the data the client was built from (pinned: else this change does nothing)
-    assert loader.search_paths[-1] == botodata.DATA_PATH
+    assert loader.search_paths[-2:] == [botodata.DATA_PATH, Loader.BUILTIN_DATA_PATH]
     assert loader.list_available_services("service-2") == ["dynamodb"]
+    _, endpoints = loader.load_data_with_path("endpoints")
+    assert endpoints.startswith(botodata.DATA_PATH) and loader.is_builtin_path(endpoints)
+    for name in ("partitions", "sdk-default-configuration", "dynamodb/2012-08-10/service-2",
+                 "dynamodb/2012-08-10/endpoint-rule-set-1"):  # the installed botocore's, matching its code
+        assert loader.load_data_with_path(name)[1].startswith(Loader.BUILTIN_DATA_PATH), name
     assert client.can_paginate("scan") and client.get_waiter("table_exists").name == "TableExists"
     assert {"ConditionalCheckFailedException", "TransactionCanceledException"} <= \
         {name for name in dir(client.exceptions) if name.endswith("Exception")}
