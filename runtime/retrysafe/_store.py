@@ -77,6 +77,14 @@ class ClaimResult(Value):
         set_field(self, "previous", previous)
 
 
+def client_config() -> Any:
+    """The botocore ``Config`` of the store's own client: standard retries (4 attempts), short timeouts."""
+    from botocore.config import Config
+
+    return Config(retries={"mode": "standard", "max_attempts": 4}, connect_timeout=2, read_timeout=10,
+                  tcp_keepalive=True, parameter_validation=False)
+
+
 def request_token(*parts: str) -> str:
     """A ``ClientRequestToken`` (at most 36 characters) naming one logical transaction."""
     import hashlib
@@ -161,19 +169,18 @@ class DynamoStore:
 
         The store's own client skips botocore's client-side parameter validation: every request
         the store and the engine send is built here, and the test suite checks each shape against
-        botocore's service model (DynamoDB validates again). A client you pass keeps its own config.
+        botocore's service model (DynamoDB validates again). Its session skips botocore's data for other
+        services (:mod:`retrysafe._botodata`: a cheaper cold start, the same client).
+        A client you pass keeps its own config.
         """
         if self._client is None and os.environ.get(TRANSPORT_ENV):
             from ._crt import selected_transport
 
             self._client = selected_transport(self._region)
         if self._client is None:
-            import botocore.session
-            from botocore.config import Config
+            from ._botodata import dynamodb_client
 
-            config = Config(retries={"mode": "standard", "max_attempts": 4}, connect_timeout=2, read_timeout=10,
-                            tcp_keepalive=True, parameter_validation=False)
-            client = botocore.session.Session().create_client("dynamodb", region_name=self._region, config=config)
+            client = dynamodb_client(self._region, client_config())
             # A refusal's items (ALL_OLD: the record a replay answers with) decoded once, not twice.
             client.meta.events.register("before-parse.dynamodb", parse_item_refusal)
             self._client = client

@@ -26,7 +26,7 @@ from tests.helpers import ROOT
 PACKAGE = ROOT / "runtime" / "retrysafe"
 
 CORE = frozenset({
-    "retrysafe._adapter", "retrysafe._async", "retrysafe._cache", "retrysafe._claimcheck", "retrysafe._codec", "retrysafe._config", "retrysafe._crt", "retrysafe._cutover",
+    "retrysafe._adapter", "retrysafe._async", "retrysafe._botodata", "retrysafe._cache", "retrysafe._claimcheck", "retrysafe._codec", "retrysafe._config", "retrysafe._crt", "retrysafe._cutover",
     "retrysafe._engine", "retrysafe._events", "retrysafe._fingerprint", "retrysafe._keys", "retrysafe._limits",
     "retrysafe._observability", "retrysafe._ordering", "retrysafe._record", "retrysafe._regions", "retrysafe._replay", "retrysafe._results", "retrysafe._select", "retrysafe._tagged",
     "retrysafe._snapstart", "retrysafe._invocation", "retrysafe._tenant",
