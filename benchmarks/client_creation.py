@@ -5,9 +5,8 @@ milliseconds (``time.process_time``) of ``botocore.session.Session().create_clie
 (``stock``) and of :func:`retrysafe._botodata.dynamodb_client` (``retrysafe``, the store's session on
 botocore's data for DynamoDB alone), both with the store's ``Config``, each run a new
 interpreter, the two alternating. botocore is imported before the clock starts (its import is the
-same for both). ``awscrt`` is hidden from botocore, as in Lambda's runtime, which has none: when it is
-installed (the dev environment has it, for the opt-in fast transport) botocore imports ``awscrt.auth``
-and uses CRT signers, which is not what a Lambda function pays.
+same for both). ``awscrt`` is hidden from botocore, as in Lambda's runtime, which has none
+(:mod:`benchmarks.lambda_botocore`).
 """
 
 from __future__ import annotations
@@ -23,14 +22,11 @@ ROOT = Path(__file__).resolve().parents[1]
 
 #: Run in each fresh interpreter: hide awscrt, import botocore, then time one client's creation.
 _ONE = """
-import importlib.abc, json, os, sys, time
+import json, sys, time
 
-class HideAwscrt(importlib.abc.MetaPathFinder):
-    def find_spec(self, name, path=None, target=None):
-        if name == "awscrt" or name.startswith("awscrt."):
-            raise ModuleNotFoundError(name)
+from benchmarks.lambda_botocore import hide_awscrt
 
-sys.meta_path.insert(0, HideAwscrt())
+hide_awscrt()
 import botocore.config, botocore.session
 from retrysafe._store import client_config
 from retrysafe._botodata import dynamodb_client
