@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 from typing import Any
 
@@ -190,3 +191,34 @@ def test_configuration_errors_are_raised_at_decoration(store: Any, monkeypatch: 
     monkeypatch.setenv(names.VISIBILITY_TIMEOUT_ENV, "soon")
     with pytest.raises(ConfigurationError):
         idempotent_sqs(count_effect, subscriber="s", store=store)
+
+
+def test_without_a_visibility_timeout_a_claim_leases_for_the_invocation_s_remaining_time(
+        store: Any, ddb: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The Lambda context reaches each record's processing (through the batch layer) for the lease.
+    monkeypatch.delenv(names.VISIBILITY_TIMEOUT_ENV, raising=False)
+    leases: list[float] = []
+
+    def charge(message: Message, txn: Transaction) -> str:
+        claim = store.get(txn.scope.record_id)
+        leases.append((claim.lease_until_ms - claim.created_at_ms) / 1000)
+        return count_effect(message, txn)
+
+    handler = idempotent_sqs(charge, subscriber="payments", mode="claim_first", store=store)
+    records = [sqs_record({"counter": "first"}), sqs_record({"counter": "second"})]
+    assert handler({"Records": records}, DrillContext(remaining_ms=12_000)) == {"batchItemFailures": []}
+    assert leases == [pytest.approx(12 + names.LEASE_MARGIN_SECONDS, abs=1)] * 2
+
+
+def test_a_batch_inspects_no_signature(store: Any, ddb: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Given the Lambda context, Powertools' batch processor inspects the record handler's signature on every
+    # batch (a tenth of a redelivery's own CPU): the consumer hands its context to the records itself.
+    handler = idempotent_sqs(count_effect, subscriber="billing", store=store)
+    inspected: list[Any] = []
+    real = inspect.signature
+    monkeypatch.setattr(inspect, "signature", lambda *args, **kwargs: inspected.append(args) or real(*args, **kwargs))
+    event = {"Records": [sqs_record({"counter": "c1"}), sqs_record({"counter": "c2"})]}
+    assert handler(event, DrillContext()) == {"batchItemFailures": []}
+    assert handler(event, DrillContext()) == {"batchItemFailures": []}
+    assert inspected == []
+    assert (applied(ddb, "c1"), applied(ddb, "c2")) == (1, 1)
