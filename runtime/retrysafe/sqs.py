@@ -91,16 +91,19 @@ class Message(Value):
     a callable is given the :class:`Message` (its ``key`` still empty).
     """
 
-    __slots__ = ("content", "key", "record")
+    __slots__ = ("_attributes", "content", "key", "record")
 
     content: Any
     key: str
     record: Any
+    #: The envelope's attributes when the consumer already unwrapped the body (:func:`default_key` reads them).
+    _attributes: dict[str, str] | None
 
     def __init__(self, record: Any, key: str, content: Any) -> None:
         set_field(self, "record", record)
         set_field(self, "key", key)
         set_field(self, "content", content)
+        set_field(self, "_attributes", None)
 
     @property
     def message_id(self) -> str:
@@ -147,7 +150,9 @@ def default_key(paths: Sequence[str] = DEFAULT_KEY_PATHS,
         attr = record.message_attributes[attribute]
         if attr is not None and attr.string_value:
             return str(attr.string_value)
-        _, envelope_attributes = unwrap(record.body)
+        envelope_attributes = message._attributes
+        if envelope_attributes is None:  # a message built elsewhere: its body is read here
+            _, envelope_attributes = unwrap(record.body)
         if envelope_attributes.get(attribute):
             return envelope_attributes[attribute]
         for path in paths:
@@ -197,6 +202,14 @@ def _canonical_content(body: str) -> _Parsed | str:
     return _canonical_content(message) if message is not None else _Parsed(content)
 
 
+def _unwrapped(record: Any, key: str, content: Any, attributes: dict[str, str]) -> Message:
+    """A :class:`Message` that keeps its envelope's attributes: the default key reads them without decoding
+    the body a second time (4 µs of a redelivery's own work)."""
+    message = Message(record=record, key=key, content=content)
+    set_field(message, "_attributes", attributes)
+    return message
+
+
 def _redelivered(record: Any) -> bool:
     """True when SQS says it delivered ``record`` before (``ApproximateReceiveCount`` above 1).
 
@@ -235,11 +248,11 @@ class SqsConsumer(Wired):
 
     def process(self, record: Any, context: Any = None) -> Any:
         """Process one record at most once; raises (the record is reported failed) when it must be redelivered."""
-        content, _ = unwrap(record.body)
+        content, attributes = unwrap(record.body)
         if idempotency_disabled():  # no key, no fingerprint, no record: the message is handled as a new one
             return self._unprotected(Message(record=record, key="", content=content))
-        key = self.key(Message(record=record, key="", content=content), _document)
-        message = Message(record=record, key=key, content=content)
+        key = self.key(_unwrapped(record, "", content, attributes), _document)
+        message = _unwrapped(record, key, content, attributes)
         part = message_fingerprint(record.body) if self.fingerprint is None else self.fingerprint(message, _document)
         intent = Intent(Scope("", self.operation, key, adapter=SQS_ADAPTER, subscriber=self.subscriber()), part,
                         self.mode, self.retention, lease_seconds=self.lease_seconds,

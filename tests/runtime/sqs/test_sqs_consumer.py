@@ -8,7 +8,8 @@ from typing import Any
 
 import boto3
 import pytest
-from retrysafe import names
+from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+from retrysafe import names, sqs
 from retrysafe._transaction import Transaction
 from retrysafe.errors import ConfigurationError
 from retrysafe.sqs import Message, idempotent_sqs
@@ -222,3 +223,33 @@ def test_a_batch_inspects_no_signature(store: Any, ddb: Any, monkeypatch: pytest
     assert handler(event, DrillContext()) == {"batchItemFailures": []}
     assert inspected == []
     assert (applied(ddb, "c1"), applied(ddb, "c2")) == (1, 1)
+
+
+SNS_BODY = {"Type": "Notification", "MessageId": "sns-assigned", "TopicArn": "arn:aws:sns:eu-west-1:1:t",
+            "Message": json.dumps({"counter": "k"}),
+            "MessageAttributes": {names.KEY_MESSAGE_ATTRIBUTE: {"Type": "String", "Value": "evt-1"}}}
+
+
+def test_each_body_is_unwrapped_once(store: Any, ddb: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The default key reads the envelope's attributes the consumer already has, not the body again.
+    unwrapped: list[str] = []
+    real = sqs.unwrap
+    monkeypatch.setattr(sqs, "unwrap", lambda body: unwrapped.append(body) or real(body))
+    keys: list[str] = []
+
+    def handler_(message: Message, txn: Transaction) -> None:
+        keys.append(message.key)
+        count_effect(message, txn)
+
+    handler = idempotent_sqs(handler_, subscriber="billing", store=store)
+    records = [sqs_record(SNS_BODY), sqs_record({"counter": "plain"})]
+    assert handler({"Records": records}, DrillContext()) == {"batchItemFailures": []}
+    # The notification's Message is unwrapped in turn: once too.
+    assert unwrapped == [records[0]["body"], SNS_BODY["Message"], records[1]["body"]]
+    assert keys == ["evt-1", records[1]["messageId"]]
+
+
+def test_the_default_key_of_a_message_built_elsewhere_reads_its_envelope() -> None:
+    record = SQSRecord(sqs_record(SNS_BODY))
+    content, _ = sqs.unwrap(record.body)
+    assert sqs.default_key()(Message(record=record, key="", content=content)) == "evt-1"
