@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import inspect
 import json
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import boto3
@@ -253,3 +255,50 @@ def test_the_default_key_of_a_message_built_elsewhere_reads_its_envelope() -> No
     record = SQSRecord(sqs_record(SNS_BODY))
     content, _ = sqs.unwrap(record.body)
     assert sqs.default_key()(Message(record=record, key="", content=content)) == "evt-1"
+
+
+def test_a_handler_that_runs_a_batch_of_its_own_consumer_keeps_both_reports(store: Any, ddb: Any) -> None:
+    # Batch processors are reused between batches; one in use is never handed to a nested batch.
+    inner = [sqs_record({"counter": "inner-ok"}), sqs_record({"counter": "inner-bad"})]
+    nested: list[Any] = []
+
+    def handler_(message: Message, txn: Transaction) -> None:
+        name = message.content["counter"]
+        if name.endswith("bad"):
+            raise RuntimeError("downstream refused")
+        if name == "outer-nesting":
+            nested.append(handler({"Records": inner}, DrillContext()))
+        count_effect(message, txn)
+
+    handler = idempotent_sqs(handler_, subscriber="billing", store=store)
+    assert handler({"Records": [sqs_record({"counter": "warm"})]}, DrillContext()) == {"batchItemFailures": []}
+    outer = [sqs_record({"counter": "outer-bad"}), sqs_record({"counter": "outer-nesting"}),
+             sqs_record({"counter": "outer-ok"})]
+    assert handler({"Records": outer}, DrillContext()) == {"batchItemFailures": [
+        {"itemIdentifier": outer[0]["messageId"]}]}
+    assert nested == [{"batchItemFailures": [{"itemIdentifier": inner[1]["messageId"]}]}]
+    assert [applied(ddb, n) for n in ("warm", "outer-nesting", "outer-ok", "inner-ok")] == [1, 1, 1, 1]
+
+
+def test_batches_on_two_threads_report_their_own_failures(store: Any, ddb: Any) -> None:
+    # Both batches are inside their handler at once (the barrier): neither sees the other's outcome.
+    barrier = threading.Barrier(2, timeout=30)
+
+    def handler_(message: Message, txn: Transaction) -> None:
+        barrier.wait()
+        if message.content["counter"].endswith("bad"):
+            raise RuntimeError("downstream refused")
+        count_effect(message, txn)
+
+    handler = idempotent_sqs(handler_, subscriber="billing", store=store)
+    with ThreadPoolExecutor(2) as pool:  # a batch before: each thread now has a processor to reuse
+        assert list(pool.map(lambda n: handler({"Records": [sqs_record({"counter": f"warm-{n}"})]}, DrillContext()),
+                             range(2))) == [{"batchItemFailures": []}] * 2
+    batches = {side: [sqs_record({"counter": f"{side}-bad"}), sqs_record({"counter": f"{side}-ok"})]
+               for side in ("left", "right")}
+    with ThreadPoolExecutor(2) as pool:
+        reports = dict(zip(batches, pool.map(lambda records: handler({"Records": records}, DrillContext()),
+                                             batches.values())))
+    assert reports == {side: {"batchItemFailures": [{"itemIdentifier": records[0]["messageId"]}]}
+                       for side, records in batches.items()}
+    assert (applied(ddb, "left-ok"), applied(ddb, "right-ok")) == (1, 1)
