@@ -302,3 +302,40 @@ def test_batches_on_two_threads_report_their_own_failures(store: Any, ddb: Any) 
     assert reports == {side: {"batchItemFailures": [{"itemIdentifier": records[0]["messageId"]}]}
                        for side, records in batches.items()}
     assert (applied(ddb, "left-ok"), applied(ddb, "right-ok")) == (1, 1)
+
+
+@pytest.mark.parametrize("failing", [set(), {"b"}, {"a", "c"}, {"a", "b", "c"}])
+def test_a_standard_queue_s_batch_is_reported_as_powertools_reports_it(
+        store: Any, ddb: Any, failing: set[str]) -> None:
+    # retrysafe reports a standard queue's batch itself; Powertools' BatchProcessor is the reference.
+    from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
+
+    seen: list[Any] = []
+
+    def handler_(message: Message, txn: Transaction) -> None:
+        seen.append(message.record)
+        if message.content["counter"] in failing:
+            raise RuntimeError("downstream refused")
+        count_effect(message, txn)
+
+    handler = idempotent_sqs(handler_, subscriber="billing", store=store)
+    event = {"Records": [sqs_record({"counter": name}) for name in ("a", "b", "c")]}
+
+    def reference(record: SQSRecord) -> None:
+        if json.loads(record.body)["counter"] in failing:
+            raise RuntimeError("downstream refused")
+
+    expected = process_partial_response(event, reference, BatchProcessor(EventType.SQS,
+                                                                          raise_on_entire_batch_failure=False))
+    assert handler(event, DrillContext()) == dict(expected)
+    assert [type(record) for record in seen] == [SQSRecord] * 3
+    assert [record.message_id for record in seen] == [r["messageId"] for r in event["Records"]]
+
+
+@pytest.mark.parametrize("event", [{"Records": []}, {}])
+def test_an_event_that_is_no_batch_is_refused_as_powertools_refuses_it(store: Any, event: Any) -> None:
+    from aws_lambda_powertools.utilities.batch.exceptions import UnexpectedBatchTypeError
+
+    handler = idempotent_sqs(count_effect, subscriber="billing", store=store)
+    with pytest.raises(UnexpectedBatchTypeError):
+        handler(event, DrillContext())
