@@ -28,10 +28,10 @@ EventBridge ``detail``, the SNS ``Message``, else the body), so a republished
 event matches its first delivery while a different message reusing a key is
 refused (reported failed, ending in the DLQ).
 
-Failures are reported per record (``batchItemFailures``) through Powertools'
-batch utilities; on FIFO queues a failure also fails the rest of its message
-group in the batch (``SqsFifoPartialProcessor(skip_group_on_error=True)``), so
-order within a group survives and other groups go on.
+Failures are reported per record (``batchItemFailures``), as Powertools'
+``BatchProcessor`` reports them; on FIFO queues a failure also fails the rest of
+its message group in the batch (Powertools' ``SqsFifoPartialProcessor(skip_group_on_error=True)``),
+so order within a group survives and other groups go on.
 
 Retry hints: a message whose ``ApproximateReceiveCount`` is above 1 was received before
 (a redelivery, most likely of a message already processed). In atomic mode such a
