@@ -41,12 +41,21 @@ def entry_size(record_id: str, text: str) -> int:
 
 
 class _Entry:
-    """One cached record: the record without its result, the result's stored text, and its counted size."""
+    """One cached record: the fields of the record without its result, the result's stored text, and its
+    counted size (plain fields, not a :class:`Record`: a first request caches its record without building a
+    second one)."""
 
-    __slots__ = ("record", "size", "text")
+    __slots__ = ("created_at_ms", "expires_at", "fingerprint", "operation", "owner", "resource", "size", "state",
+                 "text")
 
     def __init__(self, record: Record, text: str, size: int) -> None:
-        self.record = record
+        self.state = record.state
+        self.fingerprint = record.fingerprint
+        self.expires_at = record.expires_at
+        self.created_at_ms = record.created_at_ms
+        self.operation = record.operation
+        self.owner = record.owner
+        self.resource = record.resource
         self.text = text
         self.size = size
 
@@ -76,14 +85,13 @@ class RecordCache:
             entry = self._items.get(record_id)
             if entry is None:
                 return None
-            if entry.record.is_expired(now):
+            if entry.expires_at < now:  # as Record.is_expired
                 self._drop(record_id)
                 return None
             self._items.move_to_end(record_id)
-        cached = entry.record
-        copy = Record(record_id=cached.record_id, state=cached.state, fingerprint=cached.fingerprint,
-                      expires_at=cached.expires_at, created_at_ms=cached.created_at_ms, operation=cached.operation,
-                      owner=cached.owner, result=decode_text(entry.text), resource=cached.resource)
+        copy = Record(record_id=record_id, state=entry.state, fingerprint=entry.fingerprint,
+                      expires_at=entry.expires_at, created_at_ms=entry.created_at_ms, operation=entry.operation,
+                      owner=entry.owner, result=decode_text(entry.text), resource=entry.resource)
         set_field(copy, "_text", entry.text)  # the text it was decoded from, as from_item keeps it
         return copy
 
@@ -93,20 +101,18 @@ class RecordCache:
             return
         with self._lock:
             known = self._items.get(record.record_id)
-            if known is not None and (known.record.owner, known.record.expires_at) == (record.owner, record.expires_at):
+            if known is not None and (known.owner, known.expires_at) == (record.owner, record.expires_at):
                 self._items.move_to_end(record.record_id)  # the same write again (a replay of a cached record)
                 return
         text = record.result_text
         size = entry_size(record.record_id, text)
         if size > self.max_bytes // 4:
             return
-        stripped = Record(record_id=record.record_id, state=record.state, fingerprint=record.fingerprint,
-                          expires_at=record.expires_at, created_at_ms=record.created_at_ms,
-                          operation=record.operation, owner=record.owner, resource=record.resource)
+        entry = _Entry(record, text, size)
         with self._lock:
             if record.record_id in self._items:
                 self._drop(record.record_id)
-            self._items[record.record_id] = _Entry(stripped, text, size)
+            self._items[record.record_id] = entry
             self._bytes += size
             while len(self._items) > self.max_items or self._bytes > self.max_bytes:
                 _, oldest = self._items.popitem(last=False)

@@ -13,16 +13,15 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from datetime import UTC, datetime
+from typing import Any
 
 from ._codec import serialize_item
 from ._events import OutboxEvent, event_id
 from ._keys import Scope
+from ._limits import check_fits
 from ._tagged import decode_text, encode_text
 from .errors import ConfigurationError
-
-if TYPE_CHECKING:
-    from datetime import datetime
 
 #: Saves all checkpoints of a claim (the first argument names the new one) together with the actions
 #: buffered since the previous step (one ``TransactWriteItems`` conditioned on the claim's owner token);
@@ -137,16 +136,12 @@ class Transaction:
         if claim_check is not None and not isinstance(payload, Mapping):
             raise ConfigurationError("an event with a claim check needs an object payload (its body is added to it)")
         if occurred_at is None:
-            from datetime import UTC, datetime
-
             occurred_at = datetime.now(UTC)
         eid = event_id(self.scope.record_id, self._appended, "" if once_per_key else self.instance)
         event = OutboxEvent(
             event_id=eid, event_type=event_type, aggregate_type=aggregate_type, aggregate_id=str(aggregate_id),
             payload=payload, occurred_at=occurred_at, sequence=sequence, claim_check=claim_check,
         )
-        from ._limits import check_fits
-
         check_fits(event)
         self._appended += 1
         self._events.append(event)

@@ -10,6 +10,7 @@ import pytest
 import rfc8785
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from retrysafe import _fingerprint
 from retrysafe._fingerprint import canonical_json, canonical_value
 from retrysafe.errors import InvalidInputError, TaskPayloadError
 from retrysafe.http._request import parse_event, raw_query_parameters
@@ -73,6 +74,17 @@ def test_agrees_with_the_rfc8785_reference_on_its_domain(doc: Any, indent: int |
     text = json.dumps(doc, indent=indent, ensure_ascii=ascii_only)
     assert canonical_json(text) == rfc8785.dumps(doc)
     assert canonical_value(doc) == rfc8785.dumps(doc)
+
+
+@settings(max_examples=150, deadline=None)
+@given(doc=json_documents)
+def test_an_interpreter_without_the_c_encoder_writes_the_same_canonical_form(doc: Any) -> None:
+    # The fast path reuses the C encoder; without it (another interpreter) JSONEncoder writes the same text.
+    text = json.dumps(doc)
+    expected = canonical_json(text)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_fingerprint, "_c_encoder", None)
+        assert canonical_json(text) == expected == rfc8785.dumps(doc)
 
 
 @pytest.mark.parametrize("a, b", [

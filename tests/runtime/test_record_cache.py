@@ -5,6 +5,7 @@ what DynamoDB would not (expired records, pending claims, another table's record
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any
 
 import pytest
@@ -111,6 +112,19 @@ def test_a_hit_is_a_copy_a_caller_mutating_its_answer_does_not_change_the_next_r
     hit.result["h"]["Location"] = "/changed"
     again = cache.get("idem#a", 0.0)
     assert again is not None and again.result == {"s": 201, "h": {"Location": "/o/1"}, "b": "x"}
+
+
+def test_a_hit_has_every_field_of_the_record_put_and_the_cache_holds_no_result_object():
+    cache = RecordCache()
+    result = {"s": 201, "h": {"Location": "/o/1"}, "b": "x"}
+    record = Record(record_id="idem#a", state=COMPLETED, fingerprint="fp-1", expires_at=2_000_000_000,
+                    created_at_ms=1_700_000_000_123, operation="CreateOrder", owner="writer-1", result=result,
+                    resource="order/1")
+    held = sys.getrefcount(result)
+    cache.put(record)
+    assert sys.getrefcount(result) == held  # only the stored text is kept: the budget counts what is held
+    hit = cache.get("idem#a", 0.0)
+    assert hit == record and hit.result is not result and hit.result_text == record.result_text
 
 
 def test_the_byte_budget_evicts_least_recently_used_and_skips_oversized_results():

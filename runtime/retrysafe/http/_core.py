@@ -190,11 +190,11 @@ class HttpIdempotency(Wired):
         disabled = idempotency_disabled()  # no key, no fingerprint, no record: every request runs
         key = None if disabled else self._key(request)
 
-        originals: list[Any] = []
+        ran: list[tuple[StoredResponse, Any]] = []
 
         def work(txn: Transaction) -> Completion:
             response, original = call(txn)
-            originals.append(original)
+            ran.append((response, original))
             return Completion(response.to_result(), store=stores(response))
 
         # Powertools' @idempotent hashed the whole Lambda event (its event_key_jmespath selects in it)
@@ -208,8 +208,10 @@ class HttpIdempotency(Wired):
                             self.mode, self.retention, self.lease_seconds, wait_seconds=self.wait_for_in_flight,
                             hinted=self.retry_hints and is_retry(request))
             outcome = self.engine.execute(intent, work, remaining_ms, predecessor=predecessor)
-        original = originals[-1] if originals and not outcome.replayed else None
-        return HttpAnswer(StoredResponse.from_result(outcome.result), replayed=outcome.replayed, original=original,
+        if ran and not outcome.replayed:  # this run's answer: its response as reduced, not rebuilt from the result
+            response, original = ran[-1]
+            return HttpAnswer(response, original=original, shape=request.shape)
+        return HttpAnswer(StoredResponse.from_result(outcome.result), replayed=outcome.replayed,
                           shape=request.shape, replay=outcome.replay)
 
 

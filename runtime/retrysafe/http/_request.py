@@ -15,7 +15,7 @@ import binascii
 import json
 import re
 from collections.abc import Callable, Collection, Mapping
-from typing import Any
+from typing import Any, TypeGuard
 from urllib.parse import unquote
 
 from .._fingerprint import canonical_json, fingerprint
@@ -30,6 +30,12 @@ PROXY, ALB, ALB_MULTI_VALUE = "proxy", "alb", "alb-multi-value"
 #: How a parameter part of the fingerprint was read: decoded by API Gateway (REST v1 multi-value
 #: parameters, HTTP API v2 parameters when the event has no raw query string), or from the raw query string.
 _DECODED, _RAW = b"d", b"r"
+
+
+def is_mapping(value: object) -> TypeGuard[Mapping[str, Any]]:
+    """``isinstance(value, Mapping)``, answered without the ABC check for a ``dict`` (what every event holds):
+    the nine checks of an HTTP API request's parsing and tenant were 3 µs of its first request."""
+    return type(value) is dict or isinstance(value, Mapping)
 
 
 class HttpRequest(Value):
@@ -150,16 +156,16 @@ def _is_json(content_type: str | None) -> bool:
 
 def parse_event(event: Any) -> HttpRequest:
     """Read an HTTP event (see the module docstring); :class:`MalformedRequestError` when it is none of them."""
-    if not isinstance(event, Mapping):
+    if not is_mapping(event):
         raise MalformedRequestError("the event is not an HTTP event (API Gateway, function URL or load balancer)")
     context = event.get("requestContext") or {}
-    if not isinstance(context, Mapping):
+    if not is_mapping(context):
         raise MalformedRequestError("requestContext is not an object")
-    if isinstance(context.get("elb"), Mapping):
+    if is_mapping(context.get("elb")):
         return _alb_request(event)
     if event.get("version") == "2.0":
         http = context.get("http") or {}
-        method = str(http.get("method") or "").upper() if isinstance(http, Mapping) else ""
+        method = str(http.get("method") or "").upper() if is_mapping(http) else ""
         route_key = str(event.get("routeKey") or "")
         path = str(event.get("rawPath") or "/")
         route = route_key if route_key and route_key != "$default" else f"{method} {path}"
@@ -261,7 +267,7 @@ def _mapping(event: Mapping[str, Any], name: str) -> Mapping[str, Any]:
     value = event.get(name)
     if value is None:
         return {}
-    if not isinstance(value, Mapping):
+    if not is_mapping(value):
         raise MalformedRequestError(f"{name} is not an object")
     return value
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ._request import HttpRequest
+from ._request import HttpRequest, is_mapping
 
 CONTEXT_KEYS = ("tenantId", "tenant_id", "tenant")
 CLAIM_KEYS = ("custom:tenant_id", "tenant_id", "sub")
@@ -40,23 +40,23 @@ def authorizer_tenant(claims: Sequence[str] = CLAIM_KEYS, context_keys: Sequence
     def extract(request: HttpRequest) -> str | None:
         rc = request.event.get("requestContext") or {}
         auth = rc.get("authorizer") or {}
-        if not isinstance(auth, Mapping):
+        if not is_mapping(auth):
             return None
         # HTTP API v2 nests by authorizer kind; REST v1 puts the context at the top level.
         nested = auth.get("lambda")
-        found = _first(nested if isinstance(nested, Mapping) else auth, context_keys)
+        found = _first(nested if is_mapping(nested) else auth, context_keys)
         if found:
             return found
         jwt = auth.get("jwt")
-        claim_map = jwt.get("claims") if isinstance(jwt, Mapping) else auth.get("claims")
-        if isinstance(claim_map, Mapping):
+        claim_map = jwt.get("claims") if is_mapping(jwt) else auth.get("claims")
+        if is_mapping(claim_map):
             found = _first(claim_map, claims)
             if found:
                 return found
         if auth.get("principalId"):
             return str(auth["principalId"])
-        iam = auth.get("iam") if isinstance(auth.get("iam"), Mapping) else rc.get("identity")
-        return iam_caller(iam) if isinstance(iam, Mapping) else None
+        iam = auth.get("iam") if is_mapping(auth.get("iam")) else rc.get("identity")
+        return iam_caller(iam) if is_mapping(iam) else None
 
     return extract
 
@@ -74,7 +74,7 @@ def iam_caller(identity: Mapping[str, Any]) -> str | None:
     every principal of the account into one tenant. ``None`` when nothing fits.
     """
     nested = identity.get("cognitoIdentity")
-    cognito = _first(nested, ("identityId",)) if isinstance(nested, Mapping) else _first(identity, ("cognitoIdentityId",))
+    cognito = _first(nested, ("identityId",)) if is_mapping(nested) else _first(identity, ("cognitoIdentityId",))
     if cognito:
         return cognito
     arn = _first(identity, ("userArn",))

@@ -400,6 +400,23 @@ def test_v2_plain_return_value_is_a_json_200(ddb, store):
     assert json.loads(again["body"]) == {"id": "o-1"} and again["headers"][names.REPLAYED_HEADER] == "true"
 
 
+def test_a_first_execution_answers_with_its_own_response_not_one_rebuilt_from_the_record(ddb, store, monkeypatch):
+    # The response the handler's answer was reduced to is the answer; a replay rebuilds it from the record.
+    from retrysafe.http import _core
+
+    rebuilt: list[Any] = []
+    real = _core.StoredResponse.from_result
+    monkeypatch.setattr(_core.StoredResponse, "from_result", classmethod(
+        lambda cls, result: rebuilt.append(result) or real(result)))
+    handler = build(store, lambda event, context, txn: {"id": "o-1"})
+    first = handler(http_event({"a": 1}), DrillContext())
+    assert rebuilt == []
+    again = handler(http_event({"a": 1}), DrillContext())
+    assert len(rebuilt) == 1
+    assert (first["statusCode"], first["body"], first["headers"]) == (
+        again["statusCode"], again["body"], {k: v for k, v in again["headers"].items() if k != names.REPLAYED_HEADER})
+
+
 def test_base64_binary_body_is_fingerprinted_as_bytes(ddb, store):
     import base64
 

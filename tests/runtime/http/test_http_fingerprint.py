@@ -111,3 +111,21 @@ def test_a_body_that_is_not_declared_json_is_hashed_as_bytes(ddb, store):
         again = handler(rest_event(raw_body='{"a":1,"b":2}', key=key, headers={"Content-Type": content_type.upper()}),
                         DrillContext())
         assert again["headers"][names.REPLAYED_HEADER] == "true"
+
+
+def test_an_event_of_read_only_mappings_reads_as_the_same_request() -> None:
+    # Dicts skip the ABC check; any other mapping (here read-only views) is still an object of the event.
+    from types import MappingProxyType
+
+    from retrysafe.http._request import parse_event
+    from retrysafe.http._tenant import default_tenant
+
+    event = http_event({"amount": 42}, key="k-1")
+
+    def frozen(value: Any) -> Any:
+        return MappingProxyType({k: frozen(v) for k, v in value.items()}) if isinstance(value, dict) else value
+
+    request, viewed = parse_event(event), parse_event(frozen(event))
+    assert viewed.fingerprint() == request.fingerprint()
+    assert (viewed.method, viewed.route, viewed.headers) == (request.method, request.route, request.headers)
+    assert default_tenant(viewed) == default_tenant(request) is not None

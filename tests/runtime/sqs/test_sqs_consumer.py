@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import inspect
 import json
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import boto3
 import pytest
-from retrysafe import names
+from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+from retrysafe import names, sqs
 from retrysafe._transaction import Transaction
 from retrysafe.errors import ConfigurationError
 from retrysafe.sqs import Message, idempotent_sqs
@@ -190,3 +194,148 @@ def test_configuration_errors_are_raised_at_decoration(store: Any, monkeypatch: 
     monkeypatch.setenv(names.VISIBILITY_TIMEOUT_ENV, "soon")
     with pytest.raises(ConfigurationError):
         idempotent_sqs(count_effect, subscriber="s", store=store)
+
+
+def test_without_a_visibility_timeout_a_claim_leases_for_the_invocation_s_remaining_time(
+        store: Any, ddb: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The Lambda context reaches each record's processing (through the batch layer) for the lease.
+    monkeypatch.delenv(names.VISIBILITY_TIMEOUT_ENV, raising=False)
+    leases: list[float] = []
+
+    def charge(message: Message, txn: Transaction) -> str:
+        claim = store.get(txn.scope.record_id)
+        leases.append((claim.lease_until_ms - claim.created_at_ms) / 1000)
+        return count_effect(message, txn)
+
+    handler = idempotent_sqs(charge, subscriber="payments", mode="claim_first", store=store)
+    records = [sqs_record({"counter": "first"}), sqs_record({"counter": "second"})]
+    assert handler({"Records": records}, DrillContext(remaining_ms=12_000)) == {"batchItemFailures": []}
+    assert leases == [pytest.approx(12 + names.LEASE_MARGIN_SECONDS, abs=1)] * 2
+
+
+def test_a_batch_inspects_no_signature(store: Any, ddb: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Given the Lambda context, Powertools' batch processor inspects the record handler's signature on every
+    # batch (a tenth of a redelivery's own CPU): the consumer hands its context to the records itself.
+    handler = idempotent_sqs(count_effect, subscriber="billing", store=store)
+    inspected: list[Any] = []
+    real = inspect.signature
+    monkeypatch.setattr(inspect, "signature", lambda *args, **kwargs: inspected.append(args) or real(*args, **kwargs))
+    event = {"Records": [sqs_record({"counter": "c1"}), sqs_record({"counter": "c2"})]}
+    assert handler(event, DrillContext()) == {"batchItemFailures": []}
+    assert handler(event, DrillContext()) == {"batchItemFailures": []}
+    assert inspected == []
+    assert (applied(ddb, "c1"), applied(ddb, "c2")) == (1, 1)
+
+
+SNS_BODY = {"Type": "Notification", "MessageId": "sns-assigned", "TopicArn": "arn:aws:sns:eu-west-1:1:t",
+            "Message": json.dumps({"counter": "k"}),
+            "MessageAttributes": {names.KEY_MESSAGE_ATTRIBUTE: {"Type": "String", "Value": "evt-1"}}}
+
+
+def test_each_body_is_unwrapped_once(store: Any, ddb: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The default key reads the envelope's attributes the consumer already has, not the body again.
+    unwrapped: list[str] = []
+    real = sqs.unwrap
+    monkeypatch.setattr(sqs, "unwrap", lambda body: unwrapped.append(body) or real(body))
+    keys: list[str] = []
+
+    def handler_(message: Message, txn: Transaction) -> None:
+        keys.append(message.key)
+        count_effect(message, txn)
+
+    handler = idempotent_sqs(handler_, subscriber="billing", store=store)
+    records = [sqs_record(SNS_BODY), sqs_record({"counter": "plain"})]
+    assert handler({"Records": records}, DrillContext()) == {"batchItemFailures": []}
+    # The notification's Message is unwrapped in turn: once too.
+    assert unwrapped == [records[0]["body"], SNS_BODY["Message"], records[1]["body"]]
+    assert keys == ["evt-1", records[1]["messageId"]]
+
+
+def test_the_default_key_of_a_message_built_elsewhere_reads_its_envelope() -> None:
+    record = SQSRecord(sqs_record(SNS_BODY))
+    content, _ = sqs.unwrap(record.body)
+    assert sqs.default_key()(Message(record=record, key="", content=content)) == "evt-1"
+
+
+def test_a_handler_that_runs_a_batch_of_its_own_consumer_keeps_both_reports(store: Any, ddb: Any) -> None:
+    # Batch processors are reused between batches; one in use is never handed to a nested batch.
+    inner = [sqs_record({"counter": "inner-ok"}), sqs_record({"counter": "inner-bad"})]
+    nested: list[Any] = []
+
+    def handler_(message: Message, txn: Transaction) -> None:
+        name = message.content["counter"]
+        if name.endswith("bad"):
+            raise RuntimeError("downstream refused")
+        if name == "outer-nesting":
+            nested.append(handler({"Records": inner}, DrillContext()))
+        count_effect(message, txn)
+
+    handler = idempotent_sqs(handler_, subscriber="billing", store=store)
+    assert handler({"Records": [sqs_record({"counter": "warm"})]}, DrillContext()) == {"batchItemFailures": []}
+    outer = [sqs_record({"counter": "outer-bad"}), sqs_record({"counter": "outer-nesting"}),
+             sqs_record({"counter": "outer-ok"})]
+    assert handler({"Records": outer}, DrillContext()) == {"batchItemFailures": [
+        {"itemIdentifier": outer[0]["messageId"]}]}
+    assert nested == [{"batchItemFailures": [{"itemIdentifier": inner[1]["messageId"]}]}]
+    assert [applied(ddb, n) for n in ("warm", "outer-nesting", "outer-ok", "inner-ok")] == [1, 1, 1, 1]
+
+
+def test_batches_on_two_threads_report_their_own_failures(store: Any, ddb: Any) -> None:
+    # Both batches are inside their handler at once (the barrier): neither sees the other's outcome.
+    barrier = threading.Barrier(2, timeout=30)
+
+    def handler_(message: Message, txn: Transaction) -> None:
+        barrier.wait()
+        if message.content["counter"].endswith("bad"):
+            raise RuntimeError("downstream refused")
+        count_effect(message, txn)
+
+    handler = idempotent_sqs(handler_, subscriber="billing", store=store)
+    with ThreadPoolExecutor(2) as pool:  # a batch before: each thread now has a processor to reuse
+        assert list(pool.map(lambda n: handler({"Records": [sqs_record({"counter": f"warm-{n}"})]}, DrillContext()),
+                             range(2))) == [{"batchItemFailures": []}] * 2
+    batches = {side: [sqs_record({"counter": f"{side}-bad"}), sqs_record({"counter": f"{side}-ok"})]
+               for side in ("left", "right")}
+    with ThreadPoolExecutor(2) as pool:
+        reports = dict(zip(batches, pool.map(lambda records: handler({"Records": records}, DrillContext()),
+                                             batches.values())))
+    assert reports == {side: {"batchItemFailures": [{"itemIdentifier": records[0]["messageId"]}]}
+                       for side, records in batches.items()}
+    assert (applied(ddb, "left-ok"), applied(ddb, "right-ok")) == (1, 1)
+
+
+@pytest.mark.parametrize("failing", [set(), {"b"}, {"a", "c"}, {"a", "b", "c"}])
+def test_a_standard_queue_s_batch_is_reported_as_powertools_reports_it(
+        store: Any, ddb: Any, failing: set[str]) -> None:
+    # retrysafe reports a standard queue's batch itself; Powertools' BatchProcessor is the reference.
+    from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
+
+    seen: list[Any] = []
+
+    def handler_(message: Message, txn: Transaction) -> None:
+        seen.append(message.record)
+        if message.content["counter"] in failing:
+            raise RuntimeError("downstream refused")
+        count_effect(message, txn)
+
+    handler = idempotent_sqs(handler_, subscriber="billing", store=store)
+    event = {"Records": [sqs_record({"counter": name}) for name in ("a", "b", "c")]}
+
+    def reference(record: SQSRecord) -> None:
+        if json.loads(record.body)["counter"] in failing:
+            raise RuntimeError("downstream refused")
+
+    expected = process_partial_response(event, reference, BatchProcessor(EventType.SQS,
+                                                                          raise_on_entire_batch_failure=False))
+    assert handler(event, DrillContext()) == dict(expected)
+    assert [type(record) for record in seen] == [SQSRecord] * 3
+    assert [record.message_id for record in seen] == [r["messageId"] for r in event["Records"]]
+
+
+@pytest.mark.parametrize("event", [{"Records": []}, {}])
+def test_an_event_that_is_no_batch_is_refused_as_powertools_refuses_it(store: Any, event: Any) -> None:
+    from aws_lambda_powertools.utilities.batch.exceptions import UnexpectedBatchTypeError
+
+    handler = idempotent_sqs(count_effect, subscriber="billing", store=store)
+    with pytest.raises(UnexpectedBatchTypeError):
+        handler(event, DrillContext())
