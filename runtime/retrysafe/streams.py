@@ -309,12 +309,12 @@ class StreamConsumer(Wired, Generic[M]):
         self.on_replay = on_replay
         self.wire(horizon_seconds, store, engine)
 
-    def process(self, record: Any, lambda_context: Any = None) -> Any:
+    def process(self, record: Any, context: Any = None) -> Any:
         """Process one record at most once; raises (the record is reported failed) when it must be redelivered.
 
-        ``record`` is Powertools' data class of the record; ``lambda_context`` (so named for
-        Powertools to pass it) gives a claim its lease, the invocation's remaining time. A TTL
-        removal with ``skip_ttl_removals`` is acknowledged without running and without a DynamoDB call.
+        ``record`` is Powertools' data class of the record; ``context`` (the Lambda context) gives a
+        claim its lease, the invocation's remaining time. A TTL removal with ``skip_ttl_removals`` is
+        acknowledged without running and without a DynamoDB call.
         """
         if self.skip_ttl_removals and _is_ttl_removal(record.raw_event):
             return None
@@ -334,7 +334,7 @@ class StreamConsumer(Wired, Generic[M]):
         def work(txn: Transaction) -> Completion:
             return Completion(self.handler(message, txn) if self.takes_txn else self.handler(message))
 
-        remaining = getattr(lambda_context, "get_remaining_time_in_millis", None)
+        remaining = getattr(context, "get_remaining_time_in_millis", None)
         outcome = self.engine.execute(intent, work, remaining)
         return replayed(self.on_replay, outcome.result, outcome.replay)
 
@@ -344,7 +344,14 @@ class StreamConsumer(Wired, Generic[M]):
         from aws_lambda_powertools.utilities.batch import process_partial_response
 
         processor = _shard_ordered(self.source)
-        process_partial_response(event, self.process, processor, context)
+
+        def process(record: Any) -> Any:
+            return self.process(record, context)
+
+        # The context reaches process() through this closure, not through Powertools: given a context, the
+        # processor inspects the record handler's signature on every batch (about 24 µs, measured) to decide
+        # whether to pass it on.
+        process_partial_response(event, process, processor)
         return processor
 
     @flushes_telemetry

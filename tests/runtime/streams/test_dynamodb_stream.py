@@ -3,6 +3,7 @@ stream read back with GetRecords from moto's server (in-process moto does not im
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Iterator
 from decimal import Decimal
 from typing import Any
@@ -11,6 +12,7 @@ import boto3
 import pytest
 from retrysafe._store import DynamoStore
 from retrysafe._transaction import Transaction
+from retrysafe.names import LEASE_MARGIN_SECONDS
 from retrysafe.streams import DynamoDBChange, idempotent_dynamodb_stream
 from retrysafe.testing._events import DrillContext, dynamodb_stream_record
 
@@ -65,6 +67,40 @@ def test_a_failure_fails_the_rest_of_the_batch_unrun_and_the_retry_is_exactly_on
     assert handler({"Records": records}, DrillContext()) == {"batchItemFailures": []}  # retried from the first
     assert calls.calls == {"TransactWriteItems": 3}  # order#1: its record answers, in the same one call
     assert [applied(search, f"order#{n}#INSERT") for n in (1, 2, 3)] == [1, 1, 1]
+
+
+def test_claim_first_leases_each_record_for_the_invocation_s_remaining_time(
+        store: Any, search: Any, calls: Any) -> None:
+    # The Lambda context reaches each record's processing (through the batch layer) for the lease.
+    leases: list[float] = []
+
+    def consume(change: DynamoDBChange, txn: Transaction) -> str:
+        claim = store.get(txn.scope.record_id)
+        leases.append((claim.lease_until_ms - claim.created_at_ms) / 1000)
+        return index(change, txn)
+
+    handler = idempotent_dynamodb_stream(subscriber="search", mode="claim_first", store=store)(consume)
+    records = [dynamodb_stream_record("INSERT", {"pk": {"S": f"order#{n}"}}, new_image=order(n, 10 * n),
+                                      sequence_number=f"10{n}") for n in (1, 2)]
+    calls.reset()
+    assert handler({"Records": records}, DrillContext(remaining_ms=12_000)) == {"batchItemFailures": []}
+    assert calls.calls == {"PutItem": 2, "GetItem": 2, "TransactWriteItems": 2}  # GetItem: the test's own
+    assert leases == [pytest.approx(12 + LEASE_MARGIN_SECONDS, abs=1)] * 2
+
+
+def test_a_batch_inspects_no_signature(store: Any, search: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Given the Lambda context, Powertools' batch processor inspects the record handler's signature on every
+    # batch: the consumer hands its context to the records itself.
+    handler = idempotent_dynamodb_stream(subscriber="search", store=store)(index)
+    records = [dynamodb_stream_record("INSERT", {"pk": {"S": f"order#{n}"}}, new_image=order(n, 10 * n),
+                                      sequence_number=f"10{n}") for n in (1, 2)]
+    inspected: list[Any] = []
+    real = inspect.signature
+    monkeypatch.setattr(inspect, "signature", lambda *args, **kwargs: inspected.append(args) or real(*args, **kwargs))
+    assert handler({"Records": records}, DrillContext()) == {"batchItemFailures": []}
+    assert handler({"Records": records}, DrillContext()) == {"batchItemFailures": []}  # the batch redelivered
+    assert inspected == []
+    assert [applied(search, f"order#{n}#INSERT") for n in (1, 2)] == [1, 1]
 
 
 def test_the_handler_sees_deserialized_images_and_the_default_key_is_the_sequence_number(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 from typing import Any
 
@@ -129,6 +130,20 @@ def test_claim_first_costs_two_round_trips_and_leases_for_the_remaining_time(
     calls.reset()
     assert handler(event, DrillContext()) == {"batchItemFailures": []}
     assert calls.calls == {"PutItem": 1} and len(leases) == 1 and applied(ddb, "charged") == 1
+
+
+def test_a_batch_inspects_no_signature(store: Any, ddb: Any, kinesis: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Given the Lambda context, Powertools' batch processor inspects the record handler's signature on every
+    # batch: the consumer hands its context to the records itself.
+    handler = idempotent_kinesis(subscriber="ledger", store=store)(count_effect)
+    event = batch(kinesis, "a", "b")
+    inspected: list[Any] = []
+    real = inspect.signature
+    monkeypatch.setattr(inspect, "signature", lambda *args, **kwargs: inspected.append(args) or real(*args, **kwargs))
+    assert handler(event, DrillContext()) == {"batchItemFailures": []}
+    assert handler(event, DrillContext()) == {"batchItemFailures": []}  # the batch redelivered
+    assert inspected == []
+    assert (applied(ddb, "a"), applied(ddb, "b")) == (1, 1)
 
 
 def test_the_default_key_is_the_partition_key_and_sequence_number(store: Any, ddb: Any) -> None:
