@@ -8,7 +8,7 @@ NODE_STAMP := node_modules/.installed
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 
-.PHONY: install test lint ruff actionlint typecheck synth synth-oldest bench soak clean demo sandbox docs docs-serve \
+.PHONY: install test lint ruff actionlint typecheck synth synth-oldest botocore-oldest bench soak clean demo sandbox docs docs-serve \
 	dist dist-check
 
 install: $(PY_STAMP) $(NODE_STAMP)
@@ -133,9 +133,24 @@ bench: install
 #    Both run in WORKERS processes.
 SCHEDULES ?= 10000
 WORKERS   ?= 2
+# The store's client on the oldest botocore the runtime allows (boto3>=1.34), in its own cached virtualenv:
+# the endpoints.json it ships is cut from the newest botocore, and must still send every request where a
+# stock client sends it (tests/runtime/endpoints.py; a Lambda layer runs on the runtime's own botocore).
+BOTOCORE_OLDEST := 1.34.0
+BOTOCORE_VENV   := .venv-botocore-oldest
+BOTOCORE_STAMP  := $(BOTOCORE_VENV)/.installed-$(BOTOCORE_OLDEST)
+$(BOTOCORE_STAMP): pyproject.toml
+	$(PYTHON) -m venv $(BOTOCORE_VENV)
+	$(BOTOCORE_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(BOTOCORE_VENV)/bin/python -m pip install --quiet -e . 'boto3==$(BOTOCORE_OLDEST)' 'botocore==$(BOTOCORE_OLDEST)'
+	touch $@
+
+botocore-oldest: $(BOTOCORE_STAMP)
+	$(BOTOCORE_VENV)/bin/python -m tests.runtime.endpoints
+
 soak: install
 	$(BIN)/python -m tests.drills.explore --set deep --workers $(WORKERS)
 	$(BIN)/python -m tests.drills.soak --schedules $(SCHEDULES) --workers $(WORKERS)
 
 clean:
-	rm -rf $(VENV) $(OLDEST_VENV) node_modules cdk.out cdk.out.oldest .pytest_cache .mypy_cache site dist
+	rm -rf $(VENV) $(OLDEST_VENV) $(BOTOCORE_VENV) node_modules cdk.out cdk.out.oldest .pytest_cache .mypy_cache site dist

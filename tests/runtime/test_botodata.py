@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterator
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -20,21 +19,12 @@ from typing import Any
 import botocore.session
 import pytest
 from botocore.config import Config
-from botocore.exceptions import BotoCoreError
 from botocore.loaders import Loader
 from moto import mock_aws
 from retrysafe import _botodata as botodata
 from retrysafe._store import DynamoStore, client_config
 
-BOTOCORE_DATA = Path(Loader.BUILTIN_DATA_PATH)
-
-
-class _Sent(Exception):
-    """Raised by a ``before-send`` hook: the request was signed and is not sent."""
-
-    def __init__(self, request: Any) -> None:
-        super().__init__("not sent")
-        self.request = request
+from tests.runtime.endpoints import BOTOCORE_DATA, VARIANTS, outcome, regions
 
 
 def _files(folder: Path) -> dict[str, bytes]:
@@ -42,60 +32,18 @@ def _files(folder: Path) -> dict[str, bytes]:
             if path.is_file()}
 
 
-def _regions() -> Iterator[tuple[str, str]]:
-    """(partition, region) for every region botocore's partitions, endpoints and DynamoDB's entries name."""
-    partitions = json.loads((BOTOCORE_DATA / "partitions.json").read_text())["partitions"]
-    endpoints = {p["partition"]: p for p in json.loads((BOTOCORE_DATA / "endpoints.json").read_text())["partitions"]}
-    for partition in partitions:
-        legacy = endpoints.get(partition["id"], {})
-        names = set(partition["regions"]) | set(legacy.get("regions", {}))
-        names |= set(legacy.get("services", {}).get("dynamodb", {}).get("endpoints", {}))
-        for name in sorted(names):
-            yield partition["id"], name
-
-
-REGIONS = list(_regions())
-VARIANTS = {
-    "plain": {},
-    "fips": {"use_fips_endpoint": True},
-    "dualstack": {"use_dualstack_endpoint": True},
-    "fips+dualstack": {"use_fips_endpoint": True, "use_dualstack_endpoint": True},
-}
-
-
-def _outcome(create: Callable[[], Any]) -> dict[str, Any]:
-    """What a client resolved and what it would send for one ``GetItem`` (or the error it raised)."""
-    def capture(request: Any, **_: Any) -> None:
-        raise _Sent(request)
-
-    try:
-        client = create()
-    except BotoCoreError as error:  # a configuration botocore refuses: the same refusal
-        return {"error": (type(error).__name__, str(error))}
-    client.meta.events.register("before-send.dynamodb", capture)
-    seen: dict[str, Any] = {"endpoint_url": client.meta.endpoint_url, "region": client.meta.region_name,
-                            "partition": client.meta.partition}
-    try:
-        client.get_item(TableName="t", Key={"pk": {"S": "k"}})
-    except _Sent as sent:
-        authorization = sent.request.headers["Authorization"].decode()
-        scope = authorization.split("Credential=", 1)[1].split(",", 1)[0].split("/")
-        seen.update(url=sent.request.url, scope=(scope[2], scope[3], scope[4]),
-                    host=sent.request.headers.get("host"))
-    except BotoCoreError as error:  # an endpoint botocore refuses: the same refusal
-        seen.update(error=(type(error).__name__, str(error)))
-    return seen
+REGIONS = list(regions())
 
 
 def _stock(region: str, config: Any = None, session: Any = None) -> dict[str, Any]:
     """A stock botocore client's outcome (the store's config unless ``config``)."""
-    return _outcome(partial((session or botocore.session.Session()).create_client, "dynamodb", region_name=region,
+    return outcome(partial((session or botocore.session.Session()).create_client, "dynamodb", region_name=region,
                             config=config or client_config()))
 
 
 def _store(region: str) -> dict[str, Any]:
     """The store's own client's outcome."""
-    return _outcome(lambda: DynamoStore("t", region_name=region).client)
+    return outcome(lambda: DynamoStore("t", region_name=region).client)
 
 
 @pytest.fixture
@@ -140,10 +88,10 @@ def test_every_region_resolves_and_signs_as_a_stock_client(aws_env: pytest.Monke
     for partition, region in REGIONS:
         config = client_config().merge(Config(**VARIANTS[variant]))
         stock = _stock(region, config, stock_session)
-        ours = _outcome(partial(botodata.dynamodb_client, region, config))
+        ours = outcome(partial(botodata.dynamodb_client, region, config))
         if ours != stock:
             differences.append((partition, region, ours, stock))
-        sent += "url" in ours
+        sent += ours.get("get", ("error",))[0] != "error"
     assert differences == []
     assert sent >= len(REGIONS) // 2  # most configurations resolve: the comparison is not of two errors
 
@@ -155,7 +103,7 @@ def test_an_endpoint_url_override_is_honoured_as_by_a_stock_client(aws_env: pyte
         stock = _stock(region)
         ours = _store(region)
         assert ours == stock
-        assert ours["url"].startswith("http://127.0.0.1:8000")
+        assert ours["get"][0].startswith("http://127.0.0.1:8000")
 
 
 @pytest.mark.parametrize("setting", ["AWS_USE_FIPS_ENDPOINT", "AWS_USE_DUALSTACK_ENDPOINT"])
@@ -193,7 +141,7 @@ def test_a_users_data_path_comes_first(aws_env: pytest.MonkeyPatch, tmp_path: Pa
     assert DynamoStore("t", region_name="eu-west-1").client._loader.search_paths[0] == str(mine)
     ours = _store("eu-west-1")
     assert ours == _stock("eu-west-1")
-    assert ours["url"] == "https://dynamodb.example.invalid/"
+    assert ours["get"][0] == "https://dynamodb.example.invalid/"
 
 
 @pytest.mark.parametrize("version", ["2012-08-10", "2011-12-05"])
